@@ -1,0 +1,1 @@
+"""GPU specs and priced instance offers: models, bundled and user catalogs, queries."""

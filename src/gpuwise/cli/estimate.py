@@ -1,0 +1,7 @@
+"""`gpuwise estimate` (placeholder until the capability lands)."""
+
+from __future__ import annotations
+
+
+def estimate() -> None:
+    """(estimate: not yet available)"""

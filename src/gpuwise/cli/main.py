@@ -1,0 +1,86 @@
+"""`gpuwise` entry point: registers the command groups and maps errors to messages and exit codes.
+
+Exit codes: 0 success, 1 a fault or a negative answer (a command documents which), 2 bad input.
+The traceback is shown only with --debug.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from gpuwise import __version__
+from gpuwise.cli import catalog, doctor, estimate, exporter, idle, monitor, plan
+from gpuwise.cli.output import err_console
+from gpuwise.errors import GpuwiseError
+
+app = typer.Typer(
+    name="gpuwise",
+    help=(
+        "Choose, verify, watch and stop rented cloud GPUs.\n\n"
+        "plan ranks every offer by the total cost of your workload; estimate says whether it fits and how "
+        "long it takes; catalog lists GPUs and dated prices; doctor diagnoses a GPU machine; monitor and "
+        "exporter watch it; idle stops it when nobody uses it."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_debug = False
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"gpuwise {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+    version: Annotated[  # noqa: ARG001 - handled by its eager callback
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    global _debug  # noqa: PLW0603 - one process-wide switch read by main()
+    _debug = debug
+
+
+app.add_typer(catalog.app, name="catalog")
+app.command("estimate")(estimate.estimate)
+app.command("plan")(plan.plan)
+app.command("doctor")(doctor.doctor)
+app.command("monitor")(monitor.monitor)
+app.command("exporter")(exporter.exporter)
+app.add_typer(idle.app, name="idle")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the exit code (the console script passes it to sys.exit)."""
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args
+    try:
+        # standalone mode: typer prints usage errors itself (exit 2) and raises SystemExit.
+        app(args=args, prog_name="gpuwise")
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    except GpuwiseError as exc:
+        if debug or _debug:
+            err_console.print_exception()
+        err_console.print(f"[bold red]Error:[/] {exc.render()}", soft_wrap=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `gpuwise … | head` closed the pipe: not an error worth a traceback.
+        return 0
+    return 0
+
+
+def run() -> None:  # pragma: no cover - console script shim
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""The sample model every GPU reader produces and every consumer (monitor, exporter, idle, doctor) reads.
+
+A reading is a value, `NotSupported` or `Failed(why)` — never a sentinel number and never an
+"N/A" string that behaves like NaN. Units are in the field names. Pure data: no I/O here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypeVar, Union
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class NotSupported:
+    """The GPU or driver does not provide this reading (nvidia-smi prints "[N/A]" or "[Not Supported]")."""
+
+    def __str__(self) -> str:
+        return "not supported"
+
+
+@dataclass(frozen=True)
+class Failed:
+    """Reading the value failed; `why` says how (an NVML error, an unparseable field)."""
+
+    why: str
+
+    def __str__(self) -> str:
+        return f"failed: {self.why}"
+
+
+NOT_SUPPORTED = NotSupported()
+
+# A reading of type T: the value, or why there is none.
+Reading = Union[T, NotSupported, Failed]  # noqa: UP007 - a generic alias needs Union on Python 3.11
+
+
+def value_or_none(reading: Reading[T]) -> T | None:
+    """The value, or None when unsupported or failed (for JSON and arithmetic at the edges)."""
+    if isinstance(reading, NotSupported | Failed):
+        return None
+    return reading
+
+
+def has_value(reading: Reading[T]) -> bool:
+    return not isinstance(reading, NotSupported | Failed)
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    pid: int
+    name: str
+    used_memory_bytes: Reading[int]
+    kind: str = "compute"  # "compute" | "graphics" | "compute+graphics"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One GPU at one instant. `timestamp_s` is seconds since the epoch (the probe's clock or the
+    recording's own timestamps, never converted between time zones)."""
+
+    timestamp_s: float
+    index: int
+    uuid: Reading[str] = NOT_SUPPORTED
+    name: Reading[str] = NOT_SUPPORTED
+    bus_id: Reading[str] = NOT_SUPPORTED
+    # utilization, percent 0-100 (nvidia-smi --query-gpu=utilization.gpu / .memory / encoder / decoder)
+    util_gpu_pct: Reading[float] = NOT_SUPPORTED
+    util_memory_pct: Reading[float] = NOT_SUPPORTED
+    util_encoder_pct: Reading[float] = NOT_SUPPORTED
+    util_decoder_pct: Reading[float] = NOT_SUPPORTED
+    # framebuffer memory (memory.used / memory.total; nvidia-smi's "MiB" are 2**20 bytes)
+    memory_used_bytes: Reading[int] = NOT_SUPPORTED
+    memory_total_bytes: Reading[int] = NOT_SUPPORTED
+    power_draw_watts: Reading[float] = NOT_SUPPORTED
+    power_limit_watts: Reading[float] = NOT_SUPPORTED
+    temperature_c: Reading[float] = NOT_SUPPORTED
+    memory_temperature_c: Reading[float] = NOT_SUPPORTED
+    fan_speed_pct: Reading[float] = NOT_SUPPORTED
+    sm_clock_mhz: Reading[float] = NOT_SUPPORTED
+    memory_clock_mhz: Reading[float] = NOT_SUPPORTED
+    # active clock-event ("throttle") reasons, as short ids: "sw_power_cap", "hw_slowdown",
+    # "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown", "sync_boost",
+    # "gpu_idle", "applications_clocks_setting", "display_clocks_setting"
+    throttle_reasons: Reading[tuple[str, ...]] = NOT_SUPPORTED
+    pcie_gen_current: Reading[int] = NOT_SUPPORTED
+    pcie_gen_max: Reading[int] = NOT_SUPPORTED
+    pcie_width_current: Reading[int] = NOT_SUPPORTED
+    pcie_width_max: Reading[int] = NOT_SUPPORTED
+    pcie_tx_bytes_per_s: Reading[float] = NOT_SUPPORTED
+    pcie_rx_bytes_per_s: Reading[float] = NOT_SUPPORTED
+    pcie_replay_count: Reading[int] = NOT_SUPPORTED
+    ecc_mode_enabled: Reading[bool] = NOT_SUPPORTED
+    ecc_corrected_volatile: Reading[int] = NOT_SUPPORTED
+    ecc_uncorrected_volatile: Reading[int] = NOT_SUPPORTED
+    ecc_uncorrected_aggregate: Reading[int] = NOT_SUPPORTED
+    retired_pages_pending: Reading[bool] = NOT_SUPPORTED
+    remapped_rows_correctable: Reading[int] = NOT_SUPPORTED
+    remapped_rows_uncorrectable: Reading[int] = NOT_SUPPORTED
+    remapped_rows_pending: Reading[bool] = NOT_SUPPORTED
+    remapped_rows_failure: Reading[bool] = NOT_SUPPORTED
+    persistence_mode: Reading[bool] = NOT_SUPPORTED
+    mig_mode: Reading[bool] = NOT_SUPPORTED
+    compute_capability: Reading[str] = NOT_SUPPORTED  # "9.0"
+    xid_errors: Reading[int] = NOT_SUPPORTED  # count of Xid events seen for this GPU (last code in xid_last)
+    xid_last: Reading[int] = NOT_SUPPORTED
+    processes: Reading[tuple[GpuProcess, ...]] = NOT_SUPPORTED
+    # a GPU that NVML/nvidia-smi reports as lost or erroring: every other reading is Failed
+    lost: bool = False
+    extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything one read of the GPUs returned: the samples plus machine-wide facts."""
+
+    samples: tuple[Sample, ...]
+    driver_version: Reading[str] = NOT_SUPPORTED
+    cuda_driver_version: Reading[str] = NOT_SUPPORTED  # the CUDA version the driver supports ("12.4")
+    errors: tuple[str, ...] = ()  # messages that stood in for output (e.g. "No devices were found")

@@ -1,0 +1,108 @@
+"""Units in one place: parse and format bytes, durations, money and dates.
+
+GiB (2**30 bytes) and GB (10**9 bytes) are different words here, as everywhere in gpuwise.
+Must not import anything outside the standard library.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import date, datetime
+
+KIB = 1024
+MIB = 1024**2
+GIB = 1024**3
+GB = 1000**3
+MB = 1000**2
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?\s*$", re.I)
+_DURATION_S = {
+    "s": 1,
+    "sec": 1,
+    "secs": 1,
+    "m": 60,
+    "min": 60,
+    "mins": 60,
+    "h": 3600,
+    "hr": 3600,
+    "hrs": 3600,
+    "d": 86400,
+    "day": 86400,
+    "days": 86400,
+}
+
+
+def bytes_to_gib(n: float) -> float:
+    return n / GIB
+
+
+def gib_to_bytes(gib: float) -> float:
+    return gib * GIB
+
+
+def mib_to_bytes(mib: float) -> int:
+    return round(mib * MIB)
+
+
+def parse_duration_s(text: str, *, default_unit: str = "s") -> float:
+    """'90', '90s', '30m', '2h', '1.5d' -> seconds. Raises ValueError on anything else."""
+    m = _DURATION.match(text)
+    if not m:
+        raise ValueError(f"not a duration: {text!r} (expected e.g. 90s, 30m, 2h, 1d)")
+    value = float(m.group(1))
+    unit = (m.group(2) or default_unit).lower()
+    return value * _DURATION_S[unit]
+
+
+def format_gib(n_bytes: float, digits: int = 1) -> str:
+    return f"{n_bytes / GIB:.{digits}f} GiB"
+
+
+def format_bytes(n_bytes: float) -> str:
+    """Human-readable binary size: 512 B, 3.2 KiB, 80.0 GiB."""
+    value = float(n_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_duration(seconds: float) -> str:
+    """Compact duration: 45 s, 12 min, 3.4 h, 2.1 d."""
+    if not math.isfinite(seconds):
+        return "∞"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def format_hours(hours: float) -> str:
+    return format_duration(hours * 3600)
+
+
+def format_money(amount: float, currency: str = "USD") -> str:
+    """$1,234.56 for USD; '1,234.56 CNY' for anything else (never converted)."""
+    if currency == "USD":
+        if abs(amount) < 10:
+            return f"${amount:,.2f}"
+        return f"${amount:,.0f}" if abs(amount) >= 10_000 else f"${amount:,.2f}"
+    return f"{amount:,.2f} {currency}"
+
+
+def age_days(as_of: date, today: date) -> int:
+    return (today - as_of).days
+
+
+def parse_iso_date(text: str) -> date:
+    """'2026-03-01' or an ISO timestamp -> date. Raises ValueError."""
+    text = text.strip()
+    try:
+        return date.fromisoformat(text[:10])
+    except ValueError:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).date()

@@ -1,0 +1,80 @@
+"""Shared test helpers: where ../shared is, which system programs exist, and GPUWISE_REQUIRE_ALL.
+
+With GPUWISE_REQUIRE_ALL=1 (set by .ci/run), any skipped test fails instead: CI never passes by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+REQUIRE_ALL = os.environ.get("GPUWISE_REQUIRE_ALL") == "1"
+
+
+def _unavailable(reason: str) -> None:
+    if REQUIRE_ALL:
+        pytest.fail(f"GPUWISE_REQUIRE_ALL=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """../shared beside the clone (reference data and third-party fixtures), read in place."""
+    if not SHARED.is_dir():
+        _unavailable(f"../shared is not beside the clone (looked at {SHARED})")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def smi_fixtures(shared_dir: Path) -> Path:
+    path = shared_dir / "fixtures" / "nvidia-smi"
+    if not path.is_dir():
+        _unavailable(f"{path} is missing")
+    return path
+
+
+@pytest.fixture(scope="session")
+def trace_fixtures(shared_dir: Path) -> Path:
+    path = shared_dir / "fixtures" / "traces"
+    if not path.is_dir():
+        _unavailable(f"{path} is missing")
+    return path
+
+
+@pytest.fixture(scope="session")
+def need_program() -> Callable[[str], str]:
+    """need_program("prometheus") -> its path, or skip (fail under GPUWISE_REQUIRE_ALL=1)."""
+
+    def find(name: str) -> str:
+        path = shutil.which(name)
+        if path is None:
+            _unavailable(f"the system program {name!r} is not installed (.ci/run installs it with apt-get)")
+            raise AssertionError("unreachable")
+        return path
+
+    return find
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep tests away from the developer's real config, catalogs and history."""
+    base = tmp_path_factory.mktemp("gpuwise-home")
+    monkeypatch.setenv("GPUWISE_CONFIG_DIR", str(base / "config"))
+    monkeypatch.setenv("GPUWISE_DATA_DIR", str(base / "data"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """Under GPUWISE_REQUIRE_ALL=1 a skip from anywhere (importorskip, skipif, a fixture) is a failure."""
+    outcome = yield
+    report = outcome.get_result()
+    if REQUIRE_ALL and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped, but GPUWISE_REQUIRE_ALL=1 forbids skips: {reason}"

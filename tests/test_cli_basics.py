@@ -1,0 +1,48 @@
+"""The CLI shell: exit codes, error paragraphs, --version, and cheap start-up."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from gpuwise.cli.main import main
+from gpuwise.errors import ConfigError, GpuwiseError, NotFoundError, close_matches
+
+
+def test_version_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert "gpuwise" in capsys.readouterr().out
+
+
+def test_unknown_command_is_usage_error() -> None:
+    assert main(["no-such-command"]) == 2
+
+
+def test_error_renders_what_why_fix() -> None:
+    err = ConfigError("Workload file x.toml: unknown key 'epoch'", why="keys are checked", fix="rename it")
+    assert err.render() == "Workload file x.toml: unknown key 'epoch'. keys are checked. To fix: rename it."
+    assert err.exit_code == 2
+    assert GpuwiseError("a fault").exit_code == 1
+
+
+def test_not_found_suggests_close_matches() -> None:
+    err = NotFoundError("GPU", "H10O", ["H100", "H200", "A100"])
+    assert err.matches[0] == "H100"
+    assert "Did you mean 'H100'" in err.render()
+    assert close_matches("zzzz", ["H100"]) == []
+
+
+def test_help_does_not_import_heavy_modules() -> None:
+    """`gpuwise --help` must stay fast: no NVML, prometheus, plotly, torch, psutil or pydantic at start-up."""
+    code = (
+        "import sys\n"
+        "from gpuwise.cli.main import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('torch', 'pynvml', 'prometheus_client', 'plotly', 'numpy', 'fsspec', 'jax')"
+        " if m in sys.modules]\n"
+        "print('HEAVY:' + ','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "HEAVY:", out.stdout
