@@ -56,6 +56,19 @@ class GpuProcess:
 
 
 @dataclass(frozen=True)
+class MigDevice:
+    """One MIG instance of a GPU in MIG mode."""
+
+    index: int
+    gpu_instance_id: Reading[int] = NOT_SUPPORTED
+    compute_instance_id: Reading[int] = NOT_SUPPORTED
+    memory_used_bytes: Reading[int] = NOT_SUPPORTED
+    memory_total_bytes: Reading[int] = NOT_SUPPORTED
+    multiprocessor_count: Reading[int] = NOT_SUPPORTED
+    profile: Reading[str] = NOT_SUPPORTED  # "3g.40gb" where the output names it
+
+
+@dataclass(frozen=True)
 class Sample:
     """One GPU at one instant. `timestamp_s` is seconds since the epoch (the probe's clock or the
     recording's own timestamps, never converted between time zones)."""
@@ -109,6 +122,18 @@ class Sample:
     # a GPU that NVML/nvidia-smi reports as lost or erroring: every other reading is Failed
     lost: bool = False
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    # --- added by the gpu room (defaults keep every older constructor call valid) ---
+    pstate: Reading[str] = NOT_SUPPORTED  # performance state "P0".."P12" (pstate)
+    compute_mode: Reading[str] = NOT_SUPPORTED  # "Default", "Exclusive_Process", … (compute_mode)
+    display_active: Reading[bool] = NOT_SUPPORTED  # a display is driven by this GPU (display_active)
+    sm_clock_max_mhz: Reading[float] = NOT_SUPPORTED  # clocks.max.sm, MHz
+    memory_clock_max_mhz: Reading[float] = NOT_SUPPORTED  # clocks.max.memory, MHz
+    power_default_limit_watts: Reading[float] = NOT_SUPPORTED  # power.default_limit, W
+    ecc_corrected_aggregate: Reading[int] = NOT_SUPPORTED  # ecc.errors.corrected.aggregate.total
+    retired_pages_single_bit: Reading[int] = NOT_SUPPORTED  # retired_pages.single_bit_ecc.count
+    retired_pages_double_bit: Reading[int] = NOT_SUPPORTED  # retired_pages.double_bit.count
+    # MIG instances (nvidia-smi -q "MIG devices" / the table's MIG block); NotSupported when MIG is off
+    mig_devices: Reading[tuple[MigDevice, ...]] = NOT_SUPPORTED
 
 
 @dataclass(frozen=True)

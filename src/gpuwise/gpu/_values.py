@@ -1,0 +1,188 @@
+"""Turning nvidia-smi's cell texts ("90 %", "10549 MiB", "[N/A]", "ERR!") into readings.
+
+Shared by the CSV, XML, `-q` text and table parsers so that every format says "not supported" and
+"failed" the same way. Pure functions; standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from gpuwise.gpu.sample import NOT_SUPPORTED, Failed, NotSupported, Reading
+
+# Cells meaning "this GPU/driver has no such reading" (compared lowercased, brackets included).
+_NOT_SUPPORTED_TEXTS = frozenset(
+    {
+        "",
+        "-",
+        "n/a",
+        "[n/a]",
+        "not supported",
+        "[not supported]",
+        "[requested functionality has been deprecated]",
+        "requested functionality has been deprecated",
+        "not available",
+        "[not available]",
+    }
+)
+
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z/%]*)\s*$")
+
+# Multipliers to bytes for the memory units nvidia-smi prints (MiB are 2**20 bytes).
+_BYTES = {"b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
+
+# Throughput units → bytes per second. nvidia-smi's "KB/s" for PCIe tx/rx are NVML's KB/s, which NVML
+# documents as kilobytes (1000); nvidia-smi itself computes them as 1024 — we follow NVML's doc word.
+_RATE = {"b/s": 1, "kb/s": 1000, "mb/s": 1000**2, "gb/s": 1000**3}
+
+_TRUE = frozenset({"enabled", "yes", "active", "on", "true", "1"})
+_FALSE = frozenset({"disabled", "no", "not active", "off", "false", "0"})
+
+
+def missing(text: str) -> NotSupported | Failed | None:
+    """NotSupported / Failed for a cell that holds no value, None when the cell has one."""
+    t = text.strip()
+    low = t.lower()
+    if low in _NOT_SUPPORTED_TEXTS:
+        return NOT_SUPPORTED
+    if t == "ERR!":
+        return Failed("ERR!")
+    if t.startswith("[") and t.endswith("]"):
+        # "[Unknown Error]", "[GPU is lost]", "[Insufficient Permissions]"
+        return Failed(t[1:-1])
+    if low in ("unknown error", "gpu is lost", "insufficient permissions"):
+        return Failed(t)
+    return None
+
+
+def number(text: str) -> tuple[float, str] | NotSupported | Failed:
+    """'24.89 W' -> (24.89, 'W'); '16x' -> (16.0, 'x'); a non-number -> Failed."""
+    gone = missing(text)
+    if gone is not None:
+        return gone
+    m = _NUMBER.match(text)
+    if m is None:
+        return Failed(f"not a number: {text.strip()!r}")
+    return float(m.group(1)), m.group(2)
+
+
+def to_float(text: str, unit: str = "") -> Reading[float]:
+    del unit  # one signature for every converter; only the memory and rate ones use it
+    parsed = number(text)
+    if isinstance(parsed, NotSupported | Failed):
+        return parsed
+    return parsed[0]
+
+
+def to_int(text: str, unit: str = "") -> Reading[int]:
+    del unit  # one signature for every converter; only the memory and rate ones use it
+    t = text.strip()
+    if t.startswith("0x"):
+        try:
+            return int(t, 16)
+        except ValueError:
+            return Failed(f"not a number: {t!r}")
+    parsed = number(t)
+    if isinstance(parsed, NotSupported | Failed):
+        return parsed
+    return round(parsed[0])
+
+
+def to_bytes(text: str, unit: str = "MiB") -> Reading[int]:
+    """'10549 MiB' -> bytes; a bare number takes `unit` (the CSV header's unit, default MiB)."""
+    parsed = number(text)
+    if isinstance(parsed, NotSupported | Failed):
+        return parsed
+    value, found = parsed
+    factor = _BYTES.get((found or unit or "MiB").lower())
+    if factor is None:
+        return Failed(f"unknown memory unit in {text.strip()!r}")
+    return round(value * factor)
+
+
+def to_rate(text: str, unit: str = "KB/s") -> Reading[float]:
+    """'4000 KB/s' -> bytes per second."""
+    parsed = number(text)
+    if isinstance(parsed, NotSupported | Failed):
+        return parsed
+    value, found = parsed
+    factor = _RATE.get((found or unit or "KB/s").lower())
+    if factor is None:
+        return Failed(f"unknown rate unit in {text.strip()!r}")
+    return value * factor
+
+
+def to_bool(text: str, unit: str = "") -> Reading[bool]:
+    del unit  # one signature for every converter; only the memory and rate ones use it
+    gone = missing(text)
+    if gone is not None:
+        return gone
+    low = text.strip().lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    return Failed(f"not yes/no: {text.strip()!r}")
+
+
+def to_str(text: str, unit: str = "") -> Reading[str]:
+    del unit  # one signature for every converter; only the memory and rate ones use it
+    gone = missing(text)
+    if gone is not None:
+        return gone
+    return text.strip()
+
+
+Converter = Callable[[str, str], Any]
+
+# NVML's clock-event reason bits (nvmlClocksEventReason* / nvmlClocksThrottleReason* in nvml.h) → our ids.
+THROTTLE_BITS: tuple[tuple[int, str], ...] = (
+    (0x1, "gpu_idle"),
+    (0x2, "applications_clocks_setting"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal_slowdown"),
+    (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"),
+    (0x100, "display_clocks_setting"),
+)
+THROTTLE_IDS: tuple[str, ...] = tuple(name for _, name in THROTTLE_BITS)
+
+
+def throttle_ids_from_mask(mask: int) -> tuple[str, ...]:
+    return tuple(name for bit, name in THROTTLE_BITS if mask & bit)
+
+
+_TRACE_TIME = re.compile(r"^\s*(\d{4})[/-](\d{2})[/-](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?\s*$")
+
+
+def parse_trace_time(text: str) -> float | None:
+    """'2026/08/01 03:59:40.361' (nvidia-smi's clock, no zone) -> seconds since the epoch read as UTC.
+
+    Reading the wall-clock text as UTC is a convention, not a conversion: `format_trace_time` turns the
+    number back into the very text that was recorded.
+    """
+    m = _TRACE_TIME.match(text)
+    if m is None:
+        return None
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    frac = m.group(7) or ""
+    try:
+        base = datetime(year, month, day, hour, minute, second, tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+    return base + (int(frac) / 10 ** len(frac) if frac else 0.0)
+
+
+def format_trace_time(ts: float) -> str:
+    """Seconds since the epoch -> ISO-8601 without a zone ('2026-08-01T03:59:40.361'), read as UTC."""
+    moment = datetime.fromtimestamp(ts, tz=UTC).replace(tzinfo=None)
+    if moment.microsecond == 0:
+        return moment.isoformat(timespec="seconds")
+    if moment.microsecond % 1000 == 0:
+        return moment.isoformat(timespec="milliseconds")
+    return moment.isoformat(timespec="microseconds")

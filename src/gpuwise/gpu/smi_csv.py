@@ -1,0 +1,329 @@
+"""Parse the CSV that `nvidia-smi --query-gpu=… --format=csv[,nounits]` writes (CONTRACTS.md §4).
+
+The header is printed by nvidia-smi with units in brackets (`utilization.gpu [%]`, `memory.used [MiB]`) and
+values carry units and leading spaces (` 90 %`, ` 10549 MiB`). Only `timestamp` and `utilization.gpu` are
+required; `index` defaults to 0; every other known `--query-gpu` field lands on its `Sample` field, unknown
+columns are kept as text in `Sample.extra`. Cells such as `[N/A]` or `[Not Supported]` become NotSupported,
+`[Unknown Error]` becomes Failed — never a number.
+
+Timestamps (`2026/08/01 03:59:40.361`, the machine's wall clock without a zone) are read *as if* UTC, so
+`format_trace_time(sample.timestamp_s)` gives back the recorded clock text.
+
+Pure: text in, samples out (`read_query_csv` is the one function that opens a file). Standard library only.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from gpuwise.errors import ReplayError
+from gpuwise.gpu import _values as v
+from gpuwise.gpu._values import format_trace_time, parse_trace_time
+from gpuwise.gpu.sample import NOT_SUPPORTED, Failed, NotSupported, Sample
+
+__all__ = [
+    "FIELD_MAP",
+    "decode_text",
+    "format_trace_time",
+    "looks_like_query_csv",
+    "parse_query_csv",
+    "parse_trace_time",
+    "read_query_csv",
+]
+
+# `--query-gpu` field (lowercase, without its "[unit]") → (Sample field, converter, priority).
+# A higher priority wins when two columns feed one field (power.draw over power.draw.instant).
+FIELD_MAP: dict[str, tuple[str, v.Converter, int]] = {
+    "uuid": ("uuid", v.to_str, 1),
+    "name": ("name", v.to_str, 1),
+    "pci.bus_id": ("bus_id", v.to_str, 1),
+    "utilization.gpu": ("util_gpu_pct", v.to_float, 1),
+    "utilization.memory": ("util_memory_pct", v.to_float, 1),
+    "utilization.encoder": ("util_encoder_pct", v.to_float, 1),
+    "utilization.decoder": ("util_decoder_pct", v.to_float, 1),
+    "memory.used": ("memory_used_bytes", v.to_bytes, 1),
+    "memory.total": ("memory_total_bytes", v.to_bytes, 1),
+    "power.draw": ("power_draw_watts", v.to_float, 3),
+    "power.draw.instant": ("power_draw_watts", v.to_float, 2),
+    "power.draw.average": ("power_draw_watts", v.to_float, 1),
+    "power.limit": ("power_limit_watts", v.to_float, 2),
+    "enforced.power.limit": ("power_limit_watts", v.to_float, 1),
+    "power.default_limit": ("power_default_limit_watts", v.to_float, 1),
+    "temperature.gpu": ("temperature_c", v.to_float, 1),
+    "temperature.memory": ("memory_temperature_c", v.to_float, 1),
+    "fan.speed": ("fan_speed_pct", v.to_float, 1),
+    "clocks.sm": ("sm_clock_mhz", v.to_float, 1),
+    "clocks.current.sm": ("sm_clock_mhz", v.to_float, 1),
+    "clocks.mem": ("memory_clock_mhz", v.to_float, 1),
+    "clocks.current.memory": ("memory_clock_mhz", v.to_float, 1),
+    "clocks.max.sm": ("sm_clock_max_mhz", v.to_float, 1),
+    "clocks.max.memory": ("memory_clock_max_mhz", v.to_float, 1),
+    "clocks.max.mem": ("memory_clock_max_mhz", v.to_float, 1),
+    "pcie.link.gen.current": ("pcie_gen_current", v.to_int, 2),
+    "pcie.link.gen.gpucurrent": ("pcie_gen_current", v.to_int, 1),
+    "pcie.link.gen.max": ("pcie_gen_max", v.to_int, 2),
+    "pcie.link.gen.gpumax": ("pcie_gen_max", v.to_int, 1),
+    "pcie.link.width.current": ("pcie_width_current", v.to_int, 1),
+    "pcie.link.width.max": ("pcie_width_max", v.to_int, 1),
+    "ecc.mode.current": ("ecc_mode_enabled", v.to_bool, 1),
+    "ecc.errors.corrected.volatile.total": ("ecc_corrected_volatile", v.to_int, 1),
+    "ecc.errors.corrected.aggregate.total": ("ecc_corrected_aggregate", v.to_int, 1),
+    "ecc.errors.uncorrected.volatile.total": ("ecc_uncorrected_volatile", v.to_int, 1),
+    "ecc.errors.uncorrected.aggregate.total": ("ecc_uncorrected_aggregate", v.to_int, 1),
+    "retired_pages.pending": ("retired_pages_pending", v.to_bool, 1),
+    "retired_pages.single_bit_ecc.count": ("retired_pages_single_bit", v.to_int, 1),
+    "retired_pages.sbe": ("retired_pages_single_bit", v.to_int, 1),
+    "retired_pages.double_bit.count": ("retired_pages_double_bit", v.to_int, 1),
+    "retired_pages.dbe": ("retired_pages_double_bit", v.to_int, 1),
+    "remapped_rows.correctable": ("remapped_rows_correctable", v.to_int, 1),
+    "remapped_rows.uncorrectable": ("remapped_rows_uncorrectable", v.to_int, 1),
+    "remapped_rows.pending": ("remapped_rows_pending", v.to_bool, 1),
+    "remapped_rows.failure": ("remapped_rows_failure", v.to_bool, 1),
+    "persistence_mode": ("persistence_mode", v.to_bool, 1),
+    "mig.mode.current": ("mig_mode", v.to_bool, 1),
+    "compute_cap": ("compute_capability", v.to_str, 1),
+    "pstate": ("pstate", v.to_str, 1),
+    "compute_mode": ("compute_mode", v.to_str, 1),
+    "display_active": ("display_active", v.to_bool, 1),
+}
+
+RECORD_HINT = (
+    "record with nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv -l 1"
+)
+
+# Per-reason throttle columns, under both names nvidia-smi has used (clocks_throttle_reasons.* before
+# driver 535, clocks_event_reasons.* since).
+_REASON_PREFIXES = ("clocks_event_reasons.", "clocks_throttle_reasons.")
+_REASON_MASK_NAMES = frozenset(p + "active" for p in _REASON_PREFIXES)
+
+
+def _split_header(cell: str) -> tuple[str, str]:
+    """'memory.used [MiB]' -> ('memory.used', 'MiB')."""
+    cell = cell.strip().lstrip("\ufeff")
+    if cell.endswith("]") and " [" in cell:
+        name, _, unit = cell[:-1].partition(" [")
+        return name.strip().lower(), unit.strip()
+    return cell.lower(), ""
+
+
+def looks_like_query_csv(text: str) -> bool:
+    """Whether the first non-blank line is a `--query-gpu` header naming `utilization.gpu`."""
+    for line in text.splitlines():
+        if line.strip():
+            names = {_split_header(c)[0] for c in line.split(",")}
+            return "utilization.gpu" in names
+    return False
+
+
+class _Plan:
+    """What to do with each column of one header, computed once per file (rows are many)."""
+
+    def __init__(self, header: list[str]) -> None:
+        self.names: list[str] = []
+        self.units: list[str] = []
+        self.raw = [cell.strip().lstrip("\ufeff") for cell in header]
+        for cell in header:
+            name, unit = _split_header(cell)
+            self.names.append(name)
+            self.units.append(unit)
+        self.timestamp_col = self._find("timestamp")
+        self.index_col = self._find("index")
+        self.util_col = self._find("utilization.gpu")
+        # (column, field, converter, unit) sorted so that higher priorities are applied last and win
+        fields = []
+        self.reason_cols: list[tuple[int, str]] = []
+        self.mask_col: int | None = None
+        self.extra_cols: list[tuple[int, str]] = []
+        for i, name in enumerate(self.names):
+            if name in ("timestamp", "index"):
+                continue
+            mapped = FIELD_MAP.get(name)
+            if mapped is not None:
+                field, conv, prio = mapped
+                fields.append((prio, i, field, conv, self.units[i]))
+                continue
+            if name in _REASON_MASK_NAMES:
+                self.mask_col = i
+            elif name.startswith(_REASON_PREFIXES) and not name.endswith(".supported"):
+                reason = name.partition(".")[2]
+                if reason in v.THROTTLE_IDS:
+                    self.reason_cols.append((i, reason))
+                    continue
+            self.extra_cols.append((i, self.raw[i]))
+        fields.sort(key=lambda f: f[0])
+        self.fields = [(i, field, conv, unit) for _, i, field, conv, unit in fields]
+
+    def _find(self, name: str) -> int | None:
+        try:
+            return self.names.index(name)
+        except ValueError:
+            return None
+
+
+def _throttle(plan: _Plan, row: list[str]) -> Any:
+    if plan.reason_cols:
+        active: list[str] = []
+        seen_value = False
+        failure: Failed | None = None
+        for i, reason in plan.reason_cols:
+            got = v.to_bool(row[i])
+            if got is True:
+                active.append(reason)
+                seen_value = True
+            elif got is False:
+                seen_value = True
+            elif isinstance(got, Failed):
+                failure = got
+        if seen_value:
+            return tuple(active)
+        return failure or NOT_SUPPORTED
+    if plan.mask_col is not None:
+        mask = v.to_int(row[plan.mask_col])
+        if isinstance(mask, NotSupported | Failed):
+            return mask
+        return v.throttle_ids_from_mask(mask)
+    return NOT_SUPPORTED
+
+
+def _rows(text: str) -> list[list[str]]:
+    reader = csv.reader(io.StringIO(text), skipinitialspace=True)
+    return [row for row in reader if row and any(cell.strip() for cell in row)]
+
+
+def parse_query_csv(
+    text: str, *, source: str = "<text>", default_timestamp_s: float | None = None
+) -> list[Sample]:
+    """Samples of a `--query-gpu` CSV, sorted by (timestamp, index), exact duplicates dropped.
+
+    Raises ReplayError when the text is not such a CSV: no header naming `utilization.gpu`, no `timestamp`
+    column (unless `default_timestamp_s` is given, as for a one-off snapshot), no data rows, or a
+    timestamp that is not nvidia-smi's `YYYY/MM/DD HH:MM:SS.mmm`.
+    """
+    text = text.lstrip("\ufeff")
+    rows = _rows(text)
+    if not rows:
+        raise ReplayError(
+            f"{source} is empty",
+            fix="record one with nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv",
+        )
+    header = rows[0]
+    plan = _Plan(header)
+    if plan.util_col is None:
+        raise _not_query_csv(source, header)
+    if plan.timestamp_col is None and default_timestamp_s is None:
+        raise ReplayError(
+            f"{source} has no timestamp column",
+            why="A replayed time series needs nvidia-smi's timestamp field to know when each sample was read",
+            fix=RECORD_HINT,
+        )
+    if len(rows) < 2:
+        raise ReplayError(
+            f"{source} has a header but no data rows",
+            fix="record at least one sample (nvidia-smi --query-gpu=… --format=csv -l 1 runs until stopped)",
+        )
+    width = len(header)
+    samples: dict[tuple[float, int], Sample] = {}
+    for lineno, cells in enumerate(rows[1:], start=2):
+        # a row cut short (a recording killed mid-write): pad so the known cells still count
+        row = cells + [""] * (width - len(cells)) if len(cells) < width else cells
+        if plan.timestamp_col is not None:
+            ts = parse_trace_time(row[plan.timestamp_col])
+            if ts is None:
+                if lineno == len(rows) and len(rows) > 2:
+                    continue  # the last line of a live recording may be half-written
+                cell = row[plan.timestamp_col].strip()
+                raise ReplayError(
+                    f"{source}, row {lineno}: {cell!r} is not an nvidia-smi timestamp",
+                    why="expected YYYY/MM/DD HH:MM:SS.mmm as nvidia-smi --query-gpu=timestamp writes it",
+                    fix="replay the file nvidia-smi wrote, unedited",
+                )
+        else:
+            assert default_timestamp_s is not None
+            ts = default_timestamp_s
+        index = 0
+        if plan.index_col is not None:
+            got = v.to_int(row[plan.index_col])
+            if isinstance(got, int):
+                index = got
+        sample = _sample(plan, row, ts, index)
+        samples.setdefault((ts, index), sample)
+    return [samples[k] for k in sorted(samples)]
+
+
+def _sample(plan: _Plan, row: list[str], ts: float, index: int) -> Sample:
+    kwargs: dict[str, Any] = {}
+    for i, field, conv, unit in plan.fields:
+        value = conv(row[i], unit)
+        if (
+            field in kwargs
+            and isinstance(value, NotSupported)
+            and not isinstance(kwargs[field], NotSupported)
+        ):
+            continue  # a lower-priority column had the value; "[N/A]" in the preferred one does not erase it
+        kwargs[field] = value
+    if plan.reason_cols or plan.mask_col is not None:
+        kwargs["throttle_reasons"] = _throttle(plan, row)
+    extra = {name: row[i].strip() for i, name in plan.extra_cols}
+    return Sample(timestamp_s=ts, index=index, extra=extra, **kwargs)
+
+
+def _not_query_csv(source: str, header: list[str]) -> ReplayError:
+    names = {c.strip().lower() for c in header}
+    if {"gpu_util_pct", "timestamp_utc"} <= names or "gpu_util_pct" in names:
+        return ReplayError(
+            f"{source} is a Weights & Biases GPU export, not nvidia-smi CSV",
+            why="Its columns (timestamp_utc, gpu_util_pct, …) are not the ones nvidia-smi --query-gpu writes",
+            fix="replay the nvidia-smi form of the same data (the .nvidia-smi.csv file beside it), or "
+            + RECORD_HINT,
+        )
+    shown = ", ".join(c.strip() for c in header[:6])
+    return ReplayError(
+        f"{source} is not an nvidia-smi --query-gpu CSV (first line: {shown[:120]!r})",
+        why="The header must name utilization.gpu",
+        fix=RECORD_HINT,
+    )
+
+
+def decode_text(data: bytes) -> str:
+    """Bytes of a recording -> text: UTF-8 (with or without BOM) or UTF-16 (a Windows PowerShell redirect);
+    CRLF line ends become LF."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        text = data.decode("utf-16")
+    elif len(data) >= 4 and data[1:2] == b"\x00" and data[3:4] == b"\x00" and data[0:1] != b"\x00":
+        text = data.decode("utf-16-le")
+    else:
+        text = data.decode("utf-8-sig", errors="replace")
+    return text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+
+
+def read_query_csv(path: Path | str, *, default_timestamp_s: float | None = None) -> list[Sample]:
+    """`parse_query_csv` of a file (UTF-8 with or without BOM, UTF-16, CRLF). ReplayError if unreadable."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ReplayError(
+            f"cannot read {path}", why=exc.strerror or str(exc), fix="check the path and its permissions"
+        ) from exc
+    return parse_query_csv(decode_text(data), source=str(path), default_timestamp_s=default_timestamp_s)
+
+
+def iter_snapshot_groups(samples: Iterable[Sample]) -> list[list[Sample]]:
+    """Split time-ordered samples into one group per instant: a new group starts when an index repeats
+    or the timestamp moves on by more than half a second (nvidia-smi stamps each GPU's row separately)."""
+    groups: list[list[Sample]] = []
+    current: list[Sample] = []
+    seen: set[int] = set()
+    for s in samples:
+        if current and (s.index in seen or s.timestamp_s - current[0].timestamp_s > 0.5):
+            groups.append(current)
+            current, seen = [], set()
+        current.append(s)
+        seen.add(s.index)
+    if current:
+        groups.append(current)
+    return groups
