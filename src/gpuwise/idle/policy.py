@@ -1,0 +1,479 @@
+"""The idle policy: a pure state machine that decides, observation by observation, when a GPU machine
+may be stopped — and says why.
+
+Input is a stream of `Observation`s (every GPU's `Sample` at one instant, plus the other signals the daemon
+gathered: SSH sessions, Jupyter kernels, `gpuwise run` jobs, a keep-alive file, CPU/I/O of the GPU
+processes). Output is one `Decision` per observation: `busy` → `idle_candidate` → `warning` → `stopping`.
+
+The rules (each one errs towards *not* stopping):
+
+* **Activity.** A GPU is active when its utilization is above `threshold_pct`, or its memory used moved by
+  `mem_change_mib` or more since its previous sample (a job allocating, freeing, starting or exiting). A
+  signal is active when it says so; a signal's `last_active_s` (a keep-alive file's mtime, a kernel's
+  last_activity, a terminal's last input) counts as activity at that moment.
+* **Missing data is activity.** A utilization or memory reading that failed or is not reported, a lost GPU,
+  a GPU that vanished from the list, a probe error, a signal that could not be read, or a gap of more than
+  `max_gap_s` between observations: all count as activity at that instant. So missing data can only delay a
+  stop, never bring it forward.
+* **Held memory → longer window.** A GPU holds memory when a compute process is listed on it, when its
+  memory used is above `baseline_mem_mib` (what a driver or a desktop uses with no job), or when memory is
+  not reported at all (GB10, `[N/A]`). Real evaluation phases sit at 0 % for 50–70 min with memory held, and
+  a hung job or an idle notebook would otherwise keep a machine forever, so held memory does not block a
+  stop, it asks for `held_window_min` (default 120) instead of `window_min` (default 60).
+* **Display noise.** A desktop's compositor makes bursts of up to ~30 % util at ~300 MiB (the landct trace
+  in ../shared/fixtures/traces). On a GPU with no compute process listed and memory at or below
+  `baseline_mem_mib`, utilization up to `noise_floor_pct` (default 35) is not activity. Without this, a
+  desktop machine never stops; with it, a job using less than 1 GiB of GPU memory *and* no more than 35 %
+  util *and* invisible to the process list would look idle — set `noise_floor_pct` to 0 to turn it off.
+
+Stop rule (monotone by construction, so adding activity or losing data never stops earlier):
+stop at t when the last `warn_min` before t were all in the warning state, and either
+(a) there was no activity in (t − window, t] and no held memory in (t − window, t], or
+(b) there was no activity in (t − held_window, t].
+
+Pure: no files, clock, environment or printing. Imports only the standard library and gpuwise's
+sample model and errors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any, Literal
+
+from gpuwise.errors import ConfigError
+from gpuwise.gpu.sample import Failed, NotSupported, Sample, Snapshot
+
+MIB = 1024**2
+
+SignalStateName = Literal["active", "quiet", "unknown"]
+
+
+class IdleState(StrEnum):
+    BUSY = "busy"
+    IDLE_CANDIDATE = "idle_candidate"
+    WARNING = "warning"
+    STOPPING = "stopping"
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """Thresholds and windows. Defaults are the safe ones; `validate()` rejects impossible values."""
+
+    threshold_pct: float = 5.0
+    window_min: float = 60.0
+    held_window_min: float = 120.0
+    warn_min: float = 10.0
+    mem_change_mib: float = 64.0
+    baseline_mem_mib: float = 1024.0
+    noise_floor_pct: float = 35.0
+    max_gap_s: float = 120.0
+
+    @property
+    def window_s(self) -> float:
+        return self.window_min * 60.0
+
+    @property
+    def held_window_s(self) -> float:
+        return max(self.held_window_min, self.window_min) * 60.0
+
+    @property
+    def warn_s(self) -> float:
+        return self.warn_min * 60.0
+
+    def validate(self) -> PolicyConfig:
+        def bad(name: str, value: float, want: str) -> ConfigError:
+            return ConfigError(
+                f"idle option {name} = {value} is not valid",
+                why=f"it must be {want}",
+                fix=f"set {name} in [idle] of config.toml or on the command line to {want}",
+            )
+
+        for name in ("threshold_pct", "noise_floor_pct"):
+            value = float(getattr(self, name))
+            if not (math.isfinite(value) and 0 <= value <= 100):
+                raise bad(name, value, "a percentage from 0 to 100")
+        for name in ("window_min", "held_window_min", "max_gap_s"):
+            value = float(getattr(self, name))
+            if not (math.isfinite(value) and value > 0):
+                raise bad(name, value, "a positive number")
+        for name in ("warn_min", "mem_change_mib", "baseline_mem_mib"):
+            value = float(getattr(self, name))
+            if not (math.isfinite(value) and value >= 0):
+                raise bad(name, value, "zero or a positive number")
+        if self.warn_min >= self.window_min:
+            raise bad("warn_min", self.warn_min, f"shorter than window_min ({self.window_min:g})")
+        if self.held_window_min < self.window_min:
+            raise bad("held_window_min", self.held_window_min, f"at least window_min ({self.window_min:g})")
+        return self
+
+    def describe(self) -> str:
+        return (
+            f"util ≤ {self.threshold_pct:g}% "
+            f"(≤ {self.noise_floor_pct:g}% display noise on GPUs without a job), "
+            f"memory steady within {self.mem_change_mib:g} MiB; window {self.window_min:g} min, "
+            f"{self.held_window_min:g} min while GPU memory is held or unknown"
+        )
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One non-GPU signal at one instant. `last_active_s`, when known, is the latest moment of activity
+    (keep-alive mtime, Jupyter last_activity, a terminal's last input): activity at that moment."""
+
+    name: str
+    state: SignalStateName
+    detail: str = ""
+    last_active_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    timestamp_s: float
+    samples: tuple[Sample, ...]
+    signals: tuple[Signal, ...] = ()
+    errors: tuple[str, ...] = ()  # probe errors (NVML failed, "No devices were found")
+
+    @classmethod
+    def from_snapshot(
+        cls, timestamp_s: float, snapshot: Snapshot, signals: Sequence[Signal] = ()
+    ) -> Observation:
+        return cls(timestamp_s, tuple(snapshot.samples), tuple(signals), tuple(snapshot.errors))
+
+
+@dataclass(frozen=True)
+class Decision:
+    timestamp_s: float
+    state: IdleState
+    reason: str
+    idle_s: float  # since the last activity
+    window_s: float  # the window that applies now (longer while memory is held)
+    stop_due_s: float  # when the stop would happen if nothing changes
+    activity: tuple[str, ...] = ()  # what was active in this observation
+
+
+@dataclass
+class PolicyState:
+    """Everything the policy remembers between observations; JSON-friendly so the daemon can persist it."""
+
+    last_activity_s: float | None = None
+    last_activity_cause: str = "start of observation"
+    last_held_s: float | None = None
+    last_held_cause: str = ""
+    warn_since_s: float | None = None
+    last_ts: float | None = None
+    prev_mem_bytes: dict[int, int] = field(default_factory=dict)
+    known_gpus: list[int] = field(default_factory=list)
+    observations: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "last_activity_s": self.last_activity_s,
+            "last_activity_cause": self.last_activity_cause,
+            "last_held_s": self.last_held_s,
+            "last_held_cause": self.last_held_cause,
+            "last_ts": self.last_ts,
+            "prev_mem_bytes": {str(k): v for k, v in self.prev_mem_bytes.items()},
+            "known_gpus": list(self.known_gpus),
+            "observations": self.observations,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PolicyState:
+        """Restore persisted evidence. The warning is not restored: after a restart users are warned anew."""
+
+        def opt_float(key: str) -> float | None:
+            value = data.get(key)
+            if value is None:
+                return None
+            out = float(value)
+            if not math.isfinite(out):
+                raise ValueError(f"{key} is not finite")
+            return out
+
+        return cls(
+            last_activity_s=opt_float("last_activity_s"),
+            last_activity_cause=str(data.get("last_activity_cause", "restored state")),
+            last_held_s=opt_float("last_held_s"),
+            last_held_cause=str(data.get("last_held_cause", "")),
+            last_ts=opt_float("last_ts"),
+            prev_mem_bytes={int(k): int(v) for k, v in dict(data.get("prev_mem_bytes", {})).items()},
+            known_gpus=[int(i) for i in data.get("known_gpus", [])],
+            observations=int(data.get("observations", 0)),
+        )
+
+
+def _reading(value: object) -> float | None:
+    if isinstance(value, NotSupported | Failed) or value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(float(value)) else None
+
+
+def _compute_processes(sample: Sample) -> int | None:
+    """Compute processes on the GPU; None when the process list is not known."""
+    procs = sample.processes
+    if isinstance(procs, NotSupported | Failed):
+        return None
+    return sum(1 for p in procs if p.kind != "graphics")
+
+
+@dataclass(frozen=True)
+class _GpuView:
+    active: list[str]
+    held: str | None  # why memory counts as held, or None
+
+
+def _view_gpu(sample: Sample, prev_mem: int | None, cfg: PolicyConfig) -> _GpuView:
+    gpu = f"GPU {sample.index}"
+    active: list[str] = []
+    if sample.lost:
+        return _GpuView([f"{gpu} lost (missing data counts as busy)"], f"{gpu} lost")
+    util = _reading(sample.util_gpu_pct)
+    mem = _reading(sample.memory_used_bytes)
+    n_compute = _compute_processes(sample)
+    if isinstance(sample.processes, Failed):
+        active.append(f"{gpu} process list failed: {sample.processes.why} (missing data counts as busy)")
+    held: str | None = None
+    if n_compute:
+        held = f"{gpu}: {n_compute} compute process{'es' if n_compute > 1 else ''} holding memory"
+    elif mem is None:
+        held = f"{gpu}: memory used not reported"
+    elif mem > cfg.baseline_mem_mib * MIB:
+        held = f"{gpu}: {mem / MIB:.0f} MiB used (above the {cfg.baseline_mem_mib:g} MiB baseline)"
+    if util is None:
+        why = sample.util_gpu_pct if isinstance(sample.util_gpu_pct, Failed | NotSupported) else "?"
+        active.append(f"{gpu} utilization {why} (missing data counts as busy)")
+    elif util > cfg.threshold_pct:
+        no_job = not n_compute and mem is not None and mem <= cfg.baseline_mem_mib * MIB
+        if not (no_job and util <= cfg.noise_floor_pct):
+            active.append(f"{gpu} at {util:.0f}% util")
+    if mem is not None and prev_mem is not None and abs(mem - prev_mem) >= cfg.mem_change_mib * MIB:
+        active.append(f"{gpu} memory {prev_mem / MIB:.0f} → {mem / MIB:.0f} MiB")
+    return _GpuView(active, held)
+
+
+def _fmt_min(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+class IdlePolicy:
+    """Feed observations in time order with `observe()`; each returns a `Decision`."""
+
+    def __init__(self, config: PolicyConfig | None = None, state: PolicyState | None = None) -> None:
+        self.config = (config or PolicyConfig()).validate()
+        self.state = state or PolicyState()
+        self.last_decision: Decision | None = None
+
+    def observe(self, obs: Observation) -> Decision:
+        cfg, st = self.config, self.state
+        t = obs.timestamp_s
+        activity: list[str] = []
+        held: list[str] = []
+        if st.last_ts is not None and t < st.last_ts:
+            activity.append("clock went backwards (counts as busy)")
+        elif st.last_ts is not None and t - st.last_ts > cfg.max_gap_s:
+            activity.append(
+                f"no data for {_fmt_min(t - st.last_ts)} (gap > {cfg.max_gap_s:g} s counts as busy)"
+            )
+        elif st.last_ts is None and st.last_activity_s is None:
+            activity.append("start of observation")
+        activity.extend(f"probe error: {e} (counts as busy)" for e in obs.errors)
+        seen: set[int] = set()
+        new_mem: dict[int, int] = {}
+        for sample in obs.samples:
+            seen.add(sample.index)
+            view = _view_gpu(sample, st.prev_mem_bytes.get(sample.index), cfg)
+            activity.extend(view.active)
+            if view.held:
+                held.append(view.held)
+            mem = _reading(sample.memory_used_bytes)
+            if mem is not None:
+                new_mem[sample.index] = int(mem)
+        missing = sorted(set(st.known_gpus) - seen)
+        if missing:
+            activity.append(
+                "GPU " + ", ".join(str(i) for i in missing) + " missing from this read (counts as busy)"
+            )
+            held.append("a GPU is missing")
+        if not obs.samples and not obs.errors:
+            activity.append("no GPUs in this read (counts as busy)")
+        signal_marks: list[tuple[float, str]] = []
+        for sig in obs.signals:
+            if sig.state == "active":
+                activity.append(f"{sig.name}: {sig.detail or 'active'}")
+            elif sig.state == "unknown":
+                activity.append(f"{sig.name} unknown: {sig.detail or 'could not be read'} (counts as busy)")
+            if sig.last_active_s is not None and math.isfinite(sig.last_active_s):
+                signal_marks.append((min(sig.last_active_s, t), f"{sig.name}: {sig.detail or 'activity'}"))
+
+        # -- update evidence
+        if activity:
+            st.last_activity_s, st.last_activity_cause = t, activity[0]
+        for when, cause in signal_marks:
+            if st.last_activity_s is None or when > st.last_activity_s:
+                st.last_activity_s, st.last_activity_cause = when, cause
+        if held:
+            st.last_held_s, st.last_held_cause = t, held[0]
+        st.last_ts = t
+        st.prev_mem_bytes = new_mem
+        st.known_gpus = sorted(set(st.known_gpus) | seen)
+        st.observations += 1
+        decision = self._decide(t, obs, tuple(activity), held)
+        self.last_decision = decision
+        return decision
+
+    def stop_due_s(self) -> float:
+        """When the stop condition (without the warning period) first holds if nothing changes."""
+        cfg, st = self.config, self.state
+        a = st.last_activity_s if st.last_activity_s is not None else -math.inf
+        h = st.last_held_s if st.last_held_s is not None else -math.inf
+        if st.last_ts is not None and st.last_held_s == st.last_ts:
+            # memory is held now: only rule (b) can fire
+            return a + cfg.held_window_s
+        return min(max(a, h) + cfg.window_s, a + cfg.held_window_s)
+
+    def _decide(self, t: float, obs: Observation, activity: tuple[str, ...], held: list[str]) -> Decision:
+        cfg, st = self.config, self.state
+        a = st.last_activity_s if st.last_activity_s is not None else t
+        idle_s = max(0.0, t - a)
+        due = self.stop_due_s()
+        window = cfg.held_window_s if (held or due - a > cfg.window_s) else cfg.window_s
+        in_warning = due - t <= cfg.warn_s
+        if not in_warning:
+            st.warn_since_s = None
+        elif st.warn_since_s is None:
+            st.warn_since_s = t
+        if activity and idle_s == 0:
+            state = IdleState.BUSY
+        elif st.warn_since_s is not None and t >= due and t - st.warn_since_s >= cfg.warn_s:
+            state = IdleState.STOPPING
+        elif in_warning:
+            state = IdleState.WARNING
+        else:
+            state = IdleState.IDLE_CANDIDATE
+        reason = self._reason(state, t, obs, activity, held, idle_s, window, due)
+        stop_due = due if st.warn_since_s is None else max(due, st.warn_since_s + cfg.warn_s)
+        return Decision(t, state, reason, idle_s, window, stop_due, activity)
+
+    def _reason(  # noqa: PLR0917 - private helper fed straight from _decide
+        self,
+        state: IdleState,
+        t: float,
+        obs: Observation,
+        activity: tuple[str, ...],
+        held: list[str],
+        idle_s: float,
+        window_s: float,
+        due: float,
+    ) -> str:
+        cfg, st = self.config, self.state
+        n = len(obs.samples)
+        gpus = f"all {n} GPUs" if n != 1 else "the GPU"
+        if state == IdleState.BUSY:
+            more = f" (+{len(activity) - 1} more)" if len(activity) > 1 else ""
+            return f"busy: {activity[0]}{more}"
+        quiet = [s for s in obs.signals if s.state == "quiet"]
+        quiet_txt = "".join(f", {s.detail or 'no ' + s.name}" for s in quiet)
+        held_txt = f"GPU memory held ({held[0]})" if held else "no GPU memory held"
+        if held and len(held) > 1:
+            held_txt = f"GPU memory held on {len(held)} GPUs ({held[0]}, …)"
+        base = (
+            f"{gpus} idle (util ≤ {cfg.threshold_pct:g}%) for {_fmt_min(idle_s)}, {held_txt}{quiet_txt}; "
+            f"last activity: {st.last_activity_cause}"
+        )
+        if state == IdleState.STOPPING:
+            return f"stop: {base}; window {_fmt_min(window_s)} reached"
+        if state == IdleState.WARNING:
+            return f"warning: {base}; stop in {_fmt_min(max(0.0, due - t))} unless activity resumes"
+        return f"idle candidate: {base}; window {_fmt_min(window_s)}"
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    stop_at_s: float | None
+    reason: str
+    samples: int
+    observations: int
+    first_s: float | None
+    last_s: float | None
+    max_idle_s: float
+    timeline: tuple[Decision, ...]  # one entry per state change
+    config: PolicyConfig
+
+
+def group_samples(samples: Iterable[Sample], max_skew_s: float = 0.5) -> list[Observation]:
+    """Time-ordered samples → one observation per instant (a new one when an index repeats or the clock
+    moves on by more than `max_skew_s`: nvidia-smi stamps each GPU's row separately)."""
+    groups: list[list[Sample]] = []
+    current: list[Sample] = []
+    seen: set[int] = set()
+    for s in sorted(samples, key=lambda x: (x.timestamp_s, x.index)):
+        if current and (s.index in seen or s.timestamp_s - current[0].timestamp_s > max_skew_s):
+            groups.append(current)
+            current, seen = [], set()
+        current.append(s)
+        seen.add(s.index)
+    if current:
+        groups.append(current)
+    return [Observation(g[0].timestamp_s, tuple(g)) for g in groups]
+
+
+def replay(
+    observations: Sequence[Observation], config: PolicyConfig | None = None, *, samples: int | None = None
+) -> ReplayResult:
+    """Run the policy over a recorded series; stop at the first `stopping` decision."""
+    policy = IdlePolicy(config)
+    timeline: list[Decision] = []
+    last: Decision | None = None
+    max_idle = 0.0
+    for obs in observations:
+        d = policy.observe(obs)
+        max_idle = max(max_idle, d.idle_s)
+        if last is None or d.state != last.state:
+            timeline.append(d)
+        last = d
+        if d.state == IdleState.STOPPING:
+            break
+    n_samples = samples if samples is not None else sum(len(o.samples) for o in observations)
+    first = observations[0].timestamp_s if observations else None
+    end = observations[-1].timestamp_s if observations else None
+    if last is not None and last.state == IdleState.STOPPING:
+        return ReplayResult(
+            last.timestamp_s,
+            last.reason,
+            n_samples,
+            len(observations),
+            first,
+            end,
+            max_idle,
+            tuple(timeline),
+            policy.config,
+        )
+    if last is None:
+        reason = "no stop: the trace holds no samples"
+    else:
+        cfg = policy.config
+        reason = (
+            f"no stop: the longest idle stretch was {_fmt_min(max_idle)}; "
+            f"at the end of the trace the machine had been idle {_fmt_min(last.idle_s)} "
+            f"(last activity: {policy.state.last_activity_cause}), "
+            f"short of the {_fmt_min(last.window_s)} window"
+            + (
+                f" ({cfg.held_window_min:g} min while GPU memory is held or unknown)"
+                if last.window_s > cfg.window_s
+                else ""
+            )
+        )
+    return ReplayResult(
+        None, reason, n_samples, len(observations), first, end, max_idle, tuple(timeline), policy.config
+    )
+
+
+def with_overrides(config: PolicyConfig, **overrides: float | None) -> PolicyConfig:
+    """`config` with every non-None override applied (CLI flags win over the config file)."""
+    clean = {k: float(v) for k, v in overrides.items() if v is not None}
+    return replace(config, **clean).validate()
