@@ -1,0 +1,467 @@
+"""The planner: every offer × node count × pricing model, costed, filtered, ranked, Pareto-marked.
+
+`plan()` takes data in and returns data out: the offers, an estimator callable (cached here by
+(gpu, count, nodes): estimates do not depend on the provider), the constraints, the run's data needs and
+settings (including "today", for stale prices). It never reads files, the clock or the environment.
+
+Every configuration looked at is either an option or rejected for exactly one reason (the first that
+fails, in `models.REASONS` order), so ``len(options) + sum(rejected.values()) == considered``. For the
+"nothing qualifies" answer, configurations that break exactly one relaxable constraint are tallied per
+constraint, with the budget or deadline that would admit them.
+
+The inner loop works on plain floats and tuples; `Option` objects are built only for what qualifies.
+Must not import pydantic, plotly or anything that does I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import date
+from fnmatch import fnmatchcase
+
+from gpuwise.catalog.models import Offer
+from gpuwise.estimate.models import Estimate
+from gpuwise.plan.interruption import (
+    DEFAULT_RESTART_HOURS,
+    InterruptionRate,
+    assumed_rate,
+    interruption_cost,
+)
+from gpuwise.plan.models import (
+    REASONS,
+    RELAXABLE,
+    Constraints,
+    DataNeeds,
+    Option,
+    PlanResult,
+    Relaxation,
+    Settings,
+)
+from gpuwise.plan.rates import HOURS_PER_MONTH, ProviderRates, rates_for, region_has_list_rates
+
+Estimator = Callable[[str, int, int], Estimate | None]
+SpotLookup = Callable[[Offer], InterruptionRate | None]
+
+GIB = 1024**3
+_RELAXABLE = frozenset(RELAXABLE)
+_CONSTRAINT_KEY = {
+    "currency": "--exchange-rate",
+    "provider": "providers",
+    "region": "regions",
+    "gpu": "gpus",
+    "max_gpus": "max_gpus",
+    "spot_not_allowed": "interruptible",
+    "over_deadline": "deadline_hours",
+    "over_budget": "budget_usd",
+}
+AVAILABILITY_NOTE = (
+    "Availability is not known: a listed offer may have no capacity (or no quota for you) when you launch."
+)
+RESERVED_NOTE = "Reserved/committed prices are not in the catalog: only on-demand and spot are ranked."
+
+
+def billed_hours(hours: float, rates: ProviderRates) -> float:
+    """Hours the provider bills for a run of `hours`: rounded up to its increment, at least its minimum."""
+    if rates.billing_increment_s is None:
+        return hours
+    seconds = hours * 3600.0
+    step = rates.billing_increment_s
+    billed = math.ceil(seconds / step - 1e-9) * step
+    return max(billed, rates.minimum_charge_s or 0.0) / 3600.0
+
+
+@dataclass(frozen=True)
+class _Costed:
+    """The numbers of one configuration (no strings: built for every configuration)."""
+
+    price_per_hour: float  # USD, all nodes
+    hours: float
+    compute: float
+    storage: float
+    egress: float
+    interruption: float
+    interruptions: float
+    unknown: tuple[str, ...]
+
+    @property
+    def total(self) -> float:
+        return self.compute + self.storage + self.egress + self.interruption
+
+
+def _cost(
+    price_per_hour: float,
+    *,
+    nodes: int,
+    run_hours: float,
+    rates: ProviderRates,
+    list_rates: bool,
+    spot_rate: float | None,
+    data: DataNeeds,
+    settings: Settings,
+    gpu_only_price: bool,
+) -> _Costed:
+    lost_hours = 0.0
+    interruptions = 0.0
+    if spot_rate is not None:
+        ic = interruption_cost(run_hours, spot_rate, data.checkpoint_every_hours, settings.restart_hours)
+        lost_hours, interruptions = ic.lost_hours, ic.expected_preemptions
+    hours = run_hours + lost_hours
+    compute = price_per_hour * billed_hours(run_hours, rates)
+    interruption = price_per_hour * lost_hours
+    unknown: list[str] = []
+    stored_gb = data.dataset_gb + data.checkpoint_gb * data.checkpoints_kept
+    months = hours / HOURS_PER_MONTH
+    storage = 0.0
+    storage_rate = rates.storage_usd_per_gb_month if list_rates else None
+    if stored_gb > 0:
+        if storage_rate is None:
+            unknown.append("storage")
+        else:
+            storage += stored_gb * storage_rate * months
+    boot_rate = rates.boot_disk_usd_per_gb_month if list_rates else None
+    if settings.boot_disk_gb > 0:
+        if boot_rate is None:
+            unknown.append("boot_disk")
+        else:
+            storage += settings.boot_disk_gb * nodes * boot_rate * months
+    egress = 0.0
+    egress_rate = rates.egress_usd_per_gb if list_rates else None
+    if data.egress_gb > 0:
+        if egress_rate is None:
+            unknown.append("egress")
+        else:
+            egress = data.egress_gb * egress_rate
+    if gpu_only_price:
+        unknown.append("host_vm")
+    return _Costed(
+        price_per_hour=price_per_hour,
+        hours=hours,
+        compute=compute,
+        storage=storage,
+        egress=egress,
+        interruption=interruption,
+        interruptions=interruptions,
+        unknown=tuple(unknown),
+    )
+
+
+class _Relax:
+    """Tally of configurations that break exactly one relaxable constraint."""
+
+    def __init__(self) -> None:
+        self.count: dict[str, int] = {}
+        self.min_cost: dict[str, float] = {}
+        self.max_cost: dict[str, float] = {}
+        self.min_hours: dict[str, float] = {}
+        self.max_hours: dict[str, float] = {}
+
+    def add(self, reason: str, cost: float | None = None, hours: float | None = None) -> None:
+        self.count[reason] = self.count.get(reason, 0) + 1
+        if cost is not None:
+            self.min_cost[reason] = min(self.min_cost.get(reason, math.inf), cost)
+            self.max_cost[reason] = max(self.max_cost.get(reason, -math.inf), cost)
+        if hours is not None:
+            self.min_hours[reason] = min(self.min_hours.get(reason, math.inf), hours)
+            self.max_hours[reason] = max(self.max_hours.get(reason, -math.inf), hours)
+
+    def results(self, constraints: Constraints) -> tuple[Relaxation, ...]:
+        out: list[Relaxation] = []
+        for reason, n in self.count.items():
+            key = _CONSTRAINT_KEY[reason]
+            plural = "option" if n == 1 else "options"
+            if reason == "over_budget":
+                lo, hi = self.min_cost[reason], self.max_cost[reason]
+                text = f"raising budget_usd to ${_ceil_money(hi):,.0f} would allow {n} {plural}"
+                if n > 1 and _ceil_money(lo) < _ceil_money(hi):
+                    text += f" (to ${_ceil_money(lo):,.0f}: 1)"
+            elif reason == "over_deadline":
+                lo, hi = self.min_hours[reason], self.max_hours[reason]
+                text = f"raising deadline_hours to {_ceil1(hi):g} would allow {n} {plural}"
+                if n > 1 and _ceil1(lo) < _ceil1(hi):
+                    text += f" (to {_ceil1(lo):g}: 1)"
+            elif reason == "spot_not_allowed":
+                text = f"setting interruptible = true would allow {n} spot {plural}"
+            elif reason == "currency":
+                text = f"giving --exchange-rate (e.g. CNY=0.14) would allow {n} {plural}"
+            elif reason == "max_gpus":
+                text = f"raising max_gpus (now {constraints.max_gpus}) would allow {n} {plural}"
+            else:
+                text = f"removing the {key} constraint would allow {n} {plural}"
+            out.append(Relaxation(reason=reason, constraint=key, options=n, suggestion=text))
+        out.sort(key=lambda r: (-r.options, REASONS.index(r.reason)))
+        return tuple(out)
+
+
+def _ceil_money(x: float) -> float:
+    return float(math.ceil(x))
+
+
+def _ceil1(x: float) -> float:
+    return math.ceil(x * 10) / 10
+
+
+def plan(
+    offers: Iterable[Offer],
+    estimator: Estimator,
+    *,
+    constraints: Constraints,
+    data: DataNeeds,
+    settings: Settings,
+    spot_lookup: SpotLookup | None = None,
+    sources: dict[str, date] | None = None,
+) -> PlanResult:
+    """Cost every configuration, reject what breaks a constraint, rank the rest by the objective."""
+    if settings.objective not in ("cost", "time"):
+        raise ValueError(f"objective must be 'cost' or 'time', not {settings.objective!r}")
+    est_cache: dict[tuple[str, int, int], Estimate | None] = {}
+    rate_cache: dict[tuple[str, str, str], InterruptionRate] = {}
+    rejected: dict[str, int] = {}
+    relax = _Relax()
+    considered = 0
+    kept: list[tuple[Offer, int, str, float, Estimate, _Costed, InterruptionRate | None]] = []
+
+    providers = frozenset(constraints.providers) if constraints.providers is not None else None
+    region_patterns = constraints.regions
+    gpus_allowed = frozenset(constraints.gpus) if constraints.gpus is not None else None
+    max_nodes = 1 if settings.single_gpu_only else max(1, constraints.max_nodes)
+    fx = settings.exchange_rates
+    seen_sources: dict[str, date] = {}
+
+    def reject(fails: list[str], cost: float | None = None, hours: float | None = None) -> None:
+        rejected[fails[0]] = rejected.get(fails[0], 0) + 1
+        if len(fails) == 1 and fails[0] in _RELAXABLE:
+            relax.add(fails[0], cost, hours)
+
+    for offer in offers:
+        day = offer.price_as_of
+        if offer.spot_price_as_of is not None and offer.spot_price_as_of > day:
+            day = offer.spot_price_as_of
+        if day > seen_sources.get(offer.provider, date.min):
+            seen_sources[offer.provider] = day
+
+        prices: list[tuple[str, float]] = []
+        if offer.price_usd_per_hour is not None:
+            prices.append(("on_demand", offer.price_usd_per_hour))
+        if offer.spot_price_usd_per_hour is not None:
+            prices.append(("spot", offer.spot_price_usd_per_hour))
+        if not prices:
+            considered += max_nodes
+            rejected["no_price"] = rejected.get("no_price", 0) + max_nodes
+            continue
+
+        static: list[str] = []
+        rate_to_usd = 1.0
+        if offer.currency != "USD":
+            if offer.currency in fx:
+                rate_to_usd = fx[offer.currency]
+            else:
+                static.append("currency")
+        if providers is not None and offer.provider not in providers:
+            static.append("provider")
+        if region_patterns is not None and not any(fnmatchcase(offer.region, p) for p in region_patterns):
+            static.append("region")
+        if gpus_allowed is not None and offer.gpu not in gpus_allowed:
+            static.append("gpu")
+        per_node = offer.gpus
+        fractional = per_node < 1 or per_node != int(per_node)
+        if fractional:
+            static.append("fractional_gpu")
+
+        rates = rates_for(offer.provider)
+        list_rates = region_has_list_rates(offer.provider, offer.region)
+
+        for nodes in range(1, max_nodes + 1):
+            node_fails = list(static)
+            total_gpus = per_node * nodes
+            if settings.single_gpu_only and total_gpus != 1:
+                node_fails.append("not_single_gpu")
+            if constraints.max_gpus is not None and total_gpus > constraints.max_gpus:
+                node_fails.append("max_gpus")
+            for pricing, price in prices:
+                considered += 1
+                fails = list(node_fails)
+                if pricing == "spot" and not constraints.interruptible:
+                    fails.append("spot_not_allowed")
+                # Stop early once the outcome is settled: a fact about the offer, or two broken constraints.
+                if len(fails) >= 2 or (fails and fails[0] not in _RELAXABLE):
+                    reject(fails)
+                    continue
+                count = int(per_node) * nodes
+                key = (offer.gpu, count, nodes)
+                if key in est_cache:
+                    est = est_cache[key]
+                else:
+                    est = est_cache[key] = estimator(offer.gpu, count, nodes)
+                if est is None:
+                    reject([*fails, "unknown_gpu"])
+                    continue
+                if not est.fits:
+                    reject([*fails, "does_not_fit"])
+                    continue
+                spot: InterruptionRate | None = None
+                if pricing == "spot":
+                    spot = _spot_rate(offer, settings, spot_lookup, rate_cache)
+                costed = _cost(
+                    price * rate_to_usd * nodes,
+                    nodes=nodes,
+                    run_hours=est.hours,
+                    rates=rates,
+                    list_rates=list_rates,
+                    spot_rate=None if spot is None else spot.per_hour,
+                    data=data,
+                    settings=settings,
+                    gpu_only_price=offer.gpu_only_price,
+                )
+                total = costed.total
+                if constraints.deadline_hours is not None and costed.hours > constraints.deadline_hours:
+                    fails.append("over_deadline")
+                if constraints.budget_usd is not None and total > constraints.budget_usd:
+                    fails.append("over_budget")
+                if fails:
+                    reject(fails, total, costed.hours)
+                    continue
+                kept.append((offer, nodes, pricing, rate_to_usd, est, costed, spot))
+
+    options = [
+        _option(o, nodes=n, pricing=p, rate_to_usd=fx_rate, est=e, c=c, spot=s, data=data, settings=settings)
+        for (o, n, p, fx_rate, e, c, s) in kept
+    ]
+    options = _mark_pareto(options)
+    if settings.objective == "time":
+        options.sort(key=lambda o: (o.hours, o.cost_usd, o.provider, o.instance_type, o.region, o.pricing))
+    else:
+        options.sort(key=lambda o: (o.cost_usd, o.hours, o.provider, o.instance_type, o.region, o.pricing))
+
+    assumptions = [*data.assumptions]
+    assumptions.append(
+        "spot: each preemption loses half the checkpoint interval "
+        f"({data.checkpoint_every_hours:g} h) of work plus "
+        f"{settings.restart_hours * 60:.0f} min to restart (assumed)"
+    )
+    if settings.boot_disk_gb > 0:
+        assumptions.append(
+            f"boot disk of {settings.boot_disk_gb:g} GB per node, billed where the provider charges it"
+        )
+    assumptions += [RESERVED_NOTE, AVAILABILITY_NOTE]
+    return PlanResult(
+        options=tuple(options),
+        considered=considered,
+        rejected={r: rejected[r] for r in REASONS if r in rejected},
+        relaxations=relax.results(constraints),
+        sources=dict(sorted((sources if sources is not None else seen_sources).items())),
+        assumptions=tuple(assumptions),
+        objective=settings.objective,
+    )
+
+
+def _spot_rate(
+    offer: Offer,
+    settings: Settings,
+    lookup: SpotLookup | None,
+    cache: dict[tuple[str, str, str], InterruptionRate],
+) -> InterruptionRate:
+    key = (offer.provider, offer.instance_type, offer.region)
+    found = cache.get(key)
+    if found is not None:
+        return found
+    overrides = settings.spot_rate_overrides
+    override = overrides.get(offer.provider, overrides.get("*"))
+    if override is not None:
+        rate = InterruptionRate(
+            per_hour=override, source=f"{override:g} preemptions/h given by the user", assumed=True
+        )
+    else:
+        looked = lookup(offer) if lookup is not None else None
+        rate = looked if looked is not None else assumed_rate(offer.provider)
+    cache[key] = rate
+    return rate
+
+
+def _option(
+    offer: Offer,
+    *,
+    nodes: int,
+    pricing: str,
+    rate_to_usd: float,
+    est: Estimate,
+    c: _Costed,
+    spot: InterruptionRate | None,
+    data: DataNeeds,
+    settings: Settings,
+) -> Option:
+    rates = rates_for(offer.provider)
+    as_of = offer.spot_price_as_of if (pricing == "spot" and offer.spot_price_as_of) else offer.price_as_of
+    stale = (not offer.price_date_exact) or (settings.today - as_of).days > settings.stale_after_days
+    notes: list[str] = [rates.billing_text()]
+    if rates.storage_usd_per_gb_month is not None and region_has_list_rates(offer.provider, offer.region):
+        notes.append(
+            f"storage: {rates.storage_kind} at ${rates.storage_usd_per_gb_month:.4g}/GB-month "
+            f"({rates.source}, {rates.as_of})"
+        )
+    if rates.egress_usd_per_gb is not None and data.egress_gb > 0:
+        notes.append(f"egress: ${rates.egress_usd_per_gb:.4g}/GB to the internet")
+    if c.unknown:
+        notes.append("unknown, counted as $0: " + ", ".join(c.unknown))
+    if spot is not None:
+        notes.append(f"spot interruptions: {spot.source}; expected {c.interruptions:.2f} over the run")
+    if offer.currency != "USD":
+        notes.append(f"price converted from {offer.currency} at {rate_to_usd:g} USD/{offer.currency} (given)")
+    if not offer.price_date_exact:
+        notes.append(f"price date unknown (collected {as_of})")
+    notes.extend(offer.notes)
+    notes.extend(est.assumptions)
+    capacity_gib = est.memory_capacity_bytes / GIB
+    return Option(
+        provider=offer.provider,
+        instance_type=offer.instance_type,
+        region=offer.region,
+        zone=offer.zone,
+        gpu=offer.gpu,
+        gpus_per_node=int(offer.gpus),
+        nodes=nodes,
+        pricing=pricing,
+        price_usd_per_hour=c.price_per_hour,
+        price_as_of=as_of,
+        price_date_exact=offer.price_date_exact,
+        price_stale=stale,
+        currency=offer.currency,
+        hours=c.hours,
+        cost_usd=c.total,
+        cost_breakdown_usd={
+            "compute": c.compute,
+            "storage": c.storage,
+            "egress": c.egress,
+            "interruption_overhead": c.interruption,
+        },
+        unknown_costs=c.unknown,
+        assumptions=tuple(notes),
+        fits=est.fits,
+        memory_per_gpu_gib=est.memory.total / GIB,
+        memory_capacity_gib=capacity_gib,
+        bottleneck=est.bottleneck,
+        expected_interruptions=c.interruptions,
+        source=offer.source,
+    )
+
+
+def _mark_pareto(options: Sequence[Option]) -> list[Option]:
+    """Mark options no other option beats on both cost and time (ties on both stay on the front)."""
+    order = sorted(range(len(options)), key=lambda i: (options[i].cost_usd, options[i].hours))
+    marked = list(options)
+    best_hours = math.inf
+    prev_key: tuple[float, float] | None = None
+    prev_pareto = False
+    for i in order:
+        o = options[i]
+        key = (o.cost_usd, o.hours)
+        pareto = prev_pareto if key == prev_key else o.hours < best_hours
+        best_hours = min(best_hours, o.hours)
+        prev_key, prev_pareto = key, pareto
+        if pareto:
+            marked[i] = replace(o, pareto=True)
+    return marked
+
+
+__all__ = ["DEFAULT_RESTART_HOURS", "Estimator", "SpotLookup", "billed_hours", "plan"]

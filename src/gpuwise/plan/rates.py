@@ -1,0 +1,174 @@
+"""Storage, egress and billing rules per provider: the small, cited table the cost model reads.
+
+Each row names the public page its figures come from and the date they were taken. A figure that we
+could not take from a public page is ``None``: the planner then lists that cost part in
+``unknown_costs`` and counts it as 0, so the user sees the gap instead of a silently cheaper total.
+Figures are list prices of the provider's main region (free tiers and volume discounts ignored).
+
+Pure data; must not import anything outside the standard library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+GB_PER_GIB = 1.073741824  # 2**30 / 10**9: for prices quoted per GiB
+
+
+@dataclass(frozen=True)
+class ProviderRates:
+    """What a provider charges around the GPU: storage for data and checkpoints, egress, billing rules."""
+
+    provider: str
+    # object / shared storage that holds the dataset and the checkpoints (USD per GB-month, 730 h)
+    storage_usd_per_gb_month: float | None
+    storage_kind: str
+    # the boot disk of every node, where billed separately (0.0: included in the instance price)
+    boot_disk_usd_per_gb_month: float | None
+    # data out to the internet (USD per GB)
+    egress_usd_per_gb: float | None
+    # billing granularity and minimum charge of the instance; None: not published (charged exactly)
+    billing_increment_s: float | None
+    minimum_charge_s: float | None
+    source: str
+    as_of: date
+    note: str = ""
+
+    def billing_text(self) -> str:
+        if self.billing_increment_s is None:
+            return f"{self.provider}: billing granularity not published; charged for the exact run time"
+        unit = _unit(self.billing_increment_s)
+        minimum = _unit(self.minimum_charge_s or self.billing_increment_s)
+        return f"{self.provider}: billed per {unit}, minimum {minimum} ({self.source}, {self.as_of})"
+
+
+def _unit(seconds: float) -> str:
+    if seconds >= 3600:
+        return "hour" if seconds == 3600 else f"{seconds / 3600:g} h"
+    if seconds >= 60:
+        return "minute" if seconds == 60 else f"{seconds / 60:g} min"
+    return "second" if seconds == 1 else f"{seconds:g} s"
+
+
+HOURS_PER_MONTH = 730.0  # the month every provider below prices storage over
+
+# Date each row was taken. The pages were read through a stored copy of the public web, not live.
+_TAKEN = date(2026, 11, 30)
+
+PROVIDER_RATES: dict[str, ProviderRates] = {
+    "aws": ProviderRates(
+        provider="aws",
+        storage_usd_per_gb_month=0.023,  # S3 Standard, us-east-1, first 50 TB
+        storage_kind="S3 Standard",
+        boot_disk_usd_per_gb_month=0.08,  # EBS gp3, us-east-1
+        egress_usd_per_gb=0.09,  # data transfer out to the internet, first 10 TB/month
+        billing_increment_s=1,
+        minimum_charge_s=60,  # Linux on-demand and spot: per second, 60 s minimum
+        source=(
+            "aws.amazon.com/s3/pricing, aws.amazon.com/ebs/pricing, aws.amazon.com/ec2/pricing/on-demand "
+            "(data transfer; per-second billing)"
+        ),
+        as_of=_TAKEN,
+        note="us-east-1 list prices; other regions differ by a few per cent",
+    ),
+    "gcp": ProviderRates(
+        provider="gcp",
+        storage_usd_per_gb_month=0.020,  # Cloud Storage Standard, regional us-central1
+        storage_kind="Cloud Storage Standard",
+        boot_disk_usd_per_gb_month=0.10,  # pd-balanced, us-central1
+        egress_usd_per_gb=0.12 / GB_PER_GIB,  # Premium Tier internet egress, first 1 TiB/month, per GiB
+        billing_increment_s=1,
+        minimum_charge_s=60,
+        source=(
+            "cloud.google.com/storage/pricing, cloud.google.com/compute/disks-image-pricing, "
+            "cloud.google.com/vpc/network-pricing, cloud.google.com/compute/vm-instance-pricing"
+        ),
+        as_of=_TAKEN,
+        note="us-central1 list prices",
+    ),
+    "azure": ProviderRates(
+        provider="azure",
+        storage_usd_per_gb_month=0.018,  # Blob Storage Hot LRS, East US, first 50 TB (approximate)
+        storage_kind="Blob Storage Hot LRS",
+        boot_disk_usd_per_gb_month=0.075,  # Standard SSD managed disk (E10, 128 GiB ≈ $9.60/month)
+        egress_usd_per_gb=0.087,  # internet egress, Microsoft premium network, next 10 TB after 100 GB free
+        billing_increment_s=60,
+        minimum_charge_s=60,  # billed per minute; under a minute is not charged (we round up: cautious)
+        source=(
+            "azure.microsoft.com/pricing/details/storage/blobs, .../managed-disks, .../bandwidth, "
+            "docs.azure.cn/billing (per-minute VM billing)"
+        ),
+        as_of=_TAKEN,
+        note="East US list prices",
+    ),
+    "lambda": ProviderRates(
+        provider="lambda",
+        storage_usd_per_gb_month=0.20 / GB_PER_GIB,  # persistent filesystem, $0.20 per GiB-month
+        storage_kind="Lambda filesystem",
+        boot_disk_usd_per_gb_month=0.0,  # local NVMe included in the instance price
+        egress_usd_per_gb=0.0,  # "you are not charged for ingress or egress"
+        billing_increment_s=60,
+        minimum_charge_s=60,  # on-demand instances bill in one-minute increments
+        source="docs.lambda.ai/public-cloud/billing",
+        as_of=_TAKEN,
+        note="the filesystem rate is the page's worked example; the console shows the current one",
+    ),
+    "nebius": ProviderRates(
+        provider="nebius",
+        storage_usd_per_gb_month=0.0147 / GB_PER_GIB,  # Object Storage Standard, per GiB per 730 h
+        storage_kind="Object Storage Standard",
+        boot_disk_usd_per_gb_month=None,  # network SSD boot disk is billed; rate not taken
+        egress_usd_per_gb=None,
+        billing_increment_s=1,
+        minimum_charge_s=1,  # "for GPUs on running VMs, the billing unit is 1 second"
+        source="docs.nebius.com/object-storage/resources/pricing",
+        as_of=_TAKEN,
+    ),
+    "vast": ProviderRates(
+        provider="vast",
+        storage_usd_per_gb_month=None,  # each host sets its own storage price ($/GB/month)
+        storage_kind="host disk",
+        boot_disk_usd_per_gb_month=None,
+        egress_usd_per_gb=None,  # each host sets its own bandwidth price ($/TB)
+        billing_increment_s=1,
+        minimum_charge_s=1,
+        source="docs.vast.ai/documentation/instances/pricing",
+        as_of=_TAKEN,
+        note="a marketplace: storage and bandwidth are priced per host, not in the catalog",
+    ),
+    "runpod": ProviderRates(
+        provider="runpod",
+        storage_usd_per_gb_month=0.07,  # network volume, under 1 TB
+        storage_kind="network volume",
+        boot_disk_usd_per_gb_month=None,
+        egress_usd_per_gb=0.0,  # no ingress/egress fees
+        billing_increment_s=1,
+        minimum_charge_s=1,
+        source="runpod.io/pricing",
+        as_of=_TAKEN,
+    ),
+}
+
+
+def rates_for(provider: str) -> ProviderRates:
+    """The provider's row, or an all-unknown row that says so."""
+    found = PROVIDER_RATES.get(provider)
+    if found is not None:
+        return found
+    return ProviderRates(
+        provider=provider,
+        storage_usd_per_gb_month=None,
+        storage_kind="storage",
+        boot_disk_usd_per_gb_month=None,
+        egress_usd_per_gb=None,
+        billing_increment_s=None,
+        minimum_charge_s=None,
+        source="no public rate taken for this provider",
+        as_of=_TAKEN,
+    )
+
+
+def region_has_list_rates(provider: str, region: str) -> bool:
+    """False where the table's rates do not apply: AWS China regions price in CNY on another site."""
+    return not (provider == "aws" and region.startswith("cn-"))
