@@ -144,3 +144,14 @@ class Snapshot:
     driver_version: Reading[str] = NOT_SUPPORTED
     cuda_driver_version: Reading[str] = NOT_SUPPORTED  # the CUDA version the driver supports ("12.4")
     errors: tuple[str, ...] = ()  # messages that stood in for output (e.g. "No devices were found")
+
+
+@dataclass(frozen=True)
+class ParseProblem:
+    """A part of a recording that could not be read (the rest was): where, and what was wrong."""
+
+    source: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.message}"

@@ -1,0 +1,185 @@
+"""Load a recording of GPU output (CONTRACTS.md §4) and detect its format from the content.
+
+Formats: `nvidia-smi -q -x` XML, `nvidia-smi -q` text, the default table, a failure message, a kernel
+log with `NVRM: Xid` lines, a capture file (sections under `#` banners), a `--query-gpu` CSV time series,
+or a directory of these. A path that is none of them raises ReplayError (exit 2); a recognisable but
+damaged one yields what could be read plus `ParseProblem`s.
+
+This module reads files; the parsing itself is in the pure modules it calls. Standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from gpuwise.errors import ReplayError
+from gpuwise.gpu import capture, kernel_log, smi, smi_csv, smi_table
+from gpuwise.gpu.kernel_log import XidEvent
+from gpuwise.gpu.sample import NOT_SUPPORTED, ParseProblem, Sample, Snapshot
+
+__all__ = ["FORMATS", "ParseProblem", "Recording", "XidEvent", "load_recording", "parse_recording_text"]
+
+FORMATS = ("xml", "query-text", "table", "error", "kernel-log", "capture", "csv", "directory")
+
+# A recording bigger than this is not nvidia-smi output (the largest real capture is ~160 KB; a day of
+# 1-s CSV for 8 GPUs is ~60 MB).
+_MAX_BYTES = 512 * 1024 * 1024
+
+
+@dataclass
+class Recording:
+    """What a recording holds. `snapshots` are time-ordered: one for a snapshot format, many for a
+    CSV time series or a capture with idle and load sections."""
+
+    format: str
+    snapshots: list[Snapshot]
+    xid_events: list[XidEvent] = field(default_factory=list)
+    problems: list[ParseProblem] = field(default_factory=list)
+    sections: dict[str, str] = field(default_factory=dict)  # raw texts by name (capture sections, files)
+    source: str = ""
+
+    @property
+    def is_time_series(self) -> bool:
+        return len(self.snapshots) > 1
+
+
+def _not_a_recording(source: str, detail: str) -> ReplayError:
+    return ReplayError(
+        f"{source} is not a GPU recording gpuwise can replay ({detail})",
+        why="--replay reads nvidia-smi -q -x XML, nvidia-smi -q text, the nvidia-smi table, an nvidia-smi "
+        "error message, a kernel log with NVRM: Xid lines, a capture file, a --query-gpu CSV, "
+        "or a folder of these",
+        fix="record one with: nvidia-smi -q -x > gpu.xml   (or nvidia-smi --query-gpu=timestamp,index,"
+        "utilization.gpu,memory.used --format=csv -l 1 > trace.csv)",
+    )
+
+
+def detect_format(text: str) -> str | None:
+    """The §4 format of a text, or None."""
+    if smi.looks_like_xml(text):
+        return "xml"
+    if capture.looks_like_capture(text):
+        return "capture"
+    if smi.looks_like_query_text(text):
+        return "query-text"
+    if smi_table.looks_like_table(text):
+        return "table"
+    if smi_csv.looks_like_query_csv(text):
+        return "csv"
+    if kernel_log.looks_like_kernel_log(text):
+        return "kernel-log"
+    if smi.looks_like_error_text(text):
+        return "error"
+    return None
+
+
+def parse_recording_text(text: str, *, source: str = "<text>") -> Recording:
+    """Parse one text in any §4 format. Raises ReplayError when it is none of them."""
+    fmt = detect_format(text)
+    if fmt is None:
+        stripped = text.strip()
+        detail = "it is empty" if not stripped else f"it starts with {stripped.splitlines()[0][:80]!r}"
+        raise _not_a_recording(source, detail)
+    if fmt == "csv":
+        samples = smi_csv.parse_query_csv(text, source=source)
+        groups = smi_csv.iter_snapshot_groups(samples)
+        driver = samples[0].extra.get("driver_version") if samples else None
+        snaps = [Snapshot(samples=tuple(g), driver_version=driver or NOT_SUPPORTED) for g in groups]
+        return Recording("csv", snaps, source=source)
+    if fmt == "capture":
+        cap = capture.parse_capture(text, source=source)
+        return Recording(
+            "capture", cap.snapshots, problems=cap.problems, sections=cap.sections, source=source
+        )
+    if fmt == "kernel-log":
+        events = kernel_log.parse_xid_events(text)
+        return Recording("kernel-log", [], xid_events=events, sections={"kernel-log": text}, source=source)
+    parse = {
+        "xml": smi.parse_xml,
+        "query-text": smi.parse_query_text,
+        "table": smi_table.parse_table,
+        "error": smi.parse_error_text,
+    }[fmt]
+    parsed = parse(text, source=source)
+    return Recording(fmt, [parsed.snapshot], problems=parsed.problems, sections={fmt: text}, source=source)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+        if size > _MAX_BYTES:
+            raise _not_a_recording(str(path), f"{size} bytes is far larger than any nvidia-smi output")
+        return smi_csv.decode_text(path.read_bytes())
+    except OSError as exc:
+        raise ReplayError(
+            f"cannot read {path}", why=exc.strerror or str(exc), fix="check the path and its permissions"
+        ) from exc
+
+
+def attach_xids(snapshots: list[Snapshot], events: list[XidEvent]) -> list[Snapshot]:
+    """Count each GPU's Xid events (matched by PCI bus id) into `xid_errors` / `xid_last`."""
+    if not events:
+        return snapshots
+    by_bus: dict[str, list[XidEvent]] = {}
+    for e in events:
+        by_bus.setdefault(e.pci_bus_id, []).append(e)
+
+    def with_xids(s: Sample) -> Sample:
+        if not isinstance(s.bus_id, str):
+            return s
+        found = by_bus.get(kernel_log.normalize_bus_id(s.bus_id))
+        if not found:
+            return s
+        return replace(s, xid_errors=len(found), xid_last=found[-1].xid)
+
+    return [replace(snap, samples=tuple(with_xids(s) for s in snap.samples)) for snap in snapshots]
+
+
+def _order(snapshots: list[Snapshot]) -> list[Snapshot]:
+    return sorted(snapshots, key=lambda s: s.samples[0].timestamp_s if s.samples else 0.0)
+
+
+def load_recording(path: Path | str) -> Recording:
+    """Load a §4 recording (file or directory), detecting the format from the content."""
+    path = Path(path)
+    if not path.exists():
+        raise ReplayError(
+            f"{path} does not exist", fix="give the path of a recording (see gpuwise doctor --help)"
+        )
+    if path.is_dir():
+        return _load_directory(path)
+    rec = parse_recording_text(_read_text(path), source=str(path))
+    rec.snapshots = attach_xids(_order(rec.snapshots), rec.xid_events)
+    return rec
+
+
+def _load_directory(path: Path) -> Recording:
+    files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+    snapshots: list[Snapshot] = []
+    events: list[XidEvent] = []
+    problems: list[ParseProblem] = []
+    sections: dict[str, str] = {}
+    formats: list[str] = []
+    for f in files:
+        try:
+            rec = parse_recording_text(_read_text(f), source=str(f))
+        except ReplayError as exc:
+            problems.append(ParseProblem(str(f), exc.message))
+            continue
+        formats.append(rec.format)
+        snapshots.extend(rec.snapshots)
+        events.extend(rec.xid_events)
+        problems.extend(rec.problems)
+        for name, body in rec.sections.items():
+            sections[f"{f.name} :: {name}"] = body
+    if not formats:
+        raise _not_a_recording(str(path), "no file in the folder is a recording")
+    return Recording(
+        "directory",
+        attach_xids(_order(snapshots), events),
+        xid_events=events,
+        problems=problems,
+        sections=sections,
+        source=str(path),
+    )
