@@ -1,7 +1,194 @@
-"""`gpuwise exporter` (placeholder until the capability lands)."""
+"""`gpuwise exporter`: a dcgm-exporter-compatible Prometheus endpoint (CONTRACTS §7) plus gpuwise metrics.
+
+Top-level imports stay cheap (typer/stdlib); prometheus-client and the monitor room load inside.
+"""
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Annotated, Any
 
-def exporter() -> None:
-    """(exporter: not yet available)"""
+import typer
+
+from gpuwise.errors import ConfigError
+
+log = logging.getLogger("gpuwise.exporter")
+
+TOKEN_ENV = "GPUWISE_EXPORTER_TOKEN"
+
+
+def read_token(token_file: Path | None) -> str | None:
+    """The bearer token from the file (first line, stripped), else from $GPUWISE_EXPORTER_TOKEN."""
+    if token_file is not None:
+        try:
+            token = token_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(
+                f"Cannot read the token file {token_file}: {exc.strerror}",
+                fix="check the path given to --token-file and its permissions",
+            ) from exc
+        if not token:
+            raise ConfigError(
+                f"The token file {token_file} is empty", fix="write the token on its first line"
+            )
+        return token
+    env = os.environ.get(TOKEN_ENV, "").strip()
+    return env or None
+
+
+def exporter(  # noqa: PLR0917 - typer maps options to parameters
+    bind: Annotated[
+        str | None, typer.Option("--bind", help="Address to listen on (default 127.0.0.1, loopback only).")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option("--port", min=0, max=65535, help="TCP port (default 9400).")
+    ] = None,
+    replay: Annotated[
+        Path | None, typer.Option("--replay", help="Serve a recording (looped) instead of live GPUs.")
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option("--token-file", help=f"Require 'Authorization: Bearer <token>' (or set ${TOKEN_ENV})."),
+    ] = None,
+    no_auth: Annotated[
+        bool, typer.Option("--no-auth", help="Allow a non-loopback --bind without a token (not recommended).")
+    ] = False,
+    price_usd_per_hour: Annotated[
+        float | None,
+        typer.Option(
+            "--price-usd-per-hour", min=0, help="Machine price; default [machine] price_usd_per_hour."
+        ),
+    ] = None,
+    history: Annotated[
+        bool | None,
+        typer.Option("--history/--no-history", help="Write history (default: on live, off on --replay)."),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="Config file (default: the user config).")
+    ] = None,
+) -> None:
+    """Serve /metrics for Prometheus with NVIDIA dcgm-exporter's metric names and labels, plus
+    gpuwise_idle_seconds, gpuwise_price_usd_per_hour, gpuwise_cost_usd_total, per-process GPU memory
+    and gpuwise_gpu_up.
+
+    Binds 127.0.0.1 unless --bind says otherwise. On a non-loopback address a bearer token is required
+    (--token-file or $GPUWISE_EXPORTER_TOKEN) unless --no-auth is given. Runs until SIGINT/SIGTERM; logs
+    to stderr.
+    """
+    from gpuwise import paths
+    from gpuwise.config import load_config
+    from gpuwise.monitor.alerts import AlertDelivery, AlertEngine, alerts_config
+    from gpuwise.monitor.exporter import ExporterServer, GpuCollector, is_loopback, make_registry
+    from gpuwise.monitor.history import HistoryStore
+    from gpuwise.monitor.sampler import Sampler, run_loop
+    from gpuwise.monitor.settings import ExporterSettings, MachineSettings, MonitorSettings, section
+    from gpuwise.monitor.source import open_source
+
+    cfg = load_config(config)
+    ex = section(cfg, "exporter", ExporterSettings)
+    mon = section(cfg, "monitor", MonitorSettings)
+    machine = section(cfg, "machine", MachineSettings)
+    alerts_cfg = alerts_config(cfg.section("alerts"), str(cfg.path or "config"))
+    host = bind if bind is not None else ex.bind
+    the_port = port if port is not None else ex.port
+    token = read_token(token_file if token_file is not None else ex.token_file)
+    if not is_loopback(host) and token is None and not no_auth:
+        raise ConfigError(
+            f"Refusing to serve GPU metrics on {host} without a token",
+            why="any host that can reach this address could read them",
+            fix=f"pass --token-file FILE (or set ${TOKEN_ENV}), or --no-auth to serve openly on purpose",
+        )
+    price = price_usd_per_hour if price_usd_per_hour is not None else machine.price_usd_per_hour
+
+    _setup_logging()
+    probe = _LockedProbe(open_source(replay, loop=True))
+    collector = GpuCollector(probe, price_usd_per_hour=price, idle_threshold_pct=ex.idle_threshold_pct)
+    registry = make_registry(collector)
+    try:
+        server = ExporterServer((host, the_port), registry, token)
+    except OSError as exc:
+        probe.close()
+        raise ConfigError(
+            f"Cannot listen on {host}:{the_port}: {exc.strerror}",
+            fix="choose another --port, or stop the program using it",
+        ) from exc
+
+    write_history = history if history is not None else (mon.history and replay is None)
+    store = (
+        HistoryStore(paths.history_db(), retention_s=mon.history_retention_days * 86400)
+        if write_history
+        else None
+    )
+    sampler = Sampler(
+        probe,
+        window=max(3, int(60 / ex.interval_s)),
+        alerts=AlertEngine.from_config(alerts_cfg) if alerts_cfg.enabled else None,
+        delivery=AlertDelivery(alerts_cfg) if alerts_cfg.enabled else None,
+        history=store,
+        history_every_s=mon.history_interval_s,
+    )
+    stop = threading.Event()
+    background = threading.Thread(
+        target=run_loop, args=(sampler,), kwargs={"interval_s": ex.interval_s, "stop": stop}, daemon=True
+    )
+
+    def _stop(signum: int, _frame: Any) -> None:
+        log.info("signal %d: shutting down", signum)
+        stop.set()
+
+    previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    bound_host, bound_port = server.server_address[:2]
+    log.info(
+        "serving http://%s:%s/metrics (%s, auth %s%s)",
+        bound_host,
+        bound_port,
+        f"replaying {replay}" if replay else "live GPUs",
+        "bearer token" if token else "off",
+        f", price ${price}/h" if price is not None else "",
+    )
+    serving.start()
+    background.start()
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()
+        background.join(timeout=10)
+        probe.close()
+        if store is not None:
+            store.close()
+        for s, h in previous.items():
+            signal.signal(s, h)
+        log.info("stopped")
+
+
+class _LockedProbe:
+    """One probe shared by scrapes (server threads) and the background sampler."""
+
+    def __init__(self, probe: Any) -> None:
+        self._probe = probe
+        self._lock = threading.Lock()
+
+    def read(self) -> Any:
+        with self._lock:
+            return self._probe.read()
+
+    def close(self) -> None:
+        with self._lock:
+            self._probe.close()
+
+
+def _setup_logging() -> None:
+    root = logging.getLogger("gpuwise")
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)

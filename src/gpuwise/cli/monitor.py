@@ -1,7 +1,208 @@
-"""`gpuwise monitor` (placeholder until the capability lands)."""
+"""`gpuwise monitor`: the live GPU view, one snapshot (`--once`), recording, and history (`--since`).
+
+Top-level imports stay cheap (typer/rich/stdlib); the monitor room and psutil load inside the command.
+"""
 
 from __future__ import annotations
 
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
-def monitor() -> None:
-    """(monitor: not yet available)"""
+import typer
+
+from gpuwise.cli.output import console, err_console, print_json, to_jsonable
+from gpuwise.errors import ConfigError
+
+if TYPE_CHECKING:
+    from gpuwise.monitor.sampler import Sampler
+
+
+def _setup_logging() -> None:
+    root = logging.getLogger("gpuwise")
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+
+
+def monitor(  # noqa: PLR0917 - typer maps options to parameters
+    replay: Annotated[
+        Path | None, typer.Option("--replay", help="Read a recording (CONTRACTS §4) instead of live GPUs.")
+    ] = None,
+    once: Annotated[bool, typer.Option("--once", help="Print one snapshot (with hints) and exit.")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print JSON (implies --once unless --since is given).")
+    ] = False,
+    record: Annotated[
+        Path | None,
+        typer.Option("--record", help="Append samples to FILE as nvidia-smi --query-gpu CSV (replayable)."),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Summarise the stored history of the last DURATION (2h, 30m, 1d)."),
+    ] = None,
+    interval: Annotated[
+        float | None,
+        typer.Option("--interval", help="Seconds between refreshes (default 1, or [monitor] interval_s)."),
+    ] = None,
+    history: Annotated[
+        bool | None,
+        typer.Option(
+            "--history/--no-history",
+            help="Write samples, hints and alerts to the history database (default: on live, off on replay).",
+        ),
+    ] = None,
+    count: Annotated[
+        int | None, typer.Option("--count", min=1, help="Stop the live view after N refreshes.")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="Config file (default: the user config).")
+    ] = None,
+) -> None:
+    """Watch the GPUs live: utilization and memory bars, recent-utilization sparklines, power, temperature,
+    clocks, throttle reasons, processes, host CPU/RAM/I-O, and bottleneck hints.
+
+    --once prints one snapshot; --since 2h summarises what happened while you were away (from the history
+    that monitor, exporter and idle write). Alerts come from the [alerts] section of the config.
+    JSON readings that have no value are null with a "<field>_status" of "not supported" or "failed: why".
+    """
+    from gpuwise import paths
+    from gpuwise.config import load_config
+    from gpuwise.monitor.settings import MonitorSettings, section
+
+    cfg = load_config(config)
+    settings = section(cfg, "monitor", MonitorSettings)
+    interval_s = interval if interval is not None else settings.interval_s
+    if interval_s <= 0:
+        raise ConfigError(f"--interval must be positive (got {interval_s})", fix="use e.g. --interval 1")
+    retention_s = settings.history_retention_days * 86400
+
+    if since is not None:
+        _show_since(since, json_out, paths.history_db(), retention_s)
+        return
+
+    from gpuwise.monitor.alerts import AlertDelivery, AlertEngine, alerts_config
+    from gpuwise.monitor.hints import HintThresholds
+    from gpuwise.monitor.history import HistoryStore
+    from gpuwise.monitor.host import HostReader
+    from gpuwise.monitor.sampler import Sampler
+    from gpuwise.monitor.source import open_source
+
+    alerts_cfg = alerts_config(cfg.section("alerts"), str(cfg.path or "config"))
+    once = once or json_out
+    write_history = history if history is not None else (settings.history and replay is None and not once)
+    probe = open_source(replay)
+    store = HistoryStore(paths.history_db(), retention_s=retention_s) if write_history else None
+    recorder = _open_recorder(record) if record is not None else None
+    try:
+        sampler = Sampler(
+            probe,
+            host_reader=HostReader(),
+            thresholds=HintThresholds(min_samples=1) if once else HintThresholds(),
+            alerts=AlertEngine.from_config(alerts_cfg) if alerts_cfg.enabled else None,
+            delivery=AlertDelivery(alerts_cfg) if alerts_cfg.enabled else None,
+            history=store,
+            history_every_s=settings.history_interval_s,
+            recorder=recorder,
+        )
+        if once:
+            _once(sampler, json_out)
+        else:
+            _setup_logging()
+            _live(sampler, interval_s, count)
+    finally:
+        probe.close()
+        if store is not None:
+            store.close()
+        if recorder is not None:
+            recorder.close()
+
+
+def _open_recorder(path: Path) -> Any:
+    from gpuwise.monitor.record import Recorder
+
+    try:
+        return Recorder(path)
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot write the recording {path}: {exc.strerror}", fix="choose a writable path for --record"
+        ) from exc
+
+
+def _once(sampler: Sampler, json_out: bool) -> None:
+    from gpuwise.monitor.jsonview import snapshot_to_json
+    from gpuwise.monitor.view import dashboard
+
+    tick = sampler.tick()
+    if json_out:
+        out = snapshot_to_json(tick.snapshot)
+        out["host"] = to_jsonable(tick.host)
+        out["hints"] = to_jsonable(tick.hints)
+        out["alerts"] = to_jsonable(tick.events)
+        print_json(out)
+    else:
+        console.print(
+            dashboard(tick.snapshot, util_history=tick.util_history, host=tick.host, hints=tick.hints)
+        )
+
+
+def _live(sampler: Sampler, interval_s: float, count: int | None) -> None:
+    from rich.live import Live
+
+    from gpuwise.monitor.sampler import Tick, run_loop
+    from gpuwise.monitor.view import dashboard
+
+    with Live(console=console, auto_refresh=False, screen=False, transient=False) as live:
+
+        def show(tick: Tick) -> None:
+            alerts = [f"{rule} firing on GPU {gpu}" for rule, gpu in tick.firing]
+            live.update(
+                dashboard(
+                    tick.snapshot,
+                    util_history=tick.util_history,
+                    host=tick.host,
+                    hints=tick.hints,
+                    alerts=alerts,
+                    title="gpuwise monitor (Ctrl-C to quit)",
+                ),
+                refresh=True,
+            )
+
+        try:
+            run_loop(sampler, interval_s=interval_s, on_tick=show, max_ticks=count)
+        except KeyboardInterrupt:
+            err_console.print("stopped")
+
+
+def _show_since(since: str, json_out: bool, db: Path, retention_s: float) -> None:
+    import time
+
+    from gpuwise.monitor.history import HistoryStore, summarize
+    from gpuwise.monitor.view import history_view
+    from gpuwise.units import parse_duration_s
+
+    try:
+        seconds = parse_duration_s(since, default_unit="h")
+    except ValueError as exc:
+        raise ConfigError(
+            f"--since {since!r} is not a duration", fix="use e.g. --since 2h, 30m or 1d"
+        ) from exc
+    now = time.time()
+    start = now - seconds
+    if not db.exists():
+        from gpuwise.monitor.history import HistorySummary
+
+        summary = HistorySummary(start, now, [], [])
+    else:
+        store = HistoryStore(db, retention_s=retention_s)
+        try:
+            summary = summarize(store.samples(start, now), store.events(start, now), start, now)
+        finally:
+            store.close()
+    if json_out:
+        print_json(summary)
+    else:
+        console.print(history_view(summary))

@@ -1,0 +1,215 @@
+"""Rendering for the live view, `--once` and `--since`: data in, rich renderables out (no printing).
+
+Unknown readings are shown as "n/a" (not supported) or "err" (failed), never as 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from gpuwise.gpu.sample import Failed, Sample, Snapshot, value_or_none
+from gpuwise.monitor.hints import Hint
+from gpuwise.monitor.history import HistorySummary
+from gpuwise.monitor.host import HostStats
+from gpuwise.units import format_bytes, format_duration
+
+_SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float | None], *, top: float = 100.0) -> str:
+    """One character per value (0..top); a gap (None) is a space."""
+    out = []
+    for v in values:
+        if v is None:
+            out.append(" ")
+            continue
+        frac = max(0.0, min(1.0, v / top)) if top > 0 else 0.0
+        out.append(_SPARK[min(len(_SPARK) - 1, int(frac * (len(_SPARK) - 1) + 0.5))])
+    return "".join(out)
+
+
+def bar(fraction: float | None, width: int = 20) -> Text:
+    if fraction is None:
+        return Text("n/a".ljust(width), style="dim")
+    fraction = max(0.0, min(1.0, fraction))
+    full = round(fraction * width)
+    style = "green" if fraction < 0.7 else "yellow" if fraction < 0.9 else "red"
+    return Text("█" * full, style=style) + Text("░" * (width - full), style="dim")
+
+
+def _r(reading: object, fmt: str = "{:.0f}", unit: str = "") -> str:
+    if isinstance(reading, Failed):
+        return "err"
+    v = value_or_none(reading)
+    if v is None:
+        return "n/a"
+    return fmt.format(v) + unit
+
+
+def _mem_fraction(s: Sample) -> float | None:
+    used, total = value_or_none(s.memory_used_bytes), value_or_none(s.memory_total_bytes)
+    return None if used is None or not total else used / total
+
+
+def gpu_table(snapshot: Snapshot, util_history: Mapping[int, Sequence[float | None]] | None = None) -> Table:
+    table = Table(expand=True, show_edge=False, pad_edge=False)
+    table.add_column("GPU", no_wrap=True)
+    table.add_column("util", no_wrap=True)
+    table.add_column("memory", no_wrap=True)
+    table.add_column("recent util", no_wrap=True)
+    table.add_column("power / temp / clocks", no_wrap=True)
+    table.add_column("throttle", overflow="fold")
+    for s in snapshot.samples:
+        name = value_or_none(s.name) or "?"
+        head = Text(f"GPU {s.index} ", style="bold") + Text(name)
+        if s.lost:
+            table.add_row(head, Text("LOST", style="bold red"), "", "", "GPU does not answer", "")
+            continue
+        util = value_or_none(s.util_gpu_pct)
+        util_cell = bar(None if util is None else util / 100, 12) + Text(
+            f" {_r(s.util_gpu_pct, unit='%'):>4}"
+        )
+        frac = _mem_fraction(s)
+        used = value_or_none(s.memory_used_bytes)
+        total = value_or_none(s.memory_total_bytes)
+        mem_text = (
+            "n/a"
+            if used is None
+            else format_bytes(used) + ("" if total is None else f"/{format_bytes(total)}")
+        )
+        mem_cell = bar(frac, 12) + Text(" " + mem_text)
+        hist = (util_history or {}).get(s.index, [])
+        spark = Text(sparkline(list(hist)[-30:]), style="cyan")
+        power = f"{_r(s.power_draw_watts)}/{_r(s.power_limit_watts)} W  {_r(s.temperature_c)}°C  "
+        power += f"SM {_r(s.sm_clock_mhz)} MHz  mem {_r(s.memory_clock_mhz)} MHz"
+        enc = value_or_none(s.util_encoder_pct)
+        dec = value_or_none(s.util_decoder_pct)
+        if (enc or 0) > 0 or (dec or 0) > 0:
+            power += f"  enc {_r(s.util_encoder_pct)}% dec {_r(s.util_decoder_pct)}%"
+        reasons = value_or_none(s.throttle_reasons)
+        shown = [r for r in (reasons or ()) if r != "gpu_idle"]
+        throttle = Text(", ".join(shown) if shown else ("none" if reasons is not None else "n/a"))
+        if shown:
+            throttle.stylize("yellow")
+        table.add_row(head, util_cell, mem_cell, spark, power, throttle)
+    return table
+
+
+def process_table(snapshot: Snapshot) -> Table | None:
+    table = Table(title="processes", expand=True, show_edge=False, pad_edge=False, title_justify="left")
+    table.add_column("GPU", justify="right")
+    table.add_column("pid", justify="right")
+    table.add_column("name")
+    table.add_column("GPU memory", justify="right")
+    rows = 0
+    for s in snapshot.samples:
+        procs = value_or_none(s.processes)
+        for p in procs or ():
+            mem = value_or_none(p.used_memory_bytes)
+            table.add_row(str(s.index), str(p.pid), p.name, "n/a" if mem is None else format_bytes(mem))
+            rows += 1
+    return table if rows else None
+
+
+def host_line(host: HostStats | None) -> Text:
+    if host is None:
+        return Text("host: n/a", style="dim")
+
+    def rate(v: float | None) -> str:
+        return "n/a" if v is None else format_bytes(v) + "/s"
+
+    parts = [f"CPU {'n/a' if host.cpu_pct is None else f'{host.cpu_pct:.0f}%'}"]
+    if host.iowait_pct is not None:
+        parts.append(f"iowait {host.iowait_pct:.0f}%")
+    if host.memory_used_bytes is not None and host.memory_total_bytes:
+        parts.append(f"RAM {format_bytes(host.memory_used_bytes)}/{format_bytes(host.memory_total_bytes)}")
+    parts.append(f"disk r {rate(host.disk_read_bytes_per_s)} w {rate(host.disk_write_bytes_per_s)}")
+    parts.append(f"net rx {rate(host.net_rx_bytes_per_s)} tx {rate(host.net_tx_bytes_per_s)}")
+    return Text("host: " + "  ".join(parts))
+
+
+def hints_panel(hints: Sequence[Hint]) -> Panel:
+    if not hints:
+        body: RenderableType = Text("no bottleneck seen", style="green")
+    else:
+        lines = []
+        for h in hints:
+            style = "yellow" if h.severity == "warn" else "cyan"
+            lines.append(
+                Text(f"[{h.id}] ", style=style) + Text(h.message) + Text(f"  ({h.evidence})", style="dim")
+            )
+        body = Group(*lines)
+    return Panel(body, title="hints", title_align="left")
+
+
+def dashboard(
+    snapshot: Snapshot,
+    *,
+    util_history: Mapping[int, Sequence[float | None]] | None = None,
+    host: HostStats | None = None,
+    hints: Sequence[Hint] = (),
+    alerts: Sequence[str] = (),
+    title: str = "gpuwise monitor",
+) -> RenderableType:
+    parts: list[RenderableType] = []
+    when = max((s.timestamp_s for s in snapshot.samples), default=None)
+    stamp = "" if when is None else datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    driver = value_or_none(snapshot.driver_version)
+    head = Text(title, style="bold") + Text(f"  {len(snapshot.samples)} GPU(s)  {stamp}")
+    if driver:
+        head += Text(f"  driver {driver}")
+    parts.append(head)
+    for err in snapshot.errors:
+        parts.append(Text(err, style="bold red"))
+    if snapshot.samples:
+        parts.append(gpu_table(snapshot, util_history))
+    procs = process_table(snapshot)
+    if procs is not None:
+        parts.append(procs)
+    parts.append(host_line(host))
+    if alerts:
+        parts.append(
+            Panel(Group(*(Text(a, style="red") for a in alerts)), title="alerts", title_align="left")
+        )
+    parts.append(hints_panel(hints))
+    return Group(*parts)
+
+
+def history_view(summary: HistorySummary) -> RenderableType:
+    fmt = "%Y-%m-%d %H:%M"
+    since = datetime.fromtimestamp(summary.since_s, UTC).strftime(fmt)
+    until = datetime.fromtimestamp(summary.until_s, UTC).strftime(fmt)
+    parts: list[RenderableType] = [Text(f"history {since} → {until} UTC", style="bold")]
+    if not summary.gpus:
+        parts.append(Text("no samples in this window (was `gpuwise monitor` or `exporter` running?)"))
+        return Group(*parts)
+    table = Table(expand=True, show_edge=False)
+    for col in ("GPU", "samples", "util mean/max", "memory peak", "idle", "util over the window"):
+        table.add_column(col, no_wrap=col != "util over the window")
+    for g in summary.gpus:
+        util = "n/a" if g.mean_util_pct is None else f"{g.mean_util_pct:.0f}% / {g.max_util_pct or 0:.0f}%"
+        mem = "n/a" if g.memory_peak_bytes is None else format_bytes(g.memory_peak_bytes)
+        if g.memory_total_bytes and g.memory_peak_bytes is not None:
+            mem += f" of {format_bytes(g.memory_total_bytes)}"
+        idle = format_duration(g.idle_seconds) + f" in {len(g.idle_stretches)} stretch(es)"
+        table.add_row(
+            f"{g.gpu} {g.name or ''}",
+            str(g.samples),
+            util,
+            mem,
+            idle,
+            Text(sparkline(g.util_sparkline), style="cyan"),
+        )
+    parts.append(table)
+    for g in summary.gpus:
+        for hid, n in sorted(g.hints.items()):
+            parts.append(Text(f"GPU {g.gpu}: hint {hid} seen {n}×", style="yellow"))
+        for a in g.alerts:
+            parts.append(Text(f"GPU {g.gpu}: alert {a}", style="red"))
+    return Group(*parts)
