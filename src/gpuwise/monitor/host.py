@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-
 _MIN_CPU_INTERVAL_S = 0.25
 
 
