@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -40,6 +41,12 @@ class Estimate:
     mfu: float
     bottleneck: str  # "compute" | "memory_bandwidth" | "communication" | "memory_capacity" | "io"
     assumptions: tuple[str, ...] = field(default_factory=tuple)
+    # Inference with a target rate: whether this configuration serves it (None for other workloads).
+    meets_target: bool | None = None
+    # Why the configuration cannot run at all (e.g. tensor_parallel above the GPU count); None if it can.
+    infeasible_reason: str | None = None
+    # Intermediate figures (seconds per step, communication share, …) for explanations; extras in --json.
+    details: dict[str, float] = field(default_factory=dict)
 
     @property
     def throughput_total(self) -> float:
@@ -48,3 +55,39 @@ class Estimate:
     @property
     def gpu_hours(self) -> float:
         return self.hours * self.count
+
+    def to_json(self) -> dict[str, object]:
+        """The CONTRACTS §2 object (plus extras)."""
+        gib = 1024**3
+        m = self.memory
+
+        def num(x: float) -> float | None:  # JSON has no infinity: an impossible time is null
+            return x if math.isfinite(x) else None
+
+        return {
+            "gpu": self.gpu,
+            "count": self.count,
+            "nodes": self.nodes,
+            "fits": self.fits,
+            "memory_per_gpu_gib": m.total / gib,
+            "memory_capacity_gib": self.memory_capacity_bytes / gib,
+            "memory_breakdown_gib": {
+                "weights": m.weights / gib,
+                "gradients": m.gradients / gib,
+                "optimizer": m.optimizer / gib,
+                "activations": m.activations / gib,
+                "kv_cache": m.kv_cache / gib,
+                "overhead": m.overhead / gib,
+            },
+            "throughput_per_gpu": self.throughput_per_gpu,
+            "throughput_total": self.throughput_total,
+            "throughput_unit": self.throughput_unit,
+            "hours": num(self.hours),
+            "gpu_hours": num(self.gpu_hours),
+            "mfu": self.mfu,
+            "bottleneck": self.bottleneck,
+            "assumptions": list(self.assumptions),
+            "meets_target": self.meets_target,
+            "infeasible_reason": self.infeasible_reason,
+            "details": dict(self.details),
+        }

@@ -1,0 +1,266 @@
+"""Every constant the estimator uses, in one table, each with the public source it comes from.
+
+An estimate lists `Constant.describe()` of every constant it used in its `assumptions`. Efficiencies
+marked "calibrated" were fitted on the rows of tests/estimate/validation.toml named in `calibrated_on`;
+those rows are not independent evidence (benchmarks/estimate_accuracy.py reports them apart).
+
+Pure data: must not import anything but the standard library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Constant:
+    name: str
+    value: float
+    unit: str
+    source: str
+    calibrated_on: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        cal = f"; calibrated on validation rows {', '.join(self.calibrated_on)}" if self.calibrated_on else ""
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{self.name} = {self.value:g}{unit} ({self.source}{cal})"
+
+
+def _c(name: str, value: float, unit: str, source: str, calibrated_on: tuple[str, ...] = ()) -> Constant:
+    return Constant(name, value, unit, source, calibrated_on)
+
+
+# --- bytes per value -------------------------------------------------------------------------
+BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+
+# NF4 with double quantization: 4 bits + 0.127 bits of scales per parameter (Dettmers et al. 2023, QLoRA §3).
+NF4_BYTES_PER_PARAM = _c(
+    "nf4_bytes_per_param",
+    (4 + 0.127) / 8,
+    "B",
+    "QLoRA paper §3: 4-bit NF4 plus 0.127 bit/param double-quantized scales",
+)
+# int4 weight-only inference (AWQ/GPTQ, group size 128, fp16 scale + zero): 0.5 B + 4 B/128.
+INT4_BYTES_PER_PARAM = _c(
+    "int4_bytes_per_param", 0.5 + 4 / 128, "B", "AWQ/GPTQ group size 128 with fp16 scale and zero point"
+)
+
+# --- optimizer state bytes per trainable parameter (excluding fp32 master weights) ------------
+# ZeRO paper (Rajbhandari et al. 2020 §3.1): Adam keeps fp32 momentum and variance (8 B) plus, for mixed
+# precision, an fp32 master copy (4 B): K = 12 bytes per parameter.
+OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw8bit": 2.0, "sgd": 4.0, "adafactor": 0.5}
+OPTIMIZER_SOURCE = _c(
+    "optimizer_state_bytes",
+    8,
+    "B/param (adamw)",
+    "ZeRO paper §3.1 (Adam: fp32 m and v = 8 B, + 4 B fp32 master for mixed precision); adamw8bit 2 B "
+    "(Dettmers et al. 2022, 8-bit optimizers); SGD momentum 4 B; Adafactor factored ≈ 0.5 B",
+)
+MASTER_WEIGHT_BYTES = 4.0
+
+# --- activations (Korthikanti et al. 2022, "Reducing Activation Recomputation", §4) ----------
+ACTIVATIONS_SOURCE = _c(
+    "activation_bytes_per_token_per_layer",
+    34,
+    "×hidden B (GPT, 16-bit)",
+    "Korthikanti et al. 2022 eq. 1-6: sbh(34 + 5as/h) per layer; gated-MLP/GQA terms re-derived "
+    "the same way; flash attention and selective recompute drop the 5as/h term; "
+    "full recompute keeps 2sbh per layer",
+)
+# Cross-entropy on the output logits: bf16 logits + their fp32 copy kept for the loss backward (HF Trainer).
+LOGITS_BYTES_PER_ELEMENT = _c(
+    "logits_bytes_per_element",
+    6,
+    "B",
+    "Hugging Face causal-LM loss: bf16 logits upcast to fp32 (2 + 4 B per vocab entry per token)",
+)
+# Share of the allocator's reserved-but-unused memory (PyTorch caching allocator fragmentation).
+FRAGMENTATION = _c(
+    "allocator_fragmentation",
+    0.05,
+    "× allocated",
+    "PyTorch caching allocator: reserved exceeds allocated by a few percent in steady training",
+)
+CUDA_CONTEXT_GIB = _c(
+    "cuda_context_gib",
+    0.6,
+    "GiB",
+    "CUDA context + cuBLAS/cuDNN workspaces as nvidia-smi shows for an idle PyTorch process (0.4-0.8 GiB)",
+)
+NCCL_BUFFERS_GIB = _c(
+    "nccl_buffers_gib",
+    0.5,
+    "GiB",
+    "NCCL communicator buffers per process (NCCL_BUFFSIZE 4 MiB × channels × peers), multi-GPU only",
+)
+
+# --- compute efficiency ------------------------------------------------------------------------
+# Best sustained fraction of dense tensor peak for large transformer GEMM-bound training with a mature
+# stack (Megatron/TE, FSDP). MFU = this × size factor × batch factor.
+ARCH_EFFICIENCY = {
+    "ampere": 0.60,
+    "hopper": 0.48,
+    "blackwell": 0.45,
+    "ada lovelace": 0.50,
+    "turing": 0.45,
+    "volta": 0.55,
+    "cdna 3": 0.35,
+    "cdna3": 0.35,
+    "gaudi2": 0.45,
+}
+ARCH_EFFICIENCY_DEFAULT = 0.40
+ARCH_EFFICIENCY_SOURCE = _c(
+    "max_training_efficiency",
+    0.60,
+    "of dense peak (Ampere)",
+    "Narayanan et al. 2021 / Korthikanti et al. 2022 (Megatron-LM: 52-56% MFU on A100); Hopper 0.48 from "
+    "Llama 3 herd §3.3 (38-43% BF16 MFU at 16k H100s) and MosaicML LLM Foundry H100 tables; "
+    "Ada/Turing/Volta/CDNA3/Gaudi2 from vendor MLPerf-era GEMM efficiency, less certain",
+    ("llama2-7b-gpuhours", "llama2-70b-gpuhours", "megatron-175b-a100"),
+)
+# MFU falls for narrow models (small GEMMs, more non-GEMM time): factor hidden / (hidden + H0).
+SIZE_HIDDEN_H0 = _c(
+    "size_factor_h0",
+    1024,
+    "hidden units",
+    "fitted to GPT-2/BERT-size MFU (~25-35%) vs 70B-class (~50%) in Megatron and nanoGPT reports",
+    ("gpt2-124m-a100",),
+)
+# MFU falls when a GPU gets few tokens per micro step (kernel launch and non-GEMM time dominate).
+BATCH_TOKENS_T0 = _c(
+    "batch_factor_t0",
+    1024,
+    "tokens per GPU per micro step",
+    "fitted: MFU at micro batch × seq ≥ 8k tokens is near saturation in torchtitan/LLM Foundry sweeps",
+)
+# Achieved FP8 speed-up over BF16 end to end (peak is 2×; non-GEMM work and casts do not speed up).
+FP8_SPEEDUP = _c(
+    "fp8_speedup",
+    1.35,
+    "× bf16 throughput",
+    "NVIDIA Transformer Engine / NeMo Llama 2 70B and GPT-3 FP8 results (1.3-1.5× over BF16 on H100)",
+)
+# LoRA: frozen base has no weight-gradient GEMMs (≈ 4N FLOPs/token instead of 6N) but adapter and
+# dequantization kernels are less efficient than large GEMMs.
+LORA_EFFICIENCY = _c(
+    "lora_efficiency_factor",
+    0.85,
+    "× full-training efficiency",
+    "Hu et al. 2021 (LoRA) §4: ~25% faster per step than full fine-tuning on GPT-3 "
+    "(4N/6N FLOPs at ~0.85 of the efficiency)",
+)
+QLORA_EFFICIENCY = _c(
+    "qlora_efficiency_factor",
+    0.60,
+    "× LoRA efficiency",
+    "NF4 dequantization per GEMM (bitsandbytes): QLoRA steps ~1.5-1.7× slower than BF16 LoRA "
+    "(QLoRA paper; HF PEFT benchmarks)",
+)
+FULL_RECOMPUTE_FLOPS = _c(
+    "full_recompute_flops",
+    8,
+    "× params FLOPs/token",
+    "Korthikanti et al. 2022 §5: full recomputation adds one forward pass (6N → 8N hardware FLOPs)",
+)
+# Non-transformer models: fraction of dense peak reached in training (data loading, convolutions, BN).
+KIND_EFFICIENCY = {"cnn": 0.22, "diffusion": 0.35, "generic": 0.35}
+KIND_EFFICIENCY_SOURCE = _c(
+    "non_transformer_efficiency",
+    0.22,
+    "of dense peak (cnn)",
+    "MLPerf Training ResNet-50 (NVIDIA DGX H100/A100 submissions: ~20-25% of dense BF16 peak); "
+    "diffusion and ViT 0.35 from MLPerf Stable Diffusion and timm throughput tables",
+    ("mlperf-resnet50-8xh100",),
+)
+
+# --- inference -----------------------------------------------------------------------------------
+DECODE_BANDWIDTH_EFFICIENCY = _c(
+    "decode_bandwidth_efficiency",
+    0.70,
+    "of peak memory bandwidth",
+    "vLLM / TensorRT-LLM batch-1 decode reaches 60-80% of HBM bandwidth (weights streamed once per step)",
+)
+PREFILL_EFFICIENCY = _c(
+    "prefill_efficiency",
+    0.55,
+    "of dense peak",
+    "large-batch prefill GEMMs in vLLM/TensorRT-LLM run near the training GEMM efficiency",
+)
+DECODE_STEP_OVERHEAD_S = _c(
+    "decode_step_overhead_s",
+    0.002,
+    "s per decode step",
+    "scheduler, sampling and kernel-launch time per step in vLLM with CUDA graphs (1-3 ms)",
+)
+TP_LAYER_LATENCY_S = _c(
+    "tp_allreduce_latency_s",
+    15e-6,
+    "s per all-reduce",
+    "NCCL small-message all-reduce latency over NVLink (~10-20 µs), two per layer with tensor parallelism",
+)
+
+# --- communication -----------------------------------------------------------------------------
+LINK_EFFICIENCY = _c(
+    "link_efficiency",
+    0.75,
+    "of link peak",
+    "nccl-tests all-reduce bus bandwidth: ~350-370 GB/s of 450 GB/s NVLink 4; ~75% on PCIe and RoCE/IB",
+)
+COMM_OVERLAP = _c(
+    "comm_overlap",
+    0.7,
+    "of gradient communication hidden behind backward",
+    "PyTorch DDP/FSDP bucketed overlap; Megatron overlap_grad_reduce (partial: last buckets are exposed)",
+)
+PCIE_GBS_PER_DIRECTION = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
+PCIE_SOURCE = _c(
+    "pcie_x16_gbs", 32, "GB/s per direction (gen 4)", "PCI-SIG: x16 gen3 16, gen4 32, gen5 64 GB/s"
+)
+# Inter-node network per GPU: HPC-class GPUs in cloud clusters come with one 400 Gb/s (H100/H200/B200)
+# or 200 Gb/s (A100) InfiniBand/EFA link per GPU; everything else is assumed on 100 Gb/s Ethernet per node.
+INTERNODE_GBPS_PER_GPU = {
+    "H100": 400.0,
+    "H200": 400.0,
+    "B200": 400.0,
+    "GH200": 400.0,
+    "A100-80GB": 200.0,
+    "A100": 200.0,
+}
+INTERNODE_DEFAULT_GBPS_PER_NODE = 100.0
+INTERNODE_SOURCE = _c(
+    "internode_network",
+    400,
+    "Gb/s per GPU (H100/H200/B200; A100 200)",
+    "AWS p5/p4d EFA, Azure ND H100 v5, GCP A3 Mega: 8×400 Gb/s (H100) and 8×200 Gb/s (A100) per node; "
+    "other GPUs assumed 100 Gb/s Ethernet per node",
+)
+GPUS_PER_NODE = 8
+
+# --- input/output --------------------------------------------------------------------------------
+STORAGE_READ_GBS_PER_NODE = _c(
+    "storage_read_gbs_per_node",
+    1.0,
+    "GB/s per node",
+    "sustained read from cloud block/object storage per node (EBS gp3 io ≤ 1 GB/s; S3 per-node 1-3 GB/s)",
+)
+# Activation bytes per forward FLOP of a sample for non-transformers (ResNet-50 at 224²: ~50 MB of bf16
+# activations for 8.2 GFLOPs, from batch 256 fitting a 16 GB V100 in NVIDIA's DeepLearningExamples).
+ACT_BYTES_PER_FLOP = _c(
+    "activation_bytes_per_flop",
+    6e-3,
+    "B/FLOP",
+    "ResNet-50 mixed precision: batch 256 per 16 GB V100 (NVIDIA DeepLearningExamples), ~50 MB per image",
+)
+# Gradient-accumulation steps assumed when the workload gives no global_batch.
+TRAIN_EFF_PER_GEMM_FRACTION = _c(
+    "training_efficiency_per_gemm_fraction",
+    0.67,
+    "× measured large-GEMM fraction of peak",
+    "end-to-end MFU ≈ 2/3 of large-GEMM efficiency (A100: 0.60 MFU vs ~0.9 GEMM; H100: 0.48 vs ~0.72)",
+)
+DECODE_EFF_PER_BANDWIDTH_FRACTION = _c(
+    "decode_efficiency_per_bandwidth_fraction",
+    0.8,
+    "× measured memory-bandwidth fraction",
+    "decode streams weights at ~80% of what a copy kernel reaches (vLLM vs STREAM-like copy)",
+)

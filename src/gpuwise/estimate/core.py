@@ -1,0 +1,729 @@
+"""The estimator: memory per GPU, throughput and time for a workload on one GPU configuration.
+
+Pure: data in (Workload, GpuSpec, count, nodes, Calibration), an `Estimate` out; no files, clock or
+printing. Fast (a few hundred calls per plan): plain arithmetic, no allocation-heavy structures.
+Every constant comes from `constants.py` and is named in the estimate's assumptions.
+
+Must not import the CLI, the planner or the catalog loaders (only `catalog.models`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gpuwise.catalog.models import GpuSpec
+from gpuwise.errors import ConfigError
+from gpuwise.estimate import constants as K  # noqa: N812 - K is the constants table, read everywhere
+from gpuwise.estimate.calibration import Calibration
+from gpuwise.estimate.models import Estimate, MemoryBreakdown
+from gpuwise.workload.spec import ModelSpec, TrainSpec, Workload
+
+GIB = 1024**3
+
+
+@dataclass
+class _Notes:
+    """Assumptions collected while estimating, in order, without duplicates."""
+
+    items: list[str] = field(default_factory=list)
+
+    def add(self, text: str) -> None:
+        if text not in self.items:
+            self.items.append(text)
+
+    def const(self, c: K.Constant) -> float:
+        self.add(c.describe())
+        return c.value
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU figures
+# ---------------------------------------------------------------------------------------------
+
+
+def _peak_flops(gpu: GpuSpec, dtype: str, notes: _Notes) -> tuple[float | None, str]:
+    """Dense tensor peak FLOP/s for the compute dtype, with honest fallbacks. Returns (peak, dtype used)."""
+    order = {
+        "bf16": ["bf16", "fp16"],
+        "fp16": ["fp16", "bf16"],
+        "fp8": ["fp8"],
+        "int8": ["int8", "fp8"],
+        "tf32": ["tf32", "fp32"],
+        "fp32": ["fp32"],
+        "int4": ["fp16", "bf16"],  # weight-only int4: the GEMMs run in 16-bit
+    }[dtype]
+    for i, d in enumerate(order):
+        value = gpu.peak_tflops(d)
+        if value:
+            if i > 0:
+                notes.add(f"{gpu.name} publishes no dense {dtype.upper()} peak: using its {d.upper()} peak")
+            else:
+                src = gpu.tflops[d].source
+                notes.add(f"{gpu.name} dense {d.upper()} peak {value:g} TFLOPS ({src})")
+            return value * 1e12, d
+    return None, dtype
+
+
+def _bandwidth(gpu: GpuSpec, notes: _Notes) -> float | None:
+    value = gpu.memory_bandwidth_gbs.value
+    if value:
+        notes.add(f"{gpu.name} memory bandwidth {value:g} GB/s ({gpu.memory_bandwidth_gbs.source})")
+        return value * 1e9
+    return None
+
+
+def _intra_node_bytes_per_s(gpu: GpuSpec, notes: _Notes) -> float:
+    """Per-GPU, per-direction bandwidth to the other GPUs of its node."""
+    eff = notes.const(K.LINK_EFFICIENCY)
+    nvlink = gpu.nvlink_bidir_gbs.value
+    if nvlink and gpu.form_factor.upper().startswith(("SXM", "OAM", "HGX")):
+        notes.add(
+            f"intra-node: NVLink {nvlink / 2:g} GB/s per direction per GPU ({gpu.nvlink_bidir_gbs.source})"
+        )
+        return nvlink / 2 * 1e9 * eff
+    gen = gpu.pcie_gen or 4
+    notes.const(K.PCIE_SOURCE)
+    pcie = K.PCIE_GBS_PER_DIRECTION.get(gen, 32.0)
+    notes.add(f"intra-node: PCIe gen {gen} x16, {pcie:g} GB/s per direction (no NVLink switch assumed)")
+    return pcie * 1e9 * eff
+
+
+def _inter_node_bytes_per_s(gpu: GpuSpec, gpus_per_node: int, notes: _Notes) -> float:
+    """Network bandwidth of one node (all NICs together), per direction."""
+    eff = K.LINK_EFFICIENCY.value
+    per_gpu = K.INTERNODE_GBPS_PER_GPU.get(gpu.name)
+    notes.const(K.INTERNODE_SOURCE)
+    if per_gpu is not None:
+        notes.add(
+            f"inter-node: {gpus_per_node}×{per_gpu:g} Gb/s InfiniBand/EFA per node assumed for {gpu.name}"
+        )
+        return gpus_per_node * per_gpu / 8 * 1e9 * eff
+    notes.add(
+        f"inter-node: {K.INTERNODE_DEFAULT_GBPS_PER_NODE:g} Gb/s Ethernet per node assumed for {gpu.name}"
+    )
+    return K.INTERNODE_DEFAULT_GBPS_PER_NODE / 8 * 1e9 * eff
+
+
+def _arch_efficiency(gpu: GpuSpec, dtype: str, calibration: Calibration | None, notes: _Notes) -> float:
+    if calibration is not None and calibration.applies_to(gpu.name):
+        frac = calibration.gemm_fraction.get(dtype) or calibration.gemm_fraction.get("bf16")
+        if frac:
+            ratio = notes.const(K.TRAIN_EFF_PER_GEMM_FRACTION)
+            notes.add(
+                f"calibration {calibration.source}: measured GEMM {frac:.0%} of peak replaces the default"
+            )
+            return frac * ratio
+    if calibration is not None and not calibration.applies_to(gpu.name):
+        notes.add(f"calibration {calibration.source} is for {calibration.gpu}, not {gpu.name}: not used")
+    notes.const(K.ARCH_EFFICIENCY_SOURCE)
+    arch = gpu.architecture.lower()
+    if arch in K.ARCH_EFFICIENCY:
+        return K.ARCH_EFFICIENCY[arch]
+    notes.add(
+        f"no efficiency figure for architecture {gpu.architecture!r}: using {K.ARCH_EFFICIENCY_DEFAULT}"
+    )
+    return K.ARCH_EFFICIENCY_DEFAULT
+
+
+# ---------------------------------------------------------------------------------------------
+# Model arithmetic
+# ---------------------------------------------------------------------------------------------
+
+
+def _matmul_params(m: ModelSpec, active: bool = True) -> float:
+    """Parameters that take part in matmuls per token: the input embedding is a lookup, not a GEMM."""
+    n = m.n_active_params if active else m.n_params
+    if m.tied_embeddings:
+        return n  # the shared matrix is used once, as the output head
+    return max(n - m.embedding_params, n * 0.5)
+
+
+def _lora_params(m: ModelSpec, rank: int) -> float:
+    """LoRA adapters on every linear layer of attention and MLP (QLoRA paper's recommendation)."""
+    h, kvd, qd = m.hidden or 0, m.n_kv_heads * m.n_head_dim, (m.heads or 1) * m.n_head_dim
+    f = m.n_ffn
+    attn = (h + qd) * 2 + (h + kvd) * 2  # q, o and k, v
+    mlp = (3 if m.gated_mlp else 2) * (h + f) * m.experts
+    return float((m.layers or 0) * rank * (attn + mlp))
+
+
+def _act_bytes_per_token_layer(m: ModelSpec, t: TrainSpec, seq: int, tp: int) -> tuple[float, float]:
+    """(bytes per token per layer without the s² term, s² term per token) for 16-bit activations.
+
+    Korthikanti et al. 2022 §4 re-derived for gated MLPs and grouped-query attention; sequence parallel
+    with tensor parallelism divides everything by t.
+    """
+    h, hd = m.hidden or 0, m.n_head_dim
+    qd, kvd = (m.heads or 1) * hd, m.n_kv_heads * hd
+    f = m.n_ffn * m.experts_per_token
+    attn = 2 * h + 2 * qd + 4 * kvd + 2 * qd
+    mlp = 2 * h + (8 * f if m.gated_mlp else 4 * f + f)  # gated: gate, up, act, product; else fc1, gelu, mask
+    norms = 4 * h
+    linear = (attn + mlp + norms) / tp
+    quad = 5 * (m.heads or 1) * seq / tp if t.attention == "eager" else 0.0
+    return linear, quad
+
+
+# ---------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------
+
+
+def _train_memory(
+    w: Workload, t: TrainSpec, *, dp: int, tp: int, pp: int, count: int, notes: _Notes
+) -> MemoryBreakdown:
+    m = w.model
+    n = m.n_params
+    shard = tp * pp
+    mixed = t.precision not in ("fp32", "tf32") and not t.pure_low_precision
+    compute_b = K.BYTES[t.precision] if t.precision != "fp8" else 2.0
+    opt_state = K.OPTIMIZER_STATE_BYTES[t.optimizer]
+    notes.const(K.OPTIMIZER_SOURCE)
+    if t.pure_low_precision and t.precision not in ("fp32", "tf32"):
+        opt_state = opt_state / 2 if t.optimizer in ("adamw", "sgd") else opt_state
+        notes.add(
+            "pure low precision: weights, gradients and optimizer states in the compute dtype, no fp32 master"
+        )
+    zero = t.zero_stage
+
+    if t.method == "full":
+        weights = n / shard * compute_b
+        grads = n / shard * compute_b
+        optimizer = n / shard * (opt_state + (K.MASTER_WEIGHT_BYTES if mixed else 0.0))
+        if mixed:
+            notes.add(
+                f"mixed precision: {t.precision} weights and gradients + fp32 master weights "
+                "(16 B/param with AdamW, ZeRO paper accounting)"
+            )
+        if t.precision == "fp8":
+            notes.add("FP8 training keeps BF16 weights (Transformer Engine casts per GEMM)")
+        if zero >= 1:
+            optimizer /= dp
+        if zero >= 2:
+            grads /= dp
+        if zero >= 3:
+            weights /= dp
+            # FSDP gathers the current and the prefetched layer's full weights.
+            weights += 2 * n / shard / max(m.layers or 1, 1) * compute_b
+        trainable = n
+    else:
+        lora = _lora_params(m, t.lora_rank) / shard
+        if t.method == "qlora":
+            nf4 = notes.const(K.NF4_BYTES_PER_PARAM)
+            emb = m.embedding_params * (1 if m.tied_embeddings else 2)
+            base = ((n - emb) * nf4 + emb * 2) / shard
+            notes.add("QLoRA: linear layers in NF4, embeddings and output head kept in BF16 (bitsandbytes)")
+        else:
+            base = n / shard * compute_b
+        if zero >= 3:
+            base /= dp
+        notes.add(
+            f"LoRA rank {t.lora_rank} on all attention and MLP linear layers: {lora * shard / 1e6:.0f}M "
+            "trainable params in fp32 with AdamW states"
+        )
+        weights = base + lora * 4
+        grads = lora * 4
+        optimizer = lora * opt_state
+        trainable = lora * shard
+
+    # Activations.
+    if m.kind == "transformer":
+        seq = t.seq_len or 1
+        b = t.micro_batch
+        layers = m.layers or 1
+        linear, quad = _act_bytes_per_token_layer(m, t, seq, tp)
+        notes.const(K.ACTIVATIONS_SOURCE)
+        tokens = b * seq
+        # 1F1B pipeline: the first stage holds pp micro batches of L/pp layers = L layers' worth.
+        layer_count = layers / pp * min(pp, 10**9)
+        if t.activation_checkpointing == "full":
+            per_layer = 2 * (m.hidden or 0) / tp
+            acts = layer_count * per_layer * tokens + (linear + quad) * tokens
+            notes.add(
+                "full activation checkpointing: 2·s·b·h bytes kept per layer, one layer recomputed at a time"
+            )
+        elif t.activation_checkpointing == "selective":
+            acts = layer_count * linear * tokens
+            notes.add("selective checkpointing: attention scores recomputed (Korthikanti et al. 2022 §4.2)")
+        else:
+            acts = layer_count * (linear + quad) * tokens
+        if t.attention == "flash" and t.activation_checkpointing != "selective":
+            notes.add("flash attention: no s² attention matrix stored")
+        if m.vocab:
+            lb = notes.const(K.LOGITS_BYTES_PER_ELEMENT)
+            acts += tokens * m.vocab * lb / tp
+        if t.precision in ("fp32", "tf32"):
+            acts *= 2
+        if t.method == "qlora":
+            acts += 2 * (m.hidden or 0) * m.n_ffn * 2 / tp  # one dequantized BF16 weight matrix at a time
+    else:
+        per_flop = notes.const(K.ACT_BYTES_PER_FLOP)
+        acts = (m.flops_per_sample or 0) * per_flop * t.micro_batch
+        if t.precision in ("fp32", "tf32"):
+            acts *= 2
+
+    allocated = weights + grads + optimizer + acts
+    frag = notes.const(K.FRAGMENTATION)
+    overhead = notes.const(K.CUDA_CONTEXT_GIB) * GIB + allocated * frag
+    if count > 1:
+        overhead += notes.const(K.NCCL_BUFFERS_GIB) * GIB
+    del trainable
+    return MemoryBreakdown(weights, grads, optimizer, acts, 0.0, overhead)
+
+
+def _train_estimate(
+    w: Workload, gpu: GpuSpec, *, count: int, nodes: int, calibration: Calibration | None, notes: _Notes
+) -> Estimate:
+    t = w.train
+    assert t is not None
+    m = w.model
+    tp, pp = t.tensor_parallel, t.pipeline_parallel
+    capacity = gpu.memory_gib * GIB
+    transformer = m.kind == "transformer"
+    unit = "tokens/s" if transformer else "samples/s"
+    if tp * pp > count:
+        reason = f"tensor_parallel × pipeline_parallel = {tp * pp} needs at least {tp * pp} GPUs, got {count}"
+        return _impossible(
+            gpu, count=count, nodes=nodes, capacity=capacity, unit=unit, reason=reason, notes=notes
+        )
+    dp = count // (tp * pp)
+    if dp * tp * pp != count:
+        notes.add(
+            f"{count - dp * tp * pp} of {count} GPUs idle: count is not a multiple of tp × pp = {tp * pp}"
+        )
+    gpn = count // nodes
+
+    mem = _train_memory(w, t, dp=dp, tp=tp, pp=pp, count=count, notes=notes)
+
+    # Work per step.
+    seq = t.seq_len or 1 if transformer else 1
+    units_per_micro = t.micro_batch * (seq if transformer else 1)  # tokens or samples per micro batch
+    if t.global_batch is not None:
+        accum = max(1, math.ceil(t.global_batch / (t.micro_batch * dp)))
+    else:
+        accum = 1
+        notes.add("no global_batch: one micro batch per GPU per optimizer step (no gradient accumulation)")
+    units_per_step_replica = units_per_micro * accum
+
+    # FLOPs per token (transformer) or sample.
+    if transformer:
+        n_mm = _matmul_params(m)
+        qd = (m.heads or 1) * m.n_head_dim
+        attn = 12 * (m.layers or 0) * seq * qd  # PaLM appendix B convention (fwd + bwd, full matrix)
+        coeff = 6.0 if t.method == "full" else 4.0
+        model_flops = coeff * n_mm + attn
+        hw_flops = model_flops
+        if t.activation_checkpointing == "full":
+            notes.const(K.FULL_RECOMPUTE_FLOPS)
+            hw_flops += 2 * n_mm + attn / 3
+        elif t.activation_checkpointing == "selective":
+            hw_flops += attn / 3
+        notes.add(
+            f"{coeff:g}·N + 12·L·s·h FLOPs per token (N = {n_mm / 1e9:.2f}B matmul params"
+            + (", active per token" if m.experts > 1 else "")
+            + (", frozen base: no weight-gradient GEMMs" if t.method != "full" else "")
+            + ")"
+        )
+    else:
+        model_flops = 3 * (m.flops_per_sample or 0)
+        hw_flops = model_flops
+        notes.add("3 × forward FLOPs per training sample (forward + backward)")
+
+    dtype = t.precision
+    peak, used_dtype = _peak_flops(gpu, "bf16" if dtype == "fp8" else dtype, notes)
+    if peak is None:
+        reason = (
+            f"{gpu.name} has no published dense {dtype.upper()} (or fallback) peak to estimate speed from"
+        )
+        return _impossible(
+            gpu, count=count, nodes=nodes, capacity=capacity, unit=unit, reason=reason, notes=notes, mem=mem
+        )
+    eff = _arch_efficiency(gpu, used_dtype, calibration, notes)
+    if transformer:
+        h = (m.hidden or 1) / 1
+        h0 = notes.const(K.SIZE_HIDDEN_H0)
+        eff *= h / (h + h0)
+        t0 = notes.const(K.BATCH_TOKENS_T0)
+        eff *= units_per_micro / (units_per_micro + t0)
+        if t.method != "full":
+            eff *= notes.const(K.LORA_EFFICIENCY)
+        if t.method == "qlora":
+            eff *= notes.const(K.QLORA_EFFICIENCY)
+    else:
+        notes.const(K.KIND_EFFICIENCY_SOURCE)
+        # Non-transformer efficiencies are given for Ampere and scale with the generation's GEMM efficiency.
+        eff = K.KIND_EFFICIENCY[m.kind] * eff / K.ARCH_EFFICIENCY["ampere"]
+    speed = peak * eff
+    if dtype == "fp8":
+        if gpu.peak_tflops("fp8"):
+            speed *= notes.const(K.FP8_SPEEDUP)
+        else:
+            notes.add(f"{gpu.name} has no FP8 tensor cores: time assumes BF16/FP16 speed")
+
+    compute_s = hw_flops * units_per_step_replica / (tp * pp * speed)
+    # Pipeline bubble (p-1)/(m+p-1) of the step.
+    if pp > 1:
+        bubble = (pp - 1) / (accum + pp - 1)
+        compute_s /= 1 - bubble
+        notes.add(f"pipeline bubble (p−1)/(m+p−1) = {bubble:.0%} with {accum} micro batches per step")
+
+    # Tensor-parallel activations all-reduces: 4 per layer per micro batch (fwd 2, bwd 2), not overlapped.
+    tp_s = 0.0
+    if tp > 1 and transformer:
+        link = (
+            _intra_node_bytes_per_s(gpu, notes)
+            if tp <= gpn
+            else _inter_node_bytes_per_s(gpu, gpn, notes) / gpn
+        )
+        act_bytes = t.micro_batch * seq * (m.hidden or 0) * 2
+        tp_s = 4 * (m.layers or 0) / pp * accum * 2 * (tp - 1) / tp * act_bytes / link
+        if tp > gpn:
+            notes.add("tensor parallelism spans nodes: activations all-reduced over the network")
+
+    # Data-parallel gradient (and FSDP weight) traffic per step.
+    dp_s = 0.0
+    if dp > 1:
+        trainable = m.n_params if t.method == "full" else _lora_params(m, t.lora_rank)
+        grad_b = 4.0 if t.precision in ("fp32", "tf32") else 2.0
+        volume = trainable / (tp * pp) * grad_b
+        factor = 2 * (dp - 1) / dp
+        if t.zero_stage >= 3:
+            factor = 3 * (dp - 1) / dp  # all-gather fwd + bwd, reduce-scatter grads
+            notes.add(
+                "FSDP/ZeRO-3: weights all-gathered twice and gradients reduce-scattered each step (1.5× DDP)"
+            )
+        bw = _intra_node_bytes_per_s(gpu, notes)
+        if nodes > 1:
+            bw = min(bw, _inter_node_bytes_per_s(gpu, gpn, notes))
+        dp_s = factor * volume / bw
+    overlap = notes.const(K.COMM_OVERLAP) if dp > 1 else 0.0
+    step_s = max(compute_s, dp_s) + (1 - overlap) * min(compute_s, dp_s) + tp_s
+
+    units_per_step = units_per_step_replica * dp
+    throughput_total = units_per_step / step_s
+    throughput_per_gpu = throughput_total / count
+
+    if transformer:
+        total_units = t.tokens * t.epochs if t.tokens is not None else (t.samples or 0) * t.epochs * seq
+    else:
+        total_units = (t.samples if t.samples is not None else (t.tokens or 0)) * t.epochs
+    compute_hours = total_units / throughput_total / 3600
+    hours = compute_hours
+    bottleneck = "compute"
+    comm_exposed = step_s - compute_s
+    if comm_exposed > 0.25 * step_s:
+        bottleneck = "communication"
+    io_hours = 0.0
+    if w.data.dataset_gb > 0:
+        rate = notes.const(K.STORAGE_READ_GBS_PER_NODE) * nodes
+        io_hours = w.data.dataset_gb * t.epochs / rate / 3600
+        if io_hours > compute_hours:
+            hours = io_hours
+            bottleneck = "io"
+    fits = mem.total <= capacity
+    if not fits:
+        bottleneck = "memory_capacity"
+    mfu = model_flops * throughput_per_gpu / (peak * (2 if dtype == "fp8" and gpu.peak_tflops("fp8") else 1))
+    return Estimate(
+        gpu=gpu.name,
+        count=count,
+        nodes=nodes,
+        fits=fits,
+        memory=mem,
+        memory_capacity_bytes=capacity,
+        throughput_per_gpu=throughput_per_gpu,
+        throughput_unit=unit,
+        hours=hours,
+        mfu=mfu,
+        bottleneck=bottleneck,
+        assumptions=tuple(notes.items),
+        details={
+            "step_s": step_s,
+            "compute_s": compute_s,
+            "data_parallel_comm_s": dp_s,
+            "tensor_parallel_comm_s": tp_s,
+            "efficiency": eff,
+            "data_parallel": float(dp),
+            "grad_accumulation": float(accum),
+            "io_hours": io_hours,
+        },
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Inference
+# ---------------------------------------------------------------------------------------------
+
+
+def _weights_bytes_per_param(precision: str, notes: _Notes) -> float:
+    if precision == "int4":
+        return notes.const(K.INT4_BYTES_PER_PARAM)
+    return K.BYTES[precision]
+
+
+def _inference_estimate(
+    w: Workload, gpu: GpuSpec, *, count: int, nodes: int, calibration: Calibration | None, notes: _Notes
+) -> Estimate:
+    inf = w.inference
+    assert inf is not None
+    m = w.model
+    tp = inf.tensor_parallel
+    capacity = gpu.memory_gib * GIB
+    transformer = m.kind == "transformer"
+    unit = "output tokens/s" if transformer else "samples/s"
+    if tp > count:
+        reason = f"tensor_parallel = {tp} needs {tp} GPUs, got {count}"
+        return _impossible(
+            gpu, count=count, nodes=nodes, capacity=capacity, unit=unit, reason=reason, notes=notes
+        )
+    replicas = count // tp
+    if replicas * tp != count:
+        notes.add(f"{count - replicas * tp} of {count} GPUs idle: count is not a multiple of tensor_parallel")
+    gpn = count // nodes
+    layers = m.layers or 0
+    c = inf.concurrency
+
+    wb = _weights_bytes_per_param(inf.weights_precision, notes)
+    weights = m.n_params * wb / tp
+    kv_heads_local = max(m.n_kv_heads / tp, 1.0)
+    kv_b = _weights_bytes_per_param(inf.kv_dtype, notes) if inf.kv_dtype != "int4" else 0.5
+    kv_per_token = 2 * layers * kv_heads_local * m.n_head_dim * kv_b if transformer else 0.0
+    ctx_max = inf.prompt_tokens + inf.output_tokens
+    kv = kv_per_token * ctx_max * c
+    if transformer:
+        notes.add(
+            f"KV cache: 2·L·kv_heads·head_dim·{kv_b:g} B per token ({m.n_kv_heads} KV heads, "
+            f"{inf.kv_dtype}), {c} sequences × {ctx_max} tokens per replica"
+        )
+        chunk = min(c * max(inf.prompt_tokens, 1), 8192)
+        acts = chunk * ((m.hidden or 0) * 8 + m.n_ffn * 6) / tp + c * (m.vocab or 0) * 4
+    else:
+        acts = (m.flops_per_sample or 0) * K.ACT_BYTES_PER_FLOP.value / 3 * c
+    allocated = weights + kv + acts
+    overhead = notes.const(K.CUDA_CONTEXT_GIB) * GIB + allocated * notes.const(K.FRAGMENTATION)
+    if tp > 1:
+        overhead += notes.const(K.NCCL_BUFFERS_GIB) * GIB
+    mem = MemoryBreakdown(weights, 0.0, 0.0, acts, kv, overhead)
+
+    dtype = {"int8": "int8", "fp8": "fp8", "int4": "int4"}.get(inf.weights_precision, inf.weights_precision)
+    peak, used = _peak_flops(gpu, dtype, notes)
+    bw = _bandwidth(gpu, notes)
+    if peak is None or bw is None:
+        reason = f"{gpu.name} lacks a published {'peak' if peak is None else 'memory bandwidth'} figure"
+        return _impossible(
+            gpu, count=count, nodes=nodes, capacity=capacity, unit=unit, reason=reason, notes=notes, mem=mem
+        )
+    prefill_eff = notes.const(K.PREFILL_EFFICIENCY)
+    if calibration is not None and calibration.applies_to(gpu.name):
+        frac = calibration.gemm_fraction.get(used) or calibration.gemm_fraction.get("bf16")
+        if frac:
+            prefill_eff = frac * K.TRAIN_EFF_PER_GEMM_FRACTION.value / 0.67 * 0.8
+        if calibration.memory_bandwidth_fraction:
+            bw_eff = calibration.memory_bandwidth_fraction * notes.const(K.DECODE_EFF_PER_BANDWIDTH_FRACTION)
+            notes.add(f"calibration {calibration.source}: measured memory bandwidth replaces the default")
+        else:
+            bw_eff = notes.const(K.DECODE_BANDWIDTH_EFFICIENCY)
+    else:
+        bw_eff = notes.const(K.DECODE_BANDWIDTH_EFFICIENCY)
+
+    if not transformer:
+        flops = (m.flops_per_sample or 0) * c
+        step = max(flops / (peak * prefill_eff * tp), weights / (bw * bw_eff))
+        thr_replica = c / step
+        total = (
+            inf.requests
+            if inf.requests is not None
+            else (inf.target_output_tokens_per_s or 0) * (inf.duration_hours or 0) * 3600
+        )
+        return _inference_result(
+            w,
+            gpu,
+            count=count,
+            nodes=nodes,
+            capacity=capacity,
+            mem=mem,
+            unit=unit,
+            thr_total=thr_replica * replicas,
+            total_units=total,
+            mfu=flops / c * thr_replica * replicas / count / peak,
+            bottleneck="compute",
+            notes=notes,
+            details={},
+        )
+
+    n_act = _matmul_params(m)
+    qd = (m.heads or 1) * m.n_head_dim
+    # Prefill: 2N per prompt token + causal attention.
+    p = inf.prompt_tokens
+    prefill_flops = 2 * n_act * p + 2 * layers * qd * p * p
+    prefill_s = prefill_flops / (tp * peak * prefill_eff)
+    # Decode: stream local weights + the KV of every sequence per step; compute for c tokens.
+    ctx_avg = p + inf.output_tokens / 2
+    step_bytes = weights + kv_per_token * ctx_avg * c
+    mem_s = step_bytes / (bw * bw_eff)
+    step_flops = (2 * n_act * c + 4 * layers * qd * ctx_avg * c) / tp
+    comp_s = step_flops / (peak * prefill_eff)
+    overhead_s = notes.const(K.DECODE_STEP_OVERHEAD_S)
+    if tp > 1:
+        lat = notes.const(K.TP_LAYER_LATENCY_S)
+        link = (
+            _intra_node_bytes_per_s(gpu, notes)
+            if tp <= gpn
+            else _inter_node_bytes_per_s(gpu, gpn, notes) / gpn
+        )
+        overhead_s += 2 * layers * (lat + 2 * (tp - 1) / tp * c * (m.hidden or 0) * 2 / link)
+    step_s = max(mem_s, comp_s) + overhead_s
+    cohort_s = c * prefill_s + inf.output_tokens * step_s
+    thr_replica = c * inf.output_tokens / cohort_s
+    bottleneck = "memory_bandwidth" if mem_s >= comp_s else "compute"
+    thr_total = thr_replica * replicas
+    total_out = (
+        inf.requests * inf.output_tokens
+        if inf.requests is not None
+        else (inf.target_output_tokens_per_s or 0) * (inf.duration_hours or 0) * 3600
+    )
+    model_flops_per_out = (2 * n_act * (p + inf.output_tokens)) / inf.output_tokens
+    mfu = model_flops_per_out * thr_total / count / peak
+    notes.add(
+        "decode step = max(weights + KV read at the bandwidth efficiency, 2·N·concurrency FLOPs) + overhead"
+    )
+    details = {
+        "prefill_s": prefill_s,
+        "decode_step_s": step_s,
+        "decode_memory_s": mem_s,
+        "decode_compute_s": comp_s,
+        "replicas": float(replicas),
+    }
+    return _inference_result(
+        w,
+        gpu,
+        count=count,
+        nodes=nodes,
+        capacity=capacity,
+        mem=mem,
+        unit=unit,
+        thr_total=thr_total,
+        total_units=total_out,
+        mfu=mfu,
+        bottleneck=bottleneck,
+        notes=notes,
+        details=details,
+    )
+
+
+def _inference_result(
+    w: Workload,
+    gpu: GpuSpec,
+    *,
+    count: int,
+    nodes: int,
+    capacity: float,
+    mem: MemoryBreakdown,
+    unit: str,
+    thr_total: float,
+    total_units: float,
+    mfu: float,
+    bottleneck: str,
+    notes: _Notes,
+    details: dict[str, float],
+) -> Estimate:
+    inf = w.inference
+    assert inf is not None
+    meets: bool | None = None
+    if inf.requests is not None:
+        hours = total_units / thr_total / 3600
+    else:
+        target = inf.target_output_tokens_per_s or 0
+        duration = inf.duration_hours or 0
+        meets = thr_total >= target
+        hours = duration if meets else duration * target / thr_total
+        if not meets:
+            notes.add(
+                f"serves {thr_total:,.0f} of the {target:,.0f} {unit} target: hours stretched to the total"
+            )
+    fits = mem.total <= capacity
+    if not fits:
+        bottleneck = "memory_capacity"
+    return Estimate(
+        gpu=gpu.name,
+        count=count,
+        nodes=nodes,
+        fits=fits,
+        memory=mem,
+        memory_capacity_bytes=capacity,
+        throughput_per_gpu=thr_total / count,
+        throughput_unit=unit,
+        hours=hours,
+        mfu=mfu,
+        bottleneck=bottleneck,
+        assumptions=tuple(notes.items),
+        meets_target=meets,
+        details=details,
+    )
+
+
+def _impossible(
+    gpu: GpuSpec,
+    *,
+    count: int,
+    nodes: int,
+    capacity: float,
+    unit: str,
+    reason: str,
+    notes: _Notes,
+    mem: MemoryBreakdown | None = None,
+) -> Estimate:
+    notes.add(reason)
+    memory = mem or MemoryBreakdown(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    return Estimate(
+        gpu=gpu.name,
+        count=count,
+        nodes=nodes,
+        fits=False,
+        memory=memory,
+        memory_capacity_bytes=capacity,
+        throughput_per_gpu=0.0,
+        throughput_unit=unit,
+        hours=math.inf,
+        mfu=0.0,
+        bottleneck="memory_capacity" if mem is not None and mem.total > capacity else "compute",
+        assumptions=tuple(notes.items),
+        infeasible_reason=reason,
+    )
+
+
+def default_nodes(count: int) -> int:
+    """The fewest nodes of 8 GPUs that hold `count` GPUs (CONTRACTS §2)."""
+    return max(1, math.ceil(count / K.GPUS_PER_NODE))
+
+
+def estimate(
+    workload: Workload,
+    gpu: GpuSpec,
+    count: int = 1,
+    nodes: int | None = None,
+    calibration: Calibration | None = None,
+) -> Estimate:
+    """Memory per GPU, throughput and time for `workload` on `count` × `gpu` over `nodes` nodes."""
+    if count < 1:
+        raise ConfigError(f"GPU count must be at least 1, got {count}", fix="pass --count 1 or more")
+    n_nodes = default_nodes(count) if nodes is None else nodes
+    if n_nodes < 1 or n_nodes > count or count % n_nodes:
+        raise ConfigError(
+            f"{count} GPUs cannot be spread evenly over {n_nodes} nodes",
+            fix="choose --nodes that divides --count (e.g. --count 16 --nodes 2)",
+        )
+    notes = _Notes()
+    if workload.model.preset:
+        notes.add(f"model {workload.model.preset}: {workload.model.source}")
+    if workload.train is not None:
+        return _train_estimate(
+            workload, gpu, count=count, nodes=n_nodes, calibration=calibration, notes=notes
+        )
+    return _inference_estimate(
+        workload, gpu, count=count, nodes=n_nodes, calibration=calibration, notes=notes
+    )
+
+
+__all__ = ["default_nodes", "estimate"]

@@ -1,0 +1,419 @@
+"""The workload file (CONTRACTS §1): pydantic models, TOML loading and messages for bad input.
+
+A workload describes the work, not the hardware. `load_workload(path)` reads a TOML file;
+`parse_workload(data, source)` validates an already-parsed dict. Both return a `Workload` whose
+model section is resolved (preset merged with the user's overrides, defaults filled), so the
+estimator never looks anything up again. Every problem becomes one `ConfigError` naming the file,
+the key path (`train.micro_batch`), what was expected and, for a misspelt key, the closest key.
+
+Must not import the CLI, the catalog or the estimator.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gpuwise.errors import ConfigError, NotFoundError, close_matches
+
+Task = Literal["train", "finetune", "inference"]
+Kind = Literal["transformer", "cnn", "diffusion", "generic"]
+Method = Literal["full", "lora", "qlora"]
+Precision = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
+WeightsPrecision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
+Optimizer = Literal["adamw", "adamw8bit", "sgd", "adafactor"]
+Checkpointing = Literal["none", "selective", "full"]
+Sharding = Literal["none", "zero1", "zero2", "zero3", "fsdp"]
+Attention = Literal["flash", "eager"]
+
+# strict: TOML already types its values, so "4" for a number is a mistake worth reporting, not coercing.
+_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, validate_default=True)
+
+
+def _finite(value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise ValueError("must be a finite number (not inf or nan)")
+    return value
+
+
+class ModelSpec(BaseModel):
+    """The model, resolved: a preset's architecture with the user's fields laid over it."""
+
+    model_config = _STRICT
+
+    preset: str | None = None
+    kind: Kind = "transformer"
+    params: float | None = Field(default=None, gt=0)
+    layers: int | None = Field(default=None, ge=1)
+    hidden: int | None = Field(default=None, ge=1)
+    heads: int | None = Field(default=None, ge=1)
+    kv_heads: int | None = Field(default=None, ge=1)
+    head_dim: int | None = Field(default=None, ge=1)  # extension: Gemma 2's head_dim is not hidden/heads
+    vocab: int | None = Field(default=None, ge=1)
+    ffn_hidden: int | None = Field(default=None, ge=1)
+    gated_mlp: bool = True  # extension: SwiGLU/GeGLU MLPs have three matrices (Llama, Mistral, Qwen, Gemma)
+    tied_embeddings: bool = False  # extension: input embedding shared with the output head
+    experts: int = Field(default=1, ge=1)
+    experts_per_token: int = Field(default=1, ge=1)
+    active_params: float | None = Field(default=None, gt=0)
+    flops_per_sample: float | None = Field(default=None, gt=0)
+    sample_unit: str = "sample"
+    source: str = ""  # extension: where a preset's numbers come from
+
+    _fin = field_validator("params", "active_params", "flops_per_sample")(_finite)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        # Spell out derived defaults so the dumped workload shows what the estimator used.
+        if isinstance(data, dict) and data.get("kv_heads") is None and data.get("heads") is not None:
+            data = {**data, "kv_heads": data["heads"]}
+        return data
+
+    @model_validator(mode="after")
+    def _complete(self) -> ModelSpec:
+        if self.kind == "transformer":
+            missing = [k for k in ("params", "layers", "hidden", "heads") if getattr(self, k) is None]
+            if missing:
+                raise ValueError(
+                    "a transformer needs params, layers, hidden and heads (or a preset); missing: "
+                    + ", ".join(missing)
+                )
+        else:
+            missing = [k for k in ("params", "flops_per_sample") if getattr(self, k) is None]
+            if missing:
+                raise ValueError(
+                    f'kind = "{self.kind}" needs params and flops_per_sample; missing: ' + ", ".join(missing)
+                )
+        if self.experts_per_token > self.experts:
+            raise ValueError(
+                f"experts_per_token ({self.experts_per_token}) cannot exceed experts ({self.experts})"
+            )
+        if self.active_params is not None and self.params is not None and self.active_params > self.params:
+            raise ValueError("active_params cannot exceed params")
+        if self.heads is not None and self.kv_heads is not None and self.heads % self.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        return self
+
+    # Resolved architecture, for the estimator (all defaults spelt out in one place).
+    @property
+    def n_params(self) -> float:
+        assert self.params is not None
+        return self.params
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.kv_heads or self.heads or 1
+
+    @property
+    def n_head_dim(self) -> int:
+        if self.head_dim:
+            return self.head_dim
+        return (self.hidden or 1) // (self.heads or 1)
+
+    @property
+    def n_ffn(self) -> int:
+        """MLP width; without a figure, 4·hidden (the original Transformer/GPT ratio)."""
+        return self.ffn_hidden or 4 * (self.hidden or 0)
+
+    @property
+    def n_active_params(self) -> float:
+        """Parameters a token passes through. For a MoE without a figure: total minus the idle experts'
+        MLPs (3 matrices each for a gated MLP, 2 otherwise)."""
+        if self.active_params is not None:
+            return self.active_params
+        if self.experts > 1 and self.layers and self.hidden:
+            per_expert = (3 if self.gated_mlp else 2) * self.hidden * self.n_ffn
+            idle = self.layers * (self.experts - self.experts_per_token) * per_expert
+            return max(self.n_params - idle, self.n_params / self.experts)
+        return self.n_params
+
+    @property
+    def embedding_params(self) -> float:
+        """Parameters in the input embedding (and output head, when untied): not matmul FLOPs on input."""
+        if self.vocab and self.hidden:
+            return float(self.vocab * self.hidden)
+        return 0.0
+
+
+class TrainSpec(BaseModel):
+    model_config = _STRICT
+
+    method: Method
+    precision: Precision
+    pure_low_precision: bool = False
+    optimizer: Optimizer = "adamw"
+    tokens: float | None = Field(default=None, gt=0)
+    samples: float | None = Field(default=None, gt=0)
+    epochs: float = Field(default=1, gt=0)
+    seq_len: int | None = Field(default=None, ge=1)
+    micro_batch: int = Field(ge=1)
+    global_batch: int | None = Field(default=None, ge=1)
+    activation_checkpointing: Checkpointing = "none"
+    sharding: Sharding = "none"
+    tensor_parallel: int = Field(default=1, ge=1)
+    pipeline_parallel: int = Field(default=1, ge=1)
+    lora_rank: int = Field(default=16, ge=1)
+    attention: Attention = "flash"  # extension: "eager" keeps the s² attention matrix (Korthikanti 2022)
+
+    _fin = field_validator("tokens", "samples", "epochs")(_finite)
+
+    @model_validator(mode="after")
+    def _one_amount(self) -> TrainSpec:
+        if (self.tokens is None) == (self.samples is None):
+            raise ValueError("give exactly one of tokens or samples")
+        return self
+
+    @property
+    def zero_stage(self) -> int:
+        return {"none": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}[self.sharding]
+
+
+class InferenceSpec(BaseModel):
+    model_config = _STRICT
+
+    weights_precision: WeightsPrecision = "bf16"
+    kv_precision: WeightsPrecision | None = None
+    prompt_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=1)
+    concurrency: int = Field(ge=1)
+    requests: float | None = Field(default=None, gt=0)
+    target_output_tokens_per_s: float | None = Field(default=None, gt=0)
+    duration_hours: float | None = Field(default=None, gt=0)
+    tensor_parallel: int = Field(default=1, ge=1)
+
+    _fin = field_validator("requests", "target_output_tokens_per_s", "duration_hours")(_finite)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kv_default(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("kv_precision") is None:
+            data = {**data, "kv_precision": data.get("weights_precision", "bf16")}
+        return data
+
+    @model_validator(mode="after")
+    def _one_amount(self) -> InferenceSpec:
+        rate = self.target_output_tokens_per_s is not None or self.duration_hours is not None
+        if self.requests is not None and rate:
+            raise ValueError(
+                "give either requests or target_output_tokens_per_s with duration_hours, not both"
+            )
+        if self.requests is None and (self.target_output_tokens_per_s is None or self.duration_hours is None):
+            raise ValueError(
+                "give exactly one of requests or (target_output_tokens_per_s with duration_hours)"
+            )
+        return self
+
+    @property
+    def kv_dtype(self) -> str:
+        return self.kv_precision or self.weights_precision
+
+
+class DataSpec(BaseModel):
+    model_config = _STRICT
+
+    dataset_gb: float = Field(default=0, ge=0)
+    checkpoint_every_hours: float = Field(default=1.0, gt=0)
+    egress_gb: float = Field(default=0, ge=0)
+
+    _fin = field_validator("dataset_gb", "checkpoint_every_hours", "egress_gb")(_finite)
+
+
+class Constraints(BaseModel):
+    model_config = _STRICT
+
+    deadline_hours: float | None = Field(default=None, gt=0)
+    budget_usd: float | None = Field(default=None, gt=0)
+    interruptible: bool = True
+    providers: list[str] | None = None
+    regions: list[str] | None = None
+    gpus: list[str] | None = None
+    max_gpus: int | None = Field(default=None, ge=1)
+    max_nodes: int = Field(default=1, ge=1)
+
+    _fin = field_validator("deadline_hours", "budget_usd")(_finite)
+
+
+class Workload(BaseModel):
+    """One parsed workload file, defaults filled. `model_dump(mode="json")` is what `plan --json` prints."""
+
+    model_config = _STRICT
+
+    name: str = ""
+    task: Task
+    model: ModelSpec
+    train: TrainSpec | None = None
+    inference: InferenceSpec | None = None
+    data: DataSpec = DataSpec()
+    constraints: Constraints = Constraints()
+
+    @model_validator(mode="after")
+    def _sections(self) -> Workload:
+        if self.task in ("train", "finetune"):
+            if self.train is None:
+                raise ValueError(f'task = "{self.task}" needs a [train] section')
+            if self.inference is not None:
+                raise ValueError(f'task = "{self.task}" takes [train], not [inference]')
+            if self.model.kind == "transformer" and self.train.seq_len is None:
+                raise ValueError("[train] seq_len is required for a transformer")
+            if self.model.kind != "transformer" and self.train.method != "full":
+                raise ValueError(f'method = "{self.train.method}" is for transformers; use "full"')
+        else:
+            if self.inference is None:
+                raise ValueError('task = "inference" needs an [inference] section')
+            if self.train is not None:
+                raise ValueError('task = "inference" takes [inference], not [train]')
+        return self
+
+    @property
+    def is_training(self) -> bool:
+        return self.train is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading and error messages
+# ---------------------------------------------------------------------------------------------
+
+_SECTIONS: dict[str, type[BaseModel]] = {
+    "model": ModelSpec,
+    "train": TrainSpec,
+    "inference": InferenceSpec,
+    "data": DataSpec,
+    "constraints": Constraints,
+}
+_MODEL_USER_KEYS = [k for k in ModelSpec.model_fields if k != "source"]
+
+
+def _check_keys(data: dict[str, Any], source: str) -> None:
+    """Unknown keys first, so a misspelling gets "did you mean" rather than a missing-field message."""
+    top = ["name", "task", *_SECTIONS]
+    for key, value in data.items():
+        if key not in top:
+            _unknown(source, key, top)
+        if key in _SECTIONS:
+            if not isinstance(value, dict):
+                raise ConfigError(
+                    f"Workload file {source}: key '{key}' must be a table [{key}], "
+                    f"got {type(value).__name__}",
+                    fix=f"write it as a section: [{key}] followed by key = value lines",
+                )
+            allowed = _MODEL_USER_KEYS if key == "model" else list(_SECTIONS[key].model_fields)
+            for sub in value:
+                if sub not in allowed:
+                    _unknown(source, f"{key}.{sub}", allowed, section=key)
+
+
+def _unknown(source: str, path: str, allowed: list[str], section: str = "") -> None:
+    leaf = path.rsplit(".", 1)[-1]
+    hint = close_matches(leaf, allowed)
+    where = f"[{section}]" if section else "the top level"
+    message = f"Workload file {source}: unknown key '{path}'"
+    if hint:
+        message += f" (did you mean '{(section + '.') if section else ''}{hint[0]}'?)"
+    raise ConfigError(
+        message,
+        why=f"keys allowed in {where}: " + ", ".join(allowed),
+        fix="correct or remove the key (CONTRACTS §1 lists every key)",
+    )
+
+
+def _merge_preset(data: dict[str, Any], source: str) -> dict[str, Any]:
+    from gpuwise.workload.presets import get_preset
+
+    model = data.get("model")
+    if not isinstance(model, dict) or "preset" not in model:
+        return data
+    name = model["preset"]
+    if not isinstance(name, str):
+        raise ConfigError(
+            f"Workload file {source}: key 'model.preset' must be a string, got {type(name).__name__}",
+            fix='write e.g. preset = "llama-3-8b" (gpuwise lists presets in the error for an unknown name)',
+        )
+    try:
+        base = get_preset(name)
+    except NotFoundError as exc:
+        hint = f" (did you mean {' or '.join(repr(m) for m in exc.matches)}?)" if exc.matches else ""
+        raise ConfigError(
+            f"Workload file {source}: key 'model.preset': unknown preset {name!r}{hint}",
+            fix="use one of: " + ", ".join(sorted(_preset_names())),
+        ) from exc
+    merged = {**base, **model}
+    merged["preset"] = base.get("preset", name)
+    return {**data, "model": merged}
+
+
+def _preset_names() -> list[str]:
+    from gpuwise.workload.presets import preset_names
+
+    return preset_names()
+
+
+def _describe_error(err: dict[str, Any]) -> tuple[str, str]:
+    loc = ".".join(str(p) for p in err.get("loc", ()) if not str(p).startswith("function-after"))
+    typ = err.get("type", "")
+    msg = str(err.get("msg", "")).removeprefix("Value error, ")
+    given = err.get("input")
+    if typ == "missing":
+        return loc, "is required but missing"
+    if typ == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        return loc, f"must be one of {expected}, got {given!r}"
+    if typ in ("int_parsing", "int_type", "int_from_float"):
+        return loc, f"must be a whole number, got {given!r}"
+    if typ in ("float_parsing", "float_type"):
+        return loc, f"must be a number, got {given!r}"
+    if typ in ("bool_parsing", "bool_type"):
+        return loc, f"must be true or false, got {given!r}"
+    if typ in ("string_type",):
+        return loc, f"must be a string, got {given!r}"
+    if typ in ("list_type",):
+        return loc, f'must be a list, e.g. ["a", "b"], got {given!r}'
+    if typ == "greater_than":
+        return loc, f"must be greater than {err.get('ctx', {}).get('gt')}, got {given!r}"
+    if typ == "greater_than_equal":
+        return loc, f"must be at least {err.get('ctx', {}).get('ge')}, got {given!r}"
+    return loc, f"{msg}" + (f" (got {given!r})" if typ != "value_error" and given is not None else "")
+
+
+def parse_workload(data: dict[str, Any], source: str) -> Workload:
+    """Validate a workload dict (as read from TOML); `source` names the file in messages."""
+    _check_keys(data, source)
+    merged = _merge_preset(data, source)
+    if "name" not in merged:
+        merged = {"name": Path(source).stem, **merged}
+    try:
+        return Workload.model_validate(merged)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors()[:5]:
+            loc, what = _describe_error(dict(err))
+            problems.append((f"key '{loc}' " if loc else "") + what)
+        more = f"; and {len(exc.errors()) - 5} more" if len(exc.errors()) > 5 else ""
+        raise ConfigError(
+            f"Workload file {source}: " + "; ".join(problems) + more,
+            fix="correct the value (CONTRACTS §1 lists every key, its type and its default)",
+        ) from exc
+
+
+def load_workload(path: Path) -> Workload:
+    """Read and validate a workload TOML file. Raises ConfigError (exit 2) for any problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(
+            f"Workload file {path} does not exist", fix="check the path (examples/ holds workload files)"
+        ) from exc
+    except OSError as exc:
+        raise ConfigError(f"Cannot read workload file {path}: {exc.strerror}", fix="check the path") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"Workload file {path} is not valid TOML: {exc}",
+            fix="correct the line named above (TOML: key = value, [section], strings in quotes)",
+        ) from exc
+    return parse_workload(data, str(path))
