@@ -1,0 +1,149 @@
+"""From a parsed workload to the planner's inputs: constraints, data needs, the smoke test, an estimator.
+
+Pure functions over the workload object (read by attribute, so this module does not import pydantic or
+the workload package at import time). `make_estimator` wraps `gpuwise.estimate.estimate` for the planner's
+(gpu, count, nodes) calls; it imports the estimator lazily.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from gpuwise.plan.models import Constraints, DataNeeds
+
+if TYPE_CHECKING:
+    from gpuwise.estimate.models import Estimate
+
+GB = 1e9
+
+# Bytes per parameter in a full-training checkpoint: weights in the compute dtype, fp32 master copy
+# (mixed precision), and the optimizer's states (AdamW: two fp32 moments; 8-bit AdamW: two 1-byte
+# moments; SGD with momentum: one fp32 buffer; Adafactor: factored second moment, ~0 per parameter).
+_OPTIMIZER_BYTES = {"adamw": 8.0, "adamw8bit": 2.0, "sgd": 4.0, "adafactor": 0.0}
+_DTYPE_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+
+SMOKE_STEPS = 200  # optimizer steps of the prototype smoke test
+SMOKE_REQUESTS = 200  # requests of an inference smoke test
+SMOKE_DEFINITION_TRAIN = (
+    f"smoke test = {SMOKE_STEPS} steps at micro batch 1 and the workload's sequence length "
+    "(validates training, evaluation, saving and loading end to end before scaling up)"
+)
+SMOKE_DEFINITION_INFERENCE = (
+    f"smoke test = {SMOKE_REQUESTS} requests at concurrency 1 with the workload's prompt and output lengths"
+)
+
+
+def constraints_from(workload: Any, *, canonical_gpu: Callable[[str], str] | None = None) -> Constraints:
+    """The workload's `[constraints]`, with GPU names made canonical (aliases accepted)."""
+    c = workload.constraints
+    gpus = None
+    if c.gpus is not None:
+        gpus = tuple(canonical_gpu(g) if canonical_gpu else g for g in c.gpus)
+    return Constraints(
+        deadline_hours=c.deadline_hours,
+        budget_usd=c.budget_usd,
+        interruptible=c.interruptible,
+        providers=None if c.providers is None else tuple(p.lower() for p in c.providers),
+        regions=None if c.regions is None else tuple(c.regions),
+        gpus=gpus,
+        max_gpus=c.max_gpus,
+        max_nodes=c.max_nodes,
+    )
+
+
+def _lora_params(model: Any, rank: int) -> float:
+    """Adapter parameters for LoRA on every linear layer of a transformer block (q, k, v, o, MLP)."""
+    hidden = model.hidden or 0
+    layers = model.layers or 0
+    kv = (model.kv_heads or model.heads or 1) * (hidden // max(model.heads or 1, 1))
+    ffn = model.ffn_hidden or 4 * hidden
+    attn = rank * ((hidden + hidden) * 2 + (hidden + kv) * 2)
+    mlp_mats = 3 if getattr(model, "gated_mlp", True) else 2
+    mlp = rank * (hidden + ffn) * mlp_mats
+    return float(layers * (attn + mlp))
+
+
+def data_needs_from(workload: Any, *, smoke: bool = False) -> DataNeeds:
+    """What the run stores (dataset, checkpoints) and sends out, with the assumptions behind the sizes."""
+    data = workload.data
+    model = workload.model
+    params = float(model.params or 0.0)
+    notes: list[str] = []
+    train = workload.train
+    if train is None:
+        weights = params * _DTYPE_BYTES.get(workload.inference.weights_precision, 2.0)
+        ckpt_gb, kept = weights / GB, 1
+        notes.append(f"storage holds the model weights once ({ckpt_gb:,.1f} GB) besides the dataset")
+    elif train.method in ("lora", "qlora") and model.hidden:
+        adapters = _lora_params(model, train.lora_rank)
+        ckpt_gb, kept = adapters * 12.0 / GB, 2  # fp32 adapter weights + two fp32 AdamW moments
+        notes.append(
+            f"checkpoint = LoRA adapters on all linear layers, rank {train.lora_rank} "
+            f"({adapters / 1e6:,.0f} M params × 12 bytes = {ckpt_gb:,.2f} GB); 2 kept"
+        )
+    else:
+        w = _DTYPE_BYTES.get(train.precision, 2.0)
+        opt = _OPTIMIZER_BYTES.get(train.optimizer, 8.0)
+        # pure low precision: no master copy, optimizer states in the compute dtype
+        master = 0.0 if train.pure_low_precision or w >= 4.0 else 4.0
+        per_param = w + master + (opt * w / 4.0 if train.pure_low_precision else opt)
+        ckpt_gb, kept = params * per_param / GB, 2
+        notes.append(
+            f"checkpoint = weights + master copy + {train.optimizer} states ≈ {per_param:g} bytes/param "
+            f"= {ckpt_gb:,.1f} GB; 2 kept"
+        )
+    egress = 0.0 if smoke else data.egress_gb
+    notes.append(
+        f"storage for the run's duration: dataset {data.dataset_gb:g} GB + checkpoints; egress {egress:g} GB"
+    )
+    return DataNeeds(
+        dataset_gb=data.dataset_gb,
+        checkpoint_gb=ckpt_gb,
+        checkpoints_kept=kept,
+        checkpoint_every_hours=data.checkpoint_every_hours,
+        egress_gb=egress,
+        assumptions=tuple(notes),
+    )
+
+
+def smoke_workload(workload: Any) -> tuple[Any, str]:
+    """The prototype smoke test of the workload (see SMOKE_*), and its one-line definition."""
+    if workload.train is not None:
+        train = workload.train
+        update: dict[str, Any] = {"micro_batch": 1, "global_batch": None, "epochs": 1}
+        if train.tokens is not None:
+            update["tokens"] = float(SMOKE_STEPS * (train.seq_len or 1))
+        else:
+            update["samples"] = float(SMOKE_STEPS)
+        # parallelism a single GPU cannot have
+        update.update({"tensor_parallel": 1, "pipeline_parallel": 1})
+        return workload.model_copy(update={"train": train.model_copy(update=update)}), SMOKE_DEFINITION_TRAIN
+    inf = workload.inference
+    update = {
+        "concurrency": 1,
+        "requests": float(SMOKE_REQUESTS),
+        "target_output_tokens_per_s": None,
+        "duration_hours": None,
+        "tensor_parallel": 1,
+    }
+    return workload.model_copy(
+        update={"inference": inf.model_copy(update=update)}
+    ), SMOKE_DEFINITION_INFERENCE
+
+
+def make_estimator(workload: Any, calibration: Any = None) -> Callable[[str, int, int], Estimate | None]:
+    """(gpu, count, nodes) -> Estimate, or None when the GPU is not in the spec table."""
+    import importlib
+
+    from gpuwise.catalog.specs import canonical_gpu_name, resolve_gpu
+
+    # Looked up by name: the estimator lands in parallel with the planner (its signature is CONTRACTS-fixed).
+    estimate: Callable[..., Estimate] = importlib.import_module("gpuwise.estimate").estimate
+
+    def call(gpu: str, count: int, nodes: int) -> Estimate | None:
+        if canonical_gpu_name(gpu) is None:
+            return None
+        return estimate(workload, resolve_gpu(gpu), count, nodes=nodes, calibration=calibration)
+
+    return call

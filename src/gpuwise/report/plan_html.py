@@ -1,0 +1,164 @@
+"""The `plan --html` report: one self-contained page (plotly.js inline, no network needed to open it).
+
+A cost-versus-time chart of every qualifying option (log axes; on-demand and spot apart; the Pareto front
+drawn as a line), the top-N table, the rejections, price dates and every assumption.
+Imports plotly inside `render_plan_html` only; returns text and writes nothing (the CLI writes the file).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from gpuwise.plan.models import Option, PlanResult
+
+_COLORS = {"on_demand": "#1f77b4", "spot": "#ff7f0e", "reserved": "#2ca02c"}
+_LABELS = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved"}
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem; color: #222; }
+h1 { font-size: 1.4rem; } h2 { font-size: 1.1rem; margin-top: 2rem; }
+table { border-collapse: collapse; font-size: 0.85rem; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.3rem 0.6rem; text-align: right; }
+th { background: #f4f4f4; } td.l, th.l { text-align: left; }
+tr.pareto td:first-child { font-weight: bold; }
+.warn { color: #b35900; } .muted { color: #666; font-size: 0.85rem; }
+"""
+
+
+def _money(x: float) -> str:
+    return f"${x:,.2f}" if x < 10_000 else f"${x:,.0f}"
+
+
+def _hover(o: Option) -> str:
+    parts = o.cost_breakdown_usd
+    lines = [
+        f"<b>{html.escape(o.provider)} {html.escape(o.instance_type)}</b>"
+        + (f" ×{o.nodes} nodes" if o.nodes > 1 else ""),
+        f"{html.escape(o.region)} · {_LABELS.get(o.pricing, o.pricing)} · "
+        f"{o.gpus_per_node * o.nodes}× {o.gpu}",
+        f"{o.hours:,.2f} h · total {_money(o.cost_usd)} · {_money(o.price_usd_per_hour)}/h",
+        "compute {} · storage {} · egress {} · interruptions {}".format(
+            *(_money(parts[k]) for k in ("compute", "storage", "egress", "interruption_overhead"))
+        ),
+    ]
+    if o.unknown_costs:
+        lines.append("unknown (counted $0): " + ", ".join(o.unknown_costs))
+    return "<br>".join(lines)
+
+
+def render_chart(options: Sequence[Option]) -> str:
+    """The cost-vs-time chart as an HTML fragment with plotly.js inline."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for pricing in ("on_demand", "spot", "reserved"):
+        pts = [o for o in options if o.pricing == pricing]
+        if not pts:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=[o.hours for o in pts],
+                y=[o.cost_usd for o in pts],
+                mode="markers",
+                name=_LABELS[pricing],
+                marker={"color": _COLORS[pricing], "size": 7, "opacity": 0.6},
+                text=[_hover(o) for o in pts],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    front = sorted((o for o in options if o.pareto), key=lambda o: (o.hours, o.cost_usd))
+    if front:
+        fig.add_trace(
+            go.Scatter(
+                x=[o.hours for o in front],
+                y=[o.cost_usd for o in front],
+                mode="lines+markers",
+                name="Pareto front (nothing both cheaper and faster)",
+                line={"color": "#d62728", "width": 2, "shape": "hv"},
+                marker={"color": "#d62728", "size": 11, "symbol": "diamond"},
+                text=[_hover(o) for o in front],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    positive = all(o.hours > 0 and o.cost_usd > 0 for o in options)
+    axis = "log" if positive else "linear"
+    fig.update_layout(
+        title="Total cost vs wall-clock time, every qualifying option",
+        xaxis={"title": {"text": "hours (wall clock, interruptions included)"}, "type": axis},
+        yaxis={"title": {"text": "total cost (USD)"}, "type": axis},
+        template="plotly_white",
+        height=560,
+        legend={"orientation": "h", "y": -0.15},
+    )
+    fragment: str = fig.to_html(
+        full_html=False,
+        include_plotlyjs=True,
+        div_id="cost-time-chart",
+        config={"displaylogo": False, "responsive": True},
+    )
+    return fragment
+
+
+def _table(options: Sequence[Option]) -> str:
+    head = (
+        "<tr><th>#</th><th class=l>provider</th><th class=l>instance</th><th class=l>region</th>"
+        "<th class=l>pricing</th><th>$/h</th><th class=l>price date</th><th>hours</th><th>total</th>"
+        "<th>compute</th><th>storage</th><th>egress</th><th>interruptions</th><th class=l>unknown</th>"
+        "<th>headroom GiB</th><th class=l>bottleneck</th><th class=l>Pareto</th></tr>"
+    )
+    rows = []
+    for i, o in enumerate(options, 1):
+        p = o.cost_breakdown_usd
+        date_cell = o.price_as_of.isoformat()
+        if not o.price_date_exact:
+            date_cell = f'<span class="warn">date unknown (collected {date_cell})</span>'
+        elif o.price_stale:
+            date_cell = f'<span class="warn">{date_cell} (stale)</span>'
+        instance = html.escape(o.instance_type) + (f" ×{o.nodes}" if o.nodes > 1 else "")
+        rows.append(
+            f'<tr class="{"pareto" if o.pareto else ""}"><td>{i}</td>'
+            f"<td class=l>{html.escape(o.provider)}</td>"
+            f"<td class=l>{instance}</td><td class=l>{html.escape(o.region)}</td>"
+            f"<td class=l>{_LABELS.get(o.pricing, o.pricing)}</td><td>{_money(o.price_usd_per_hour)}</td>"
+            f"<td class=l>{date_cell}</td><td>{o.hours:,.2f}</td><td><b>{_money(o.cost_usd)}</b></td>"
+            f"<td>{_money(p['compute'])}</td><td>{_money(p['storage'])}</td><td>{_money(p['egress'])}</td>"
+            f"<td>{_money(p['interruption_overhead'])}</td>"
+            f"<td class=l>{html.escape(', '.join(o.unknown_costs)) or '–'}</td>"
+            f"<td>{o.memory_capacity_gib - o.memory_per_gpu_gib:,.1f}</td>"
+            f"<td class=l>{html.escape(o.bottleneck)}</td><td class=l>{'yes' if o.pareto else ''}</td></tr>"
+        )
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def render_plan_html(
+    result: PlanResult, *, title: str, top: int, notes: Sequence[str] = (), generated: str = ""
+) -> str:
+    """The whole page. `notes` are lines shown under the title (e.g. the smoke-test definition)."""
+    chart = render_chart(result.options) if result.options else "<p>No option qualifies.</p>"
+    rejected = "".join(
+        f"<li>{html.escape(reason)}: {n}</li>"
+        for reason, n in sorted(result.rejected.items(), key=lambda kv: -kv[1])
+    )
+    sources = "".join(
+        f"<li>{html.escape(p)}: {d.isoformat()}</li>" for p, d in sorted(result.sources.items())
+    )
+    assumptions = sorted({a for o in result.options[:top] for a in o.assumptions})
+    plan_notes = "".join(f"<li>{html.escape(a)}</li>" for a in result.assumptions)
+    option_notes = "".join(f"<li>{html.escape(a)}</li>" for a in assumptions)
+    header_notes = "".join(f"<p>{html.escape(n)}</p>" for n in notes)
+    return (
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>{header_notes}"
+        f"<p class=muted>Objective: {html.escape(result.objective)} · "
+        f"{len(result.options)} qualifying options of "
+        f"{result.considered} configurations considered. {html.escape(generated)}</p>"
+        f"<div id=chart>{chart}</div>"
+        f"<h2>Top {min(top, len(result.options))} options</h2>{_table(result.options[:top])}"
+        f"<h2>Rejected configurations, by reason</h2><ul>{rejected or '<li>none</li>'}</ul>"
+        f"<h2>Price dates (newest per provider)</h2><ul>{sources}</ul>"
+        f"<h2>Assumptions</h2><ul>{plan_notes}</ul>"
+        f"<h2>Assumptions behind the listed options</h2><ul class=muted>{option_notes}</ul>"
+        "</body></html>\n"
+    )
