@@ -1,0 +1,134 @@
+"""Reading and validating catalog CSVs in the SkyPilot schema (``vms.csv``), with file:line errors.
+
+Columns are read by name (their order differs between clouds). A row with more fields than the header
+has its extra fields joined into the last column when that column is free text (Azure's unquoted
+``Generation`` value ``V1,V2``); anywhere else it is an error. Data-quality problems (a zero price, a spot
+price above on-demand) are not errors here: the offer normaliser drops and counts them.
+
+Pure: takes text, returns rows and problems. Must not import the CLI or anything outside the standard
+library and gpuwise.catalog.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+
+REQUIRED_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price")
+NUMERIC_COLUMNS = ("AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "SpotPrice")
+# Free-text columns that may absorb unquoted commas when they come last in the header.
+_TEXT_TAIL_COLUMNS = ("Generation", "GpuInfo", "Region", "AvailabilityZone", "Arch")
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    """One bad row: where it is and what is wrong with it."""
+
+    file: str
+    line: int
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.problem}"
+
+
+@dataclass(frozen=True)
+class CsvRow:
+    line: int
+    fields: dict[str, str]
+
+
+def parse_number(text: str) -> float | None:
+    """'' -> None; '1.5' -> 1.5. Raises ValueError for text that is not a finite number."""
+    text = text.strip()
+    if not text:
+        return None
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {text!r}")
+    return value
+
+
+def read_vms_csv(text: str, filename: str, *, strict: bool) -> tuple[list[CsvRow], list[RowProblem]]:
+    """Rows of a SkyPilot-schema CSV and the problems found.
+
+    With ``strict`` every row is validated (numbers parse, accelerator rows have a positive count); without,
+    only the shape is checked and the normaliser skips rows whose numbers do not parse.
+    """
+    problems: list[RowProblem] = []
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    reader = csv.reader(text.splitlines())
+    try:
+        header = next(reader)
+    except StopIteration:
+        return [], [RowProblem(filename, 1, "the file is empty (expected a header line)")]
+    except csv.Error as exc:
+        return [], [RowProblem(filename, 1, f"not CSV: {exc}")]
+    header = [h.strip() for h in header]
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        return [], [
+            RowProblem(
+                filename,
+                1,
+                "header lacks column(s) " + ", ".join(missing) + " (expected the SkyPilot vms.csv schema: "
+                "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region,…)",
+            )
+        ]
+    width = len(header)
+    tail_is_text = header[-1] in _TEXT_TAIL_COLUMNS
+    rows: list[CsvRow] = []
+    line = 1
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            problems.append(RowProblem(filename, reader.line_num, f"not CSV: {exc}"))
+            break
+        line = reader.line_num
+        if not values or (len(values) == 1 and not values[0].strip()):
+            continue
+        if len(values) > width:
+            if not tail_is_text:
+                problems.append(
+                    RowProblem(filename, line, f"{len(values)} fields but the header has {width} columns")
+                )
+                continue
+            values = [*values[: width - 1], ",".join(values[width - 1 :])]
+        elif len(values) < width:
+            problems.append(
+                RowProblem(filename, line, f"{len(values)} fields but the header has {width} columns")
+            )
+            continue
+        fields = dict(zip(header, values, strict=True))
+        if strict:
+            problem = validate_fields(fields)
+            if problem:
+                problems.append(RowProblem(filename, line, problem))
+                continue
+        rows.append(CsvRow(line, fields))
+    return rows, problems
+
+
+def validate_fields(fields: dict[str, str]) -> str | None:
+    """What is wrong with one row's values, or None."""
+    for column in NUMERIC_COLUMNS:
+        raw = fields.get(column)
+        if raw is None:
+            continue
+        try:
+            parse_number(raw)
+        except ValueError:
+            return f"{column} {raw.strip()!r} is not a number"
+    if fields.get("AcceleratorName", "").strip():
+        count = parse_number(fields.get("AcceleratorCount", ""))
+        if count is None or count <= 0:
+            return (
+                f"AcceleratorName {fields['AcceleratorName'].strip()!r} needs a positive AcceleratorCount, "
+                f"got {fields.get('AcceleratorCount', '').strip()!r}"
+            )
+    return None

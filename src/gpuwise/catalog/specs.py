@@ -1,0 +1,191 @@
+"""The GPU spec table: datasheet figures under canonical names (CONTRACTS §1), with aliases.
+
+Built from three bundled files in ``catalog/data``:
+
+- ``gpu-specs.csv``: the team's datasheet table (rows named as the datasheets name them, e.g. ``H100 SXM``),
+  copied unchanged from ../shared/data;
+- ``gpu-specs-added.csv``: GPUs that table lacks (B200, GH200, L40, A40, P100, …), same columns plus FP64/FP4;
+- ``gpu-canonical.csv``: canonical name -> datasheet row, aliases, per-GPU memory as nvidia-smi reports it
+  (where a recording exists; otherwise the datasheet capacity) and FP64 figures for the first table's rows.
+
+Every figure is a :class:`Figure` with its source; a figure the vendor does not publish is ``None`` with a
+source that says so. Tensor figures are dense (no 2:4 sparsity). Reads only package data; must not import
+the CLI, pydantic or anything outside the standard library and ``gpuwise.errors``.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from functools import cache
+from importlib import resources
+
+from gpuwise.catalog.models import Figure, GpuSpec
+from gpuwise.errors import NotFoundError, UsageError
+
+TFLOPS_DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+
+# Column in the datasheet tables for each dtype key of GpuSpec.tflops.
+_DTYPE_COLUMN = {
+    "fp32": "fp32_tflops",
+    "tf32": "tf32_dense_tflops",
+    "bf16": "bf16_dense_tflops",
+    "fp16": "fp16_dense_tflops",
+    "fp8": "fp8_dense_tflops",
+    "int8": "int8_dense_tops",
+    "fp4": "fp4_dense_tflops",
+    "fp64": "fp64_tflops",
+}
+_NOT_PUBLISHED = "not published"
+_KEY_STRIP = re.compile(r"[\s_\-]+")
+_GPU_COUNT = re.compile(r"^\s*(?P<name>[^:]+?)\s*:\s*(?P<count>\d+(?:\.\d+)?)\s*$")
+
+
+def alias_key(name: str) -> str:
+    """The form names are compared in: case-insensitive, blind to spaces, '-' and '_'."""
+    return _KEY_STRIP.sub("", name.strip().lower())
+
+
+def _read_csv(filename: str) -> list[dict[str, str]]:
+    text = resources.files("gpuwise.catalog").joinpath("data", filename).read_text(encoding="utf-8")
+    return list(csv.DictReader(text.splitlines()))
+
+
+def _number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _form_factor(raw: str) -> str:
+    low = raw.lower()
+    if low.startswith("sxm"):
+        return "SXM"
+    if "pcie" in low:
+        return "PCIe"
+    if low.startswith("oam"):
+        return "OAM"
+    return raw
+
+
+def _build_spec(canonical: dict[str, str], row: dict[str, str]) -> GpuSpec:
+    source = row["source"].strip()
+    sparse_halved = row.get("vendor_headline_includes_sparsity", "").strip().lower().startswith("yes")
+    tflops: dict[str, Figure] = {}
+    for dtype in TFLOPS_DTYPES:
+        value = _number(row.get(_DTYPE_COLUMN[dtype]))
+        fig_source = source
+        if dtype == "fp64" and value is None and canonical.get("fp64_tflops"):
+            value = _number(canonical["fp64_tflops"])
+            fig_source = canonical["fp64_source"]
+        elif value is not None and sparse_halved and dtype not in ("fp32", "fp64"):
+            fig_source = f"{source}; dense = datasheet sparse figure / 2"
+        if value is None:
+            fig_source = f"{_NOT_PUBLISHED} ({source})"
+        tflops[dtype] = Figure(value, fig_source)
+    bandwidth = _number(row["memory_bw_gbs"])
+    nvlink = _number(row["nvlink_bidir_gbs"])
+    tdp = _number(row["tdp_w"])
+    vendor = row["vendor"].strip()
+    cc = row["compute_capability"].strip()
+    compute_capability = cc if vendor == "NVIDIA" and re.fullmatch(r"\d+\.\d+", cc) else None
+    pcie = _number(row["pcie_gen"])
+    notes = [row.get("notes", "").strip()]
+    if vendor != "NVIDIA" and cc and cc != "n/a":
+        notes.append(f"ISA {cc}")
+    notes.append(f"memory: {canonical['memory_source']}")
+    return GpuSpec(
+        name=canonical["canonical"],
+        vendor=vendor,
+        architecture=row["architecture"].strip(),
+        memory_gib=float(canonical["memory_gib"]),
+        memory_bandwidth_gbs=Figure(
+            bandwidth, source if bandwidth is not None else f"{_NOT_PUBLISHED} ({source})"
+        ),
+        tflops=tflops,
+        nvlink_bidir_gbs=Figure(nvlink, source if nvlink is not None else f"no GPU-to-GPU NVLink ({source})"),
+        pcie_gen=int(pcie) if pcie is not None else None,
+        tdp_watts=Figure(tdp, source if tdp is not None else f"{_NOT_PUBLISHED} ({source})"),
+        compute_capability=compute_capability,
+        form_factor=_form_factor(row["form_factor"].strip()),
+        aliases=tuple(a.strip() for a in canonical["aliases"].split("|") if a.strip()),
+        notes="; ".join(n for n in notes if n),
+    )
+
+
+@cache
+def load_gpu_specs() -> dict[str, GpuSpec]:
+    """Canonical GPU name -> spec, in table order. Cached: the table is package data."""
+    rows = {r["gpu"]: r for r in _read_csv("gpu-specs.csv")}
+    rows.update({r["gpu"]: r for r in _read_csv("gpu-specs-added.csv")})
+    specs: dict[str, GpuSpec] = {}
+    for canonical in _read_csv("gpu-canonical.csv"):
+        row = rows[canonical["datasheet_row"]]
+        specs[canonical["canonical"]] = _build_spec(canonical, row)
+    return specs
+
+
+@cache
+def _alias_index() -> dict[str, str]:
+    index: dict[str, str] = {}
+    for name, spec in load_gpu_specs().items():
+        for alias in (name, *spec.aliases):
+            key = alias_key(alias)
+            if index.get(key, name) != name:
+                raise AssertionError(f"GPU alias {alias!r} names both {index[key]} and {name}")
+            index[key] = name
+    return index
+
+
+def canonical_gpu_names() -> list[str]:
+    """Every canonical GPU name of the spec table, in table order."""
+    return list(load_gpu_specs())
+
+
+def canonical_gpu_name(name: str) -> str | None:
+    """The canonical name for ``name`` or one of its aliases (case-insensitive); None when unknown."""
+    return _alias_index().get(alias_key(name))
+
+
+def resolve_gpu(name: str) -> GpuSpec:
+    """The spec for a canonical name or alias ("h100-sxm", "A100 80GB"); NotFoundError with close matches."""
+    canonical = canonical_gpu_name(name)
+    if canonical is None:
+        raise NotFoundError(
+            "GPU",
+            name,
+            _suggestion_names(),
+            fix="use a name from `gpuwise catalog gpus` (aliases such as 'h100-sxm' or 'A100 80GB' work too)",
+        )
+    return load_gpu_specs()[canonical]
+
+
+def _suggestion_names() -> list[str]:
+    names = canonical_gpu_names()
+    for spec in load_gpu_specs().values():
+        names.extend(spec.aliases)
+    return names
+
+
+def parse_gpu_request(text: str) -> tuple[str, int | None]:
+    """'H100:8' -> ('H100', 8); 'H100' -> ('H100', None). The name is returned as given (not resolved)."""
+    match = _GPU_COUNT.match(text)
+    if match is None:
+        if ":" in text:
+            raise UsageError(
+                f"GPU request {text!r} is not NAME or NAME:COUNT",
+                fix="write e.g. --gpu H100:8 for eight H100s per instance",
+            )
+        return text.strip(), None
+    count = float(match.group("count"))
+    if count <= 0 or count != int(count):
+        raise UsageError(
+            f"GPU count in {text!r} must be a whole number above 0", fix="write e.g. --gpu H100:8"
+        )
+    return match.group("name"), int(count)
