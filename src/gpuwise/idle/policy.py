@@ -88,7 +88,7 @@ class PolicyConfig:
             return ConfigError(
                 f"idle option {name} = {value} is not valid",
                 why=f"it must be {want}",
-                fix=f"set {name} in [idle] of config.toml or on the command line to {want}",
+                fix=f"set {name} in the idle section of config.toml or on the command line to {want}",
             )
 
         for name in ("threshold_pct", "noise_floor_pct"):
@@ -105,8 +105,6 @@ class PolicyConfig:
                 raise bad(name, value, "zero or a positive number")
         if self.warn_min >= self.window_min:
             raise bad("warn_min", self.warn_min, f"shorter than window_min ({self.window_min:g})")
-        if self.held_window_min < self.window_min:
-            raise bad("held_window_min", self.held_window_min, f"at least window_min ({self.window_min:g})")
         return self
 
     def describe(self) -> str:
@@ -165,6 +163,7 @@ class PolicyState:
     warn_since_s: float | None = None
     last_ts: float | None = None
     prev_mem_bytes: dict[int, int] = field(default_factory=dict)
+    prev_mem_unknown: list[int] = field(default_factory=list)  # GPUs read last time without a memory value
     known_gpus: list[int] = field(default_factory=list)
     observations: int = 0
 
@@ -176,6 +175,7 @@ class PolicyState:
             "last_held_cause": self.last_held_cause,
             "last_ts": self.last_ts,
             "prev_mem_bytes": {str(k): v for k, v in self.prev_mem_bytes.items()},
+            "prev_mem_unknown": list(self.prev_mem_unknown),
             "known_gpus": list(self.known_gpus),
             "observations": self.observations,
         }
@@ -200,6 +200,7 @@ class PolicyState:
             last_held_cause=str(data.get("last_held_cause", "")),
             last_ts=opt_float("last_ts"),
             prev_mem_bytes={int(k): int(v) for k, v in dict(data.get("prev_mem_bytes", {})).items()},
+            prev_mem_unknown=[int(i) for i in data.get("prev_mem_unknown", [])],
             known_gpus=[int(i) for i in data.get("known_gpus", [])],
             observations=int(data.get("observations", 0)),
         )
@@ -227,7 +228,9 @@ class _GpuView:
     held: str | None  # why memory counts as held, or None
 
 
-def _view_gpu(sample: Sample, prev_mem: int | None, cfg: PolicyConfig) -> _GpuView:
+def _view_gpu(sample: Sample, prev: int | str, cfg: PolicyConfig) -> _GpuView:
+    """`prev` is the GPU's memory at the previous observation in bytes, or "unknown" (read without a memory
+    value), "absent" (not in the previous read but seen before) or "new" (never seen)."""
     gpu = f"GPU {sample.index}"
     active: list[str] = []
     if sample.lost:
@@ -251,8 +254,18 @@ def _view_gpu(sample: Sample, prev_mem: int | None, cfg: PolicyConfig) -> _GpuVi
         no_job = not n_compute and mem is not None and mem <= cfg.baseline_mem_mib * MIB
         if not (no_job and util <= cfg.noise_floor_pct):
             active.append(f"{gpu} at {util:.0f}% util")
-    if mem is not None and prev_mem is not None and abs(mem - prev_mem) >= cfg.mem_change_mib * MIB:
-        active.append(f"{gpu} memory {prev_mem / MIB:.0f} → {mem / MIB:.0f} MiB")
+    if isinstance(sample.memory_used_bytes, Failed):
+        active.append(f"{gpu} memory reading {sample.memory_used_bytes} (missing data counts as busy)")
+    if prev == "absent":
+        active.append(f"{gpu} is back after missing a read")
+    elif prev == "new":
+        active.append(f"{gpu} appeared")
+    elif prev == "unknown" and mem is not None:
+        active.append(f"{gpu} memory reported again ({mem / MIB:.0f} MiB)")
+    elif isinstance(prev, int) and mem is None:
+        active.append(f"{gpu} memory no longer reported (missing data counts as busy)")
+    elif isinstance(prev, int) and mem is not None and abs(mem - prev) >= cfg.mem_change_mib * MIB:
+        active.append(f"{gpu} memory {prev / MIB:.0f} → {mem / MIB:.0f} MiB")
     return _GpuView(active, held)
 
 
@@ -286,7 +299,16 @@ class IdlePolicy:
         new_mem: dict[int, int] = {}
         for sample in obs.samples:
             seen.add(sample.index)
-            view = _view_gpu(sample, st.prev_mem_bytes.get(sample.index), cfg)
+            prev: int | str
+            if sample.index in st.prev_mem_bytes:
+                prev = st.prev_mem_bytes[sample.index]
+            elif sample.index in st.prev_mem_unknown:
+                prev = "unknown"
+            elif sample.index in st.known_gpus:
+                prev = "absent"
+            else:
+                prev = "new" if st.observations else "first"
+            view = _view_gpu(sample, prev, cfg)
             activity.extend(view.active)
             if view.held:
                 held.append(view.held)
@@ -320,6 +342,7 @@ class IdlePolicy:
             st.last_held_s, st.last_held_cause = t, held[0]
         st.last_ts = t
         st.prev_mem_bytes = new_mem
+        st.prev_mem_unknown = sorted(seen - set(new_mem))
         st.known_gpus = sorted(set(st.known_gpus) | seen)
         st.observations += 1
         decision = self._decide(t, obs, tuple(activity), held)
@@ -393,6 +416,21 @@ class IdlePolicy:
 
 
 @dataclass(frozen=True)
+class IdleStretch:
+    """A stretch without activity: from the last activity to the next one (or the end of the trace)."""
+
+    start_s: float
+    end_s: float
+    peak_state: IdleState  # the furthest state reached: idle_candidate, warning or stopping
+    window_s: float
+    ended_by: str  # the activity that ended it, "end of trace" or "stop"
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+@dataclass(frozen=True)
 class ReplayResult:
     stop_at_s: float | None
     reason: str
@@ -401,7 +439,7 @@ class ReplayResult:
     first_s: float | None
     last_s: float | None
     max_idle_s: float
-    timeline: tuple[Decision, ...]  # one entry per state change
+    stretches: tuple[IdleStretch, ...]  # idle stretches of at least `min_stretch_s`, in time order
     config: PolicyConfig
 
 
@@ -422,25 +460,51 @@ def group_samples(samples: Iterable[Sample], max_skew_s: float = 0.5) -> list[Ob
     return [Observation(g[0].timestamp_s, tuple(g)) for g in groups]
 
 
+_RANK = {IdleState.BUSY: 0, IdleState.IDLE_CANDIDATE: 1, IdleState.WARNING: 2, IdleState.STOPPING: 3}
+
+
 def replay(
-    observations: Sequence[Observation], config: PolicyConfig | None = None, *, samples: int | None = None
+    observations: Sequence[Observation],
+    config: PolicyConfig | None = None,
+    *,
+    samples: int | None = None,
+    min_stretch_s: float = 300.0,
 ) -> ReplayResult:
     """Run the policy over a recorded series; stop at the first `stopping` decision."""
     policy = IdlePolicy(config)
-    timeline: list[Decision] = []
+    stretches: list[IdleStretch] = []
+    open_start: float | None = None
+    peak = IdleState.IDLE_CANDIDATE
+    window = policy.config.window_s
     last: Decision | None = None
     max_idle = 0.0
+
+    def close(end_s: float, ended_by: str) -> None:
+        if open_start is not None and (end_s - open_start >= min_stretch_s or ended_by == "stop"):
+            stretches.append(IdleStretch(open_start, end_s, peak, window, ended_by))
+
     for obs in observations:
         d = policy.observe(obs)
         max_idle = max(max_idle, d.idle_s)
-        if last is None or d.state != last.state:
-            timeline.append(d)
+        if d.state == IdleState.BUSY:
+            close(d.timestamp_s, d.activity[0] if d.activity else "activity")
+            open_start = None
+        else:
+            if open_start is None or d.timestamp_s - d.idle_s > open_start:
+                if open_start is not None:  # a signal's last activity moved the start
+                    close(d.timestamp_s - d.idle_s, policy.state.last_activity_cause)
+                open_start, peak = d.timestamp_s - d.idle_s, IdleState.IDLE_CANDIDATE
+            if _RANK[d.state] > _RANK[peak]:
+                peak = d.state
+            window = d.window_s
         last = d
         if d.state == IdleState.STOPPING:
             break
     n_samples = samples if samples is not None else sum(len(o.samples) for o in observations)
     first = observations[0].timestamp_s if observations else None
     end = observations[-1].timestamp_s if observations else None
+    if last is not None:
+        close(last.timestamp_s, "stop" if last.state == IdleState.STOPPING else "end of trace")
     if last is not None and last.state == IdleState.STOPPING:
         return ReplayResult(
             last.timestamp_s,
@@ -450,7 +514,7 @@ def replay(
             first,
             end,
             max_idle,
-            tuple(timeline),
+            tuple(stretches),
             policy.config,
         )
     if last is None:
@@ -469,7 +533,7 @@ def replay(
             )
         )
     return ReplayResult(
-        None, reason, n_samples, len(observations), first, end, max_idle, tuple(timeline), policy.config
+        None, reason, n_samples, len(observations), first, end, max_idle, tuple(stretches), policy.config
     )
 
 

@@ -1,0 +1,147 @@
+"""The `[idle]` section of config.toml (and `[machine] price_usd_per_hour`), validated.
+
+Every key has a safe default; unknown keys are an error with a close match. CLI flags override these
+values (the CLI passes them to `with_cli`). Pure: takes the parsed TOML sections, returns settings.
+Imports pydantic inside `load_settings` so `gpuwise --help` stays cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from gpuwise.errors import ConfigError, close_matches
+from gpuwise.idle.policy import PolicyConfig
+
+ACTIONS = ("auto", "aws", "gcp", "azure", "alibaba", "shutdown", "command")
+SIGNALS = ("gpu_processes", "ssh", "jupyter", "gpuwise_run", "keepalive")
+DEFAULT_SIGNALS = ("gpu_processes", "ssh", "gpuwise_run", "keepalive")
+
+
+@dataclass(frozen=True)
+class IdleSettings:
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    interval_s: float = 30.0
+    action: str = "auto"
+    command: str | None = None
+    pre_stop_hook: str | None = None
+    hook_timeout_s: float = 300.0
+    hook_blocks: bool = False
+    webhook: str | None = None
+    signals: tuple[str, ...] = DEFAULT_SIGNALS
+    jupyter_url: str | None = None
+    jupyter_token_file: str | None = None
+    keepalive_file: str | None = None  # default: <data dir>/idle/keepalive
+    process_cpu_pct: float = 10.0  # CPU of a GPU process and its children, % of one core, that counts as busy
+    process_io_kib_per_s: float = 64.0  # read+write chars/s (files, pipes, sockets) that counts as busy
+    price_usd_per_hour: float | None = None
+
+    def with_cli(self, **overrides: Any) -> IdleSettings:
+        """Apply CLI options that were given (None means "not given")."""
+        policy_keys = {f.name for f in fields(PolicyConfig)}
+        pol = {k: v for k, v in overrides.items() if k in policy_keys and v is not None}
+        rest = {k: v for k, v in overrides.items() if k not in policy_keys and v is not None}
+        out = replace(self, policy=replace(self.policy, **{k: float(v) for k, v in pol.items()}), **rest)
+        return out.validate()
+
+    def validate(self) -> IdleSettings:
+        self.policy.validate()
+        if self.action not in ACTIONS:
+            hint = close_matches(self.action, ACTIONS)
+            raise ConfigError(
+                f"unknown idle action {self.action!r}" + (f". Did you mean {hint[0]!r}?" if hint else ""),
+                fix="use one of " + ", ".join(ACTIONS),
+            )
+        if self.action == "command" and not self.command:
+            raise ConfigError(
+                "idle action 'command' needs a command", fix="pass --command 'CMD' or set command"
+            )
+        if not (self.interval_s > 0):
+            raise ConfigError(f"interval_s = {self.interval_s} is not valid", fix="use a positive number")
+        if self.interval_s * 2 > self.policy.max_gap_s:
+            raise ConfigError(
+                f"interval_s = {self.interval_s:g} is too long for max_gap_s = {self.policy.max_gap_s:g}",
+                why="every interval would count as a gap in the data, and a gap counts as busy",
+                fix="sample at least twice per max_gap_s (lower --interval-s or raise max_gap_s)",
+            )
+        if not (self.hook_timeout_s > 0):
+            raise ConfigError(f"hook_timeout_s = {self.hook_timeout_s} is not valid", fix="use seconds > 0")
+        for name in self.signals:
+            if name not in SIGNALS:
+                hint = close_matches(name, SIGNALS)
+                raise ConfigError(
+                    f"unknown idle signal {name!r}" + (f". Did you mean {hint[0]!r}?" if hint else ""),
+                    fix="use some of " + ", ".join(SIGNALS),
+                )
+        if "jupyter" in self.signals and not self.jupyter_url:
+            raise ConfigError(
+                "the jupyter signal needs jupyter_url",
+                fix="set jupyter_url in the idle section of config.toml",
+            )
+        if self.webhook and not self.webhook.startswith(("http://", "https://")):
+            raise ConfigError(
+                "webhook must be an http:// or https:// URL",
+                fix="correct webhook in the idle section of config.toml",
+            )
+        return self
+
+
+def load_settings(sections: dict[str, dict[str, Any]]) -> IdleSettings:
+    """`[idle]` and `[machine]` sections → IdleSettings (ConfigError for a bad key or value)."""
+    from pydantic import BaseModel, ConfigDict, ValidationError
+
+    class _Idle(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        threshold_pct: float | None = None
+        window_min: float | None = None
+        held_window_min: float | None = None
+        warn_min: float | None = None
+        mem_change_mib: float | None = None
+        baseline_mem_mib: float | None = None
+        noise_floor_pct: float | None = None
+        max_gap_s: float | None = None
+        interval_s: float | None = None
+        action: str | None = None
+        command: str | None = None
+        pre_stop_hook: str | None = None
+        hook_timeout_s: float | None = None
+        hook_blocks: bool | None = None
+        webhook: str | None = None
+        signals: list[str] | None = None
+        jupyter_url: str | None = None
+        jupyter_token_file: str | None = None
+        keepalive_file: str | None = None
+        process_cpu_pct: float | None = None
+        process_io_kib_per_s: float | None = None
+
+    raw = dict(sections.get("idle", {}))
+    known = list(_Idle.model_fields)
+    for key in raw:
+        if key not in known:
+            hint = close_matches(key, known)
+            raise ConfigError(
+                f"config.toml, section idle: unknown key {key!r}"
+                + (f". Did you mean {hint[0]!r}?" if hint else ""),
+                fix="use only " + ", ".join(known),
+            )
+    try:
+        parsed = _Idle.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(
+            f"config.toml, section idle, {loc}: {first['msg']}",
+            fix=f"correct {loc} in the idle section of config.toml",
+        ) from exc
+    values = parsed.model_dump(exclude_none=True)
+    if "signals" in values:
+        values["signals"] = tuple(values["signals"])
+    price = sections.get("machine", {}).get("price_usd_per_hour")
+    if price is not None:
+        if isinstance(price, bool) or not isinstance(price, int | float) or price < 0:
+            raise ConfigError(
+                f"config.toml, section machine: price_usd_per_hour = {price!r} is not valid",
+                fix="use a number of USD per hour",
+            )
+        values["price_usd_per_hour"] = float(price)
+    return IdleSettings().with_cli(**values)
