@@ -1,12 +1,428 @@
-"""`gpuwise catalog` (placeholder until the capability lands)."""
+"""`gpuwise catalog gpus | offers | stats | import | update`: the GPU spec table and the dated price catalog.
+
+The clock is read here (today's date for price ages) and passed into the pure catalog code. Top-level
+imports stay cheap (typer and the standard library); the catalog modules are imported inside commands.
+"""
 
 from __future__ import annotations
 
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
 
-app = typer.Typer(help="(catalog: not yet available)", no_args_is_help=True)
+if TYPE_CHECKING:
+    from gpuwise.catalog.models import Figure, GpuSpec, Offer
+
+app = typer.Typer(
+    help=(
+        "GPU specs and dated instance prices from every bundled provider. Every price says where it came "
+        "from and how old it is; undated prices are shown as such and flagged."
+    ),
+    no_args_is_help=True,
+)
+
+CatalogDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--catalog-dir",
+        help="User catalog directory (default: the platform's user data dir, see `gpuwise catalog stats`).",
+        file_okay=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+OFFER_JSON_KEYS = (
+    "provider",
+    "instance_type",
+    "region",
+    "zone",
+    "gpu",
+    "gpus",
+    "gpu_memory_gib",
+    "vcpus",
+    "memory_gib",
+    "price_usd_per_hour",
+    "spot_price_usd_per_hour",
+    "currency",
+    "price_as_of",
+    "price_date_exact",
+    "source",
+)
+_TABLE_DEFAULT_LIMIT = 30
 
 
-@app.command("todo", hidden=True)
-def _todo() -> None:
-    raise typer.Exit(0)
+def _today() -> date:
+    return date.today()
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "unknown"
+    if value == int(value):
+        return f"{int(value)}"
+    return f"{value:.{digits}f}"
+
+
+def _fig(fig: Figure, digits: int = 1) -> str:
+    return "not published" if fig.value is None else _num(fig.value, digits)
+
+
+# ---------------------------------------------------------------- gpus
+
+
+@app.command("gpus")
+def gpus(json_out: JsonOption = False) -> None:
+    """The GPU spec table: memory, bandwidth, dense tensor TFLOPS, NVLink, power, each with its source."""
+    from rich.table import Table
+
+    from gpuwise.catalog.specs import load_gpu_specs
+    from gpuwise.cli.output import console, print_json
+
+    specs = load_gpu_specs()
+    if json_out:
+        print_json([_spec_json(s) for s in specs.values()])
+        return
+    table = Table(title="GPU specs (dense tensor TFLOPS; 'not published' = the vendor gives no figure)")
+    for col in (
+        "GPU",
+        "arch",
+        "mem GiB",
+        "GB/s",
+        "FP32",
+        "TF32",
+        "BF16",
+        "FP16",
+        "FP8",
+        "NVLink GB/s",
+        "TDP W",
+    ):
+        table.add_column(col, justify="left" if col in ("GPU", "arch") else "right")
+    table.add_column("source", overflow="fold")
+    for s in specs.values():
+        table.add_row(
+            s.name,
+            s.architecture,
+            _num(s.memory_gib, 2),
+            _fig(s.memory_bandwidth_gbs, 0),
+            _fig(s.tflops["fp32"]),
+            _fig(s.tflops["tf32"]),
+            _fig(s.tflops["bf16"]),
+            _fig(s.tflops["fp16"]),
+            _fig(s.tflops["fp8"]),
+            "none" if s.nvlink_bidir_gbs.value is None else _num(s.nvlink_bidir_gbs.value),
+            _fig(s.tdp_watts, 0),
+            s.memory_bandwidth_gbs.source.removeprefix("not published (").removesuffix(")"),
+        )
+    console.print(table)
+    console.print(
+        "Aliases are accepted case-insensitively (h100-sxm, A100 80GB, a100-40gb, …). "
+        "`gpuwise catalog gpus --json` lists every figure with its own source."
+    )
+
+
+def _spec_json(spec: GpuSpec) -> dict[str, Any]:
+    from gpuwise.cli.output import to_jsonable
+
+    data: dict[str, Any] = to_jsonable(spec)
+    return data
+
+
+# ---------------------------------------------------------------- offers
+
+
+def offer_json(offer: Offer, today: date) -> dict[str, Any]:
+    """One offer as CONTRACTS §3a's JSON object (null where unknown), plus extras."""
+    from gpuwise.catalog.offers import is_stale, price_age_days
+
+    return {
+        "provider": offer.provider,
+        "instance_type": offer.instance_type,
+        "region": offer.region or None,
+        "zone": offer.zone,
+        "gpu": offer.gpu,
+        "gpus": int(offer.gpus) if offer.gpus == int(offer.gpus) else offer.gpus,
+        "gpu_memory_gib": offer.gpu_memory_gib,
+        "vcpus": offer.vcpus,
+        "memory_gib": offer.memory_gib,
+        "price_usd_per_hour": offer.price_usd_per_hour,
+        "spot_price_usd_per_hour": offer.spot_price_usd_per_hour,
+        "currency": offer.currency,
+        "price_as_of": offer.price_as_of.isoformat(),
+        "price_date_exact": offer.price_date_exact,
+        "source": offer.source,
+        # extras
+        "spot_price_as_of": offer.spot_price_as_of.isoformat() if offer.spot_price_as_of else None,
+        "price_age_days": price_age_days(offer, today),
+        "stale": is_stale(offer, today),
+        "gpu_only_price": offer.gpu_only_price,
+        "notes": list(offer.notes),
+    }
+
+
+def _age_text(offer: Offer, today: date) -> str:
+    from gpuwise.catalog.offers import STALE_AFTER_DAYS, price_age_days
+
+    age = price_age_days(offer, today)
+    if not offer.price_date_exact:
+        return f"[yellow]date unknown\n(collected {offer.price_as_of.isoformat()}) ⚠[/]"
+    text = f"{offer.price_as_of.isoformat()} ({age} d)"
+    return f"[yellow]{text} ⚠ stale[/]" if age > STALE_AFTER_DAYS else text
+
+
+def _money(value: float | None, currency: str) -> str:
+    from gpuwise.units import format_money
+
+    return "—" if value is None else format_money(value, currency)
+
+
+@app.command("offers")
+def offers(
+    *,
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", help="GPU name or alias; NAME:COUNT is shorthand for --count.")
+    ] = None,
+    count: Annotated[
+        int | None, typer.Option("--count", min=1, help="Exactly this many GPUs per instance.")
+    ] = None,
+    provider: Annotated[
+        str | None, typer.Option("--provider", help="Provider id: aws, gcp, lambda, …")
+    ] = None,
+    region: Annotated[
+        str | None, typer.Option("--region", help="Region or zone: a prefix (us-east) or a glob (eu-*).")
+    ] = None,
+    spot: Annotated[
+        bool, typer.Option("--spot", help="Only offers with a spot price, sorted by it.")
+    ] = False,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit", min=0, help=f"At most N offers (table default {_TABLE_DEFAULT_LIMIT}; 0 = all)."
+        ),
+    ] = None,
+    json_out: JsonOption = False,
+    catalog_dir: CatalogDirOption = None,
+) -> None:
+    """Instance offers, cheapest first, each with its provider, price date and source."""
+    from gpuwise.catalog.offers import load_catalog, query_offers
+    from gpuwise.catalog.specs import parse_gpu_request
+    from gpuwise.errors import UsageError
+
+    if gpu is not None:
+        gpu, shorthand = parse_gpu_request(gpu)
+        if shorthand is not None:
+            if count is not None and count != shorthand:
+                raise UsageError(
+                    f"--gpu says {shorthand} GPUs but --count says {count}", fix="give one of them"
+                )
+            count = shorthand
+    today = _today()
+    catalog = load_catalog(catalog_dir)
+    found = query_offers(catalog, gpu=gpu, count=count, provider=provider, region=region, spot=spot)
+    if json_out:
+        shown = found if not limit else found[:limit]
+        from gpuwise.cli.output import print_json
+
+        print_json([offer_json(o, today) for o in shown])
+        return
+    _print_offers_table(found, today, spot=spot, limit=_TABLE_DEFAULT_LIMIT if limit is None else limit)
+
+
+def _print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: int) -> None:
+    from rich.table import Table
+
+    from gpuwise.cli.output import console
+
+    if not found:
+        console.print(
+            "No offers match. Drop a filter, or see `gpuwise catalog stats` for what the catalog holds."
+        )
+        return
+    shown = found if limit == 0 else found[:limit]
+    table = Table(title=f"{len(found)} offer(s), cheapest {'spot ' if spot else ''}first")
+    right = ("vCPU/GiB", "on-demand/h", "spot/h")
+    for col in ("provider", "instance", "region", "GPUs", "vCPU/GiB", "on-demand/h", "spot/h", "price date"):
+        table.add_column(
+            col,
+            justify="right" if col in right else "left",
+            overflow="fold",
+            no_wrap=col in ("GPUs", "on-demand/h", "spot/h"),
+        )
+    for o in shown:
+        place = o.region or "—"
+        if o.zone and o.zone != o.region:
+            place = f"{place} ({o.zone})"
+        price = _money(o.price_usd_per_hour, o.currency)
+        if o.gpu_only_price:
+            price += " GPU-only"
+        gpus_text = f"{_num(o.gpus, 3)}× {o.gpu}"
+        table.add_row(
+            o.provider,
+            o.instance_type or "—",
+            place,
+            gpus_text,
+            f"{_num(o.vcpus)}/{_num(o.memory_gib)}",
+            price,
+            _money(o.spot_price_usd_per_hour, o.currency),
+            _age_text(o, today),
+        )
+    console.print(table)
+    if len(found) > len(shown):
+        console.print(
+            f"… {len(found) - len(shown)} more; --limit 0 shows all, --json prints them for scripts."
+        )
+    if any(o.gpu_only_price for o in shown):
+        console.print("GPU-only: the source prices the GPUs without their host VM; the real cost is higher.")
+    console.print(
+        "⚠ marks prices older than 90 days or without a date of their own; `--json` has each offer's source."
+    )
+
+
+# ---------------------------------------------------------------- stats
+
+
+@app.command("stats")
+def stats(json_out: JsonOption = False, catalog_dir: CatalogDirOption = None) -> None:
+    """What the catalog holds: offers and price date per provider, and every row skipped or price dropped."""
+    from rich.table import Table
+
+    from gpuwise import paths
+    from gpuwise.catalog.offers import load_catalog
+    from gpuwise.cli.output import console, print_json
+
+    today = _today()
+    catalog = load_catalog(catalog_dir)
+    st = catalog.stats
+    exact: dict[str, bool] = {}
+    for info in catalog.source_files:
+        exact[info.provider] = exact.get(info.provider, True) and info.date_exact
+    providers = [
+        {
+            "provider": p,
+            "offers": n,
+            "price_as_of": catalog.sources[p].isoformat() if p in catalog.sources else None,
+            "price_date_exact": exact.get(p, False),
+            "age_days": (today - catalog.sources[p]).days if p in catalog.sources else None,
+        }
+        for p, n in st.offers_by_provider.items()
+    ]
+    doc = {
+        "location": catalog.location,
+        "user_catalog_dir": str(catalog_dir or paths.user_catalog_dir()),
+        "offers": st.offers,
+        "providers": providers,
+        "rows_read": st.rows_read,
+        "skipped_rows": st.skipped_rows,
+        "dropped_prices": st.dropped_prices,
+        "adjusted": st.adjusted,
+        "files": [
+            {
+                "file": i.file,
+                "provider": i.provider,
+                "price_as_of": i.price_as_of.isoformat(),
+                "date_exact": i.date_exact,
+                "origin": i.origin,
+            }
+            for i in catalog.source_files
+        ],
+    }
+    if json_out:
+        print_json(doc)
+        return
+    console.print(
+        f"Catalog: {catalog.location}; {st.offers} offers. User catalog dir: {doc['user_catalog_dir']}"
+    )
+    table = Table(title="Offers per provider")
+    for col in ("provider", "offers", "price date", "age"):
+        table.add_column(col, justify="right" if col in ("offers", "age") else "left")
+    for row in providers:
+        date_text = str(row["price_as_of"])
+        if not row["price_date_exact"]:
+            date_text = f"date unknown (collected {date_text})"
+        table.add_row(str(row["provider"]), str(row["offers"]), date_text, f"{row['age_days']} d")
+    console.print(table)
+    for title, counts in (
+        ("Rows skipped (never guessed)", st.skipped_rows),
+        ("Price fields dropped", st.dropped_prices),
+        ("Normalised", st.adjusted),
+    ):
+        if counts:
+            console.print(f"[bold]{title}[/]")
+            for reason, n in counts.items():
+                console.print(f"  {n:>6}  {reason}")
+
+
+# ---------------------------------------------------------------- import / update
+
+
+def _report_install(result: Any, json_out: bool, what: str) -> None:
+    from gpuwise.cli.output import console, print_json
+
+    doc = {
+        "catalog_dir": str(result.catalog_dir),
+        "previous_dir": str(result.previous_dir) if result.previous_dir else None,
+        "providers": result.providers,
+        "gpu_rows_imported": result.rows_kept,
+        "collected": result.collected.isoformat(),
+    }
+    if json_out:
+        print_json(doc)
+        return
+    console.print(f"{what}: {', '.join(f'{p} ({n} GPU rows)' for p, n in result.rows_kept.items())}")
+    console.print(f"User catalog now at {result.catalog_dir} ({sum(result.providers.values())} offers).")
+    if result.previous_dir:
+        console.print(f"The previous catalog is kept at {result.previous_dir}.")
+    console.print(
+        "These files carry no price date: their prices show as 'date unknown (collected "
+        f"{result.collected.isoformat()})'. The bundled catalog is unchanged."
+    )
+
+
+@app.command("import")
+def import_(
+    path: Annotated[
+        Path, typer.Argument(help="skypilot-catalog checkout, catalogs/vN folder, vms.csv or own CSV.")
+    ],
+    provider: Annotated[
+        str | None,
+        typer.Option("--provider", help="Provider id for a single CSV whose name does not say it."),
+    ] = None,
+    json_out: JsonOption = False,
+    catalog_dir: CatalogDirOption = None,
+) -> None:
+    """Validate catalog files in the SkyPilot schema and install them as the user catalog (atomically)."""
+    from gpuwise import paths
+    from gpuwise.catalog.store import find_import_files, install_user_catalog, read_import_files
+
+    today = _today()
+    inputs = read_import_files(find_import_files(path, provider), today=today)
+    result = install_user_catalog(catalog_dir or paths.user_catalog_dir(), inputs, today=today)
+    _report_install(result, json_out, "Imported")
+
+
+@app.command("update")
+def update(
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url", help="Where catalogs/vN/<cloud>/vms.csv are served (default: skypilot-catalog)."
+        ),
+    ] = None,
+    schema_version: Annotated[
+        int | None, typer.Option("--schema-version", min=1, help="Use catalogs/vN instead of the newest.")
+    ] = None,
+    timeout_s: Annotated[float, typer.Option("--timeout-s", min=0.1, help="Timeout per download.")] = 30.0,
+    json_out: JsonOption = False,
+    catalog_dir: CatalogDirOption = None,
+) -> None:
+    """Download the current SkyPilot catalog (newest schema version) and install it as the user catalog."""
+    from gpuwise import paths
+    from gpuwise.catalog.store import DEFAULT_BASE_URL, download_catalog, install_user_catalog, urllib_fetch
+
+    today = _today()
+    version, inputs = download_catalog(
+        base_url or DEFAULT_BASE_URL, urllib_fetch(timeout_s), today=today, schema_version=schema_version
+    )
+    result = install_user_catalog(catalog_dir or paths.user_catalog_dir(), inputs, today=today)
+    _report_install(result, json_out, f"Downloaded schema v{version}")

@@ -1,0 +1,421 @@
+"""The user's catalog: import SkyPilot-schema files or download them, validate, and install atomically.
+
+A user catalog is a directory (default ``paths.user_catalog_dir()``) holding one ``<provider>.csv`` per
+provider (GPU rows only, plus GCP's host-VM rows) and ``manifest.json`` (each file's origin and collection
+date). Its providers replace the bundled providers of the same id when the catalog loads; the bundled files
+are never modified.
+
+Installing is all or nothing: every row of every file is validated first (problems are reported as
+``file:line: problem``, and nothing changes); the new catalog is written beside the old one and swapped in
+with renames; the previous catalog is kept as ``<dir>.prev``.
+
+Downloads use urllib (HTTPS; plain HTTP only to a loopback address, for tests and mirrors on the same host).
+Must not import the CLI, pydantic or anything outside the standard library and gpuwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from urllib.parse import urlparse
+
+from gpuwise.catalog.csvrows import RowProblem, read_vms_csv
+from gpuwise.catalog.offers import MANIFEST, SourceFile, SourceInfo, build_catalog
+from gpuwise.errors import CatalogError, UsageError
+
+DEFAULT_BASE_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs"
+# Clouds the SkyPilot catalog has had a vms.csv for (catalogs/v6 … v9); unknown ones are simply absent (404).
+KNOWN_CLOUDS = (
+    "aws",
+    "azure",
+    "gcp",
+    "lambda",
+    "nebius",
+    "cudo",
+    "vast",
+    "fluidstack",
+    "ibm",
+    "seeweb",
+    "oci",
+    "runpod",
+    "do",
+    "paperspace",
+    "shadeform",
+    "primeintellect",
+    "hyperstack",
+    "verda",
+    "jarvislabs",
+    "yotta",
+    "mithril",
+    "hyperbolic",
+    "lium",
+    "spheron",
+    "scp",
+)
+SCHEMA_PROBE_NEWEST = 14  # probe catalogs/v14 … v6 for the newest schema version present
+SCHEMA_PROBE_OLDEST = 6
+# GCP host-VM families kept from a full gcp vms.csv (the rest are CPU-only machines).
+_GCP_HOST_PREFIXES = ("a2-", "a3-", "a4-", "g2-", "n1-standard-", "n1-highmem-")
+_PROVIDER_ID = re.compile(r"^[a-z][a-z0-9_\-]{0,39}$")
+_MAX_LISTED_PROBLEMS = 25
+
+
+class CatalogFileError(UsageError):
+    """Catalog files with bad rows (exit 2); carries every problem as file:line."""
+
+    def __init__(self, problems: list[RowProblem]) -> None:
+        self.problems = problems
+        shown = "\n".join(f"  {p}" for p in problems[:_MAX_LISTED_PROBLEMS])
+        more = len(problems) - _MAX_LISTED_PROBLEMS
+        if more > 0:
+            shown += f"\n  … and {more} more"
+        super().__init__(
+            f"{len(problems)} problem(s) in the catalog files; nothing was changed:\n{shown}\n",
+            why="every row must follow the SkyPilot vms.csv schema (numbers where numbers belong, "
+            "a positive AcceleratorCount for every accelerator row)",
+            fix="correct the rows named above and run the command again",
+        )
+
+
+@dataclass(frozen=True)
+class CatalogInput:
+    """One provider's file to install: where it came from and its text."""
+
+    provider: str
+    origin: str  # shown with every price: "imported from …" / "downloaded from …"
+    display_name: str  # the name problems are reported under (a path or URL)
+    text: str
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    catalog_dir: Path
+    previous_dir: Path | None
+    providers: dict[str, int]  # provider -> offers after normalisation
+    rows_kept: dict[str, int]
+    collected: date
+
+
+# ---------------------------------------------------------------- finding files to import
+
+
+def _provider_id(name: str, where: Path | str) -> str:
+    pid = name.strip().lower()
+    if not _PROVIDER_ID.match(pid):
+        raise UsageError(
+            f"Cannot tell the provider of {where} (got {name!r})",
+            fix="name it with --provider, e.g. --provider lambda",
+        )
+    return pid
+
+
+def _newest_version_dir(catalogs: Path) -> Path | None:
+    versions = []
+    for child in catalogs.iterdir():
+        m = re.fullmatch(r"v(\d+)", child.name)
+        if m and child.is_dir() and any(child.glob("*/vms.csv")):
+            versions.append((int(m.group(1)), child))
+    return max(versions)[1] if versions else None
+
+
+def find_import_files(path: Path, provider: str | None = None) -> list[tuple[str, Path]]:
+    """(provider, file) pairs for ``gpuwise catalog import PATH``.
+
+    PATH may be a skypilot-catalog checkout (its newest ``catalogs/vN`` is used, one ``<cloud>/vms.csv`` per
+    provider), a ``catalogs/vN`` folder, a ``<cloud>/`` folder or its ``vms.csv``, or the user's own CSV in
+    that schema (its provider from ``--provider`` or the file name).
+    """
+    if not path.exists():
+        raise UsageError(
+            f"{path} does not exist", fix="give a skypilot-catalog checkout, a folder or a CSV file"
+        )
+    if path.is_file():
+        if provider:
+            return [(_provider_id(provider, path), path)]
+        name = path.parent.name if path.name == "vms.csv" else path.stem
+        return [(_provider_id(name, path), path)]
+    if provider and (path / "vms.csv").is_file():
+        return [(_provider_id(provider, path), path / "vms.csv")]
+    if (path / "vms.csv").is_file():
+        return [(_provider_id(path.name, path), path / "vms.csv")]
+    base = path
+    if (path / "catalogs").is_dir():
+        newest = _newest_version_dir(path / "catalogs")
+        if newest is None:
+            raise UsageError(
+                f"{path / 'catalogs'} holds no vN/<cloud>/vms.csv files", fix="check the checkout"
+            )
+        base = newest
+    elif re.fullmatch(r"v\d+", path.name) is None and not any(path.glob("*/vms.csv")):
+        csvs = sorted(path.glob("*.csv"))
+        if not csvs:
+            raise UsageError(
+                f"{path} holds no catalog files",
+                fix="give a skypilot-catalog checkout, catalogs/vN folder, vms.csv or a CSV in that schema",
+            )
+        if provider and len(csvs) > 1:
+            raise UsageError("--provider names one provider but the folder holds several CSV files")
+        return [(_provider_id(provider or c.stem, c), c) for c in csvs]
+    found = [(_provider_id(d.parent.name, d), d) for d in sorted(base.glob("*/vms.csv"))]
+    if not found:
+        raise UsageError(f"{base} holds no <cloud>/vms.csv files", fix="check the path")
+    return found
+
+
+def read_import_files(pairs: list[tuple[str, Path]], *, today: date) -> list[CatalogInput]:
+    inputs = []
+    for provider, file in pairs:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"Cannot read {file}: {exc}", fix="check the file and its permissions") from exc
+        inputs.append(
+            CatalogInput(
+                provider=provider,
+                origin=f"imported from {file} on {today.isoformat()}; the file carries no price date",
+                display_name=str(file),
+                text=text,
+            )
+        )
+    return inputs
+
+
+# ---------------------------------------------------------------- downloading
+
+
+Fetch = Callable[[str], "bytes | None"]  # URL -> body, None for 404; raises CatalogError otherwise
+
+
+def check_base_url(base_url: str) -> str:
+    parsed = urlparse(base_url)
+    loopback = parsed.hostname in ("127.0.0.1", "localhost", "::1")
+    if parsed.scheme != "https" and not (parsed.scheme == "http" and loopback):
+        raise UsageError(
+            f"--base-url {base_url!r} must be an https:// URL (plain http only to a loopback address)",
+            fix=f"use the default {DEFAULT_BASE_URL} or an https mirror",
+        )
+    return base_url.rstrip("/")
+
+
+def urllib_fetch(timeout_s: float) -> Fetch:
+    """A fetcher over urllib: body bytes, None for HTTP 404, CatalogError for anything else."""
+    import urllib.error
+    import urllib.request
+
+    def fetch(url: str) -> bytes | None:
+        request = urllib.request.Request(url, headers={"User-Agent": "gpuwise-catalog-update"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s) as response:
+                body: bytes = response.read()
+                return body
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise CatalogError(
+                f"Download of {url} failed: HTTP {exc.code}",
+                why="the catalog server refused or failed the request; nothing was changed",
+                fix="try again later, or pass --base-url of a mirror",
+            ) from exc
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise CatalogError(
+                f"Download of {url} failed: {reason}",
+                why="the network or the catalog server is unreachable; nothing was changed",
+                fix="check the connection, or import a local checkout with `gpuwise catalog import PATH`",
+            ) from exc
+
+    return fetch
+
+
+def download_catalog(
+    base_url: str, fetch: Fetch, *, today: date, schema_version: int | None = None
+) -> tuple[int, list[CatalogInput]]:
+    """The newest schema version's vms.csv of every known cloud (a cloud missing there is taken from the
+    version before). Raises CatalogError when nothing is found or a download fails."""
+    base = check_base_url(base_url)
+    version = schema_version
+    if version is None:
+        for candidate in range(SCHEMA_PROBE_NEWEST, SCHEMA_PROBE_OLDEST - 1, -1):
+            if any(
+                fetch(f"{base}/v{candidate}/{cloud}/vms.csv") is not None
+                for cloud in ("aws", "gcp", "lambda")
+            ):
+                version = candidate
+                break
+        if version is None:
+            raise CatalogError(
+                f"No catalog found under {base} (looked for v{SCHEMA_PROBE_NEWEST}…v{SCHEMA_PROBE_OLDEST})",
+                why="the base URL does not serve the skypilot-catalog layout catalogs/vN/<cloud>/vms.csv",
+                fix=f"check --base-url (default {DEFAULT_BASE_URL})",
+            )
+    inputs: list[CatalogInput] = []
+    for cloud in KNOWN_CLOUDS:
+        for v in (version, version - 1):
+            url = f"{base}/v{v}/{cloud}/vms.csv"
+            body = fetch(url)
+            if body is None:
+                continue
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise CatalogError(f"{url} is not UTF-8 text", fix="check --base-url") from exc
+            inputs.append(
+                CatalogInput(
+                    provider=cloud,
+                    origin=f"downloaded from {url} on {today.isoformat()}; the file carries no price date",
+                    display_name=url,
+                    text=text,
+                )
+            )
+            break
+    if not inputs:
+        raise CatalogError(f"No vms.csv found under {base}/v{version}", fix="check --base-url")
+    return version, inputs
+
+
+# ---------------------------------------------------------------- validating and installing
+
+
+def _gpu_rows_only(provider: str, text: str, display_name: str) -> tuple[str, int, list[RowProblem]]:
+    """Validate every row; return the CSV text reduced to accelerator rows (plus GCP host rows)."""
+    rows, problems = read_vms_csv(text, display_name, strict=True)
+    if problems:
+        return "", 0, problems
+    first_line = text.lstrip("\ufeff").splitlines()[0] if text.strip() else ""
+    header = next(csv.reader([first_line]))
+    header = [h.strip() for h in header]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    kept = 0
+    for row in rows:
+        f = row.fields
+        has_gpu = bool(f.get("AcceleratorName", "").strip())
+        is_gcp_host = provider == "gcp" and f.get("InstanceType", "").strip().startswith(_GCP_HOST_PREFIXES)
+        if has_gpu or is_gcp_host:
+            writer.writerow([f.get(h, "") for h in header])
+            kept += has_gpu
+    if kept == 0:
+        return "", 0, [RowProblem(display_name, 1, "no GPU rows (every AcceleratorName is empty)")]
+    return out.getvalue(), kept, []
+
+
+def _read_manifest(catalog_dir: Path) -> dict[str, dict[str, object]]:
+    try:
+        data = json.loads((catalog_dir / MANIFEST).read_text(encoding="utf-8"))
+        providers = data["providers"]
+        return {str(k): dict(v) for k, v in providers.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def install_user_catalog(catalog_dir: Path, inputs: list[CatalogInput], *, today: date) -> InstallResult:
+    """Validate ``inputs``, then replace the user catalog in one swap, keeping the old one as ``.prev``.
+
+    Providers already in the user catalog and not in ``inputs`` are carried over. Raises CatalogFileError
+    (nothing changed) when any row is bad.
+    """
+    problems: list[RowProblem] = []
+    reduced: dict[str, tuple[CatalogInput, str, int]] = {}
+    for item in inputs:
+        text, kept, found = _gpu_rows_only(item.provider, item.text, item.display_name)
+        problems.extend(found)
+        if not found:
+            reduced[item.provider] = (item, text, kept)
+    if problems:
+        raise CatalogFileError(problems)
+
+    catalog_dir = catalog_dir.expanduser()
+    parent = catalog_dir.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{catalog_dir.name}.new-", dir=parent))
+    except OSError as exc:
+        raise CatalogError(f"Cannot create the catalog directory next to {catalog_dir}: {exc}") from exc
+    try:
+        manifest: dict[str, dict[str, object]] = {}
+        old = _read_manifest(catalog_dir) if catalog_dir.is_dir() else {}
+        for provider, entry in old.items():
+            if provider in reduced:
+                continue
+            name = str(entry.get("file", ""))
+            if name and (catalog_dir / name).is_file():
+                shutil.copy2(catalog_dir / name, tmp / name)
+                manifest[provider] = entry
+        rows_kept: dict[str, int] = {}
+        for provider, (item, text, kept) in reduced.items():
+            name = f"{provider}.csv"
+            (tmp / name).write_text(text, encoding="utf-8")
+            rows_kept[provider] = kept
+            manifest[provider] = {
+                "file": name,
+                "price_as_of": today.isoformat(),
+                "date_exact": False,
+                "origin": item.origin,
+                "gpu_rows": kept,
+            }
+        doc = {"format": 1, "written": today.isoformat(), "providers": dict(sorted(manifest.items()))}
+        (tmp / MANIFEST).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        # Build it once before swapping in: a catalog that cannot load must never replace a working one.
+        files = [
+            SourceFile(
+                SourceInfo(
+                    file=str(e["file"]),
+                    provider=p,
+                    price_as_of=date.fromisoformat(str(e["price_as_of"])),
+                    date_exact=bool(e.get("date_exact", False)),
+                    origin=str(e.get("origin", "")),
+                ),
+                (tmp / str(e["file"])).read_text(encoding="utf-8"),
+            )
+            for p, e in manifest.items()
+        ]
+        built = build_catalog(files, location=str(catalog_dir))
+        previous = _swap_in(tmp, catalog_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    from gpuwise.catalog import offers
+
+    offers._CACHE.clear()
+    return InstallResult(
+        catalog_dir=catalog_dir,
+        previous_dir=previous,
+        providers={p: built.stats.offers_by_provider.get(p, 0) for p in manifest},
+        rows_kept=rows_kept,
+        collected=today,
+    )
+
+
+def _swap_in(new_dir: Path, catalog_dir: Path) -> Path | None:
+    """Put ``new_dir`` at ``catalog_dir``; the old one becomes ``<name>.prev`` (an older .prev is removed)."""
+    prev = catalog_dir.with_name(catalog_dir.name + ".prev")
+    had_old = catalog_dir.exists()
+    try:
+        if had_old:
+            if prev.exists():
+                shutil.rmtree(prev)
+            catalog_dir.replace(prev)
+        try:
+            new_dir.replace(catalog_dir)
+        except OSError:
+            if had_old:
+                with contextlib.suppress(OSError):
+                    prev.replace(catalog_dir)
+            raise
+    except OSError as exc:
+        raise CatalogError(
+            f"Cannot install the new catalog at {catalog_dir}: {exc}",
+            why="a rename in the user data directory failed; the previous catalog is still in place",
+            fix="check the directory's permissions and free space",
+        ) from exc
+    return prev if had_old else None
