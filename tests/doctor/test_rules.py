@@ -380,6 +380,8 @@ def test_jupyter_with_token_on_network_is_info(tables: Tables) -> None:
         ("Failed to initialize NVML: Driver/library version mismatch", "driver.library_mismatch"),
         ("NVML library version: 550.54", "driver.nvml_error"),
         ("No devices were found", "gpu.none_found"),
+        ("No NVIDIA driver found (Is this a GPU machine?)", "driver.missing"),
+        ("NVML and the loaded NVIDIA kernel module are different versions", "driver.library_mismatch"),
         ("Unable to determine the device handle for GPU0000:07:00.0: Unknown Error", "gpu.lost"),
         ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver", "driver.missing"),
     ],

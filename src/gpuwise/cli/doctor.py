@@ -1,7 +1,312 @@
-"""`gpuwise doctor` (placeholder until the capability lands)."""
+"""`gpuwise doctor`: diagnose a GPU machine (driver, CUDA, frameworks, GPU health, container, security).
+
+Prints findings grouped by severity with their fixes and a one-line verdict, or `--json` (CONTRACTS §5).
+Exit 0 when nothing is an error, 1 otherwise, 2 for bad input. `--fingerprint` / `--compare` describe and
+compare nodes for multi-node jobs. Top-level imports stay cheap: the doctor's modules load inside the command.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
-def doctor() -> None:
-    """(doctor: not yet available)"""
+import typer
+
+if TYPE_CHECKING:
+    from gpuwise.doctor.facts import Facts
+    from gpuwise.doctor.fingerprint import Difference
+    from gpuwise.doctor.rules import Finding
+
+
+def doctor(  # noqa: PLR0917 - typer passes each option as a parameter
+    replay: Annotated[
+        Path | None,
+        typer.Option(
+            "--replay",
+            help="Diagnose a recording (nvidia-smi XML/-q/table/error text, kernel log, "
+            "capture, CSV, or a folder of them) instead of this machine.",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print findings, GPUs and facts as JSON.")] = False,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Also list the checks that ran and passed.")
+    ] = False,
+    path: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--path", help="A dataset or checkpoint directory whose free space to check (repeatable)."
+        ),
+    ] = None,
+    python: Annotated[
+        str | None,
+        typer.Option(
+            "--python", help="Inspect the frameworks of this Python interpreter (default: gpuwise's own)."
+        ),
+    ] = None,
+    timeout_s: Annotated[
+        float, typer.Option("--timeout-s", min=1.0, help="Seconds each framework may take to import.")
+    ] = 20.0,
+    fingerprint: Annotated[
+        bool,
+        typer.Option(
+            "--fingerprint",
+            help="Print this node's fingerprint (driver, CUDA, frameworks, NCCL, "
+            "GPUs) as JSON, for --compare.",
+        ),
+    ] = False,
+    compare: Annotated[
+        tuple[Path, Path] | None,
+        typer.Option(
+            "--compare",
+            help="Compare two fingerprint files (A.json B.json); exit 1 when they differ "
+            "in what multi-node jobs need identical.",
+        ),
+    ] = None,
+) -> None:
+    """Diagnose this GPU machine: why can't PyTorch see my GPU, and how do I fix it?
+
+    Checks the driver, CUDA and frameworks, GPU health (throttling, ECC, row remapping, Xid errors, PCIe),
+    container GPU access, /dev/shm and disk space, and exposed Jupyter/SSH settings. Never needs root: what
+    it cannot read, it says.
+    """
+    if compare is not None:
+        _compare(compare[0], compare[1], as_json)
+        return
+
+    from gpuwise.doctor.rules import diagnose
+    from gpuwise.doctor.tables import load_tables
+
+    facts = _facts(replay, path, python, timeout_s)
+    if fingerprint:
+        from gpuwise.cli.output import print_json
+        from gpuwise.doctor.fingerprint import fingerprint as make_fingerprint
+
+        print_json(make_fingerprint(facts))
+        return
+    findings = diagnose(facts, load_tables())
+    shown = [f for f in findings if show_all or f.severity != "ok"]
+    if as_json:
+        from gpuwise.cli.output import print_json
+
+        print_json({"findings": shown, "gpus": _gpus_json(facts), "facts": _facts_json(facts)})
+    else:
+        _print_report(facts, shown, findings)
+    if any(f.severity == "error" for f in findings):
+        raise typer.Exit(code=1)
+
+
+def _facts(replay: Path | None, paths: list[Path] | None, python: str | None, timeout_s: float) -> Facts:
+    if replay is not None:
+        from gpuwise.doctor.replay import load_replay_facts
+
+        return load_replay_facts(replay)
+    from gpuwise.doctor.live import LiveOptions, gather_facts
+
+    return gather_facts(LiveOptions(paths=tuple(paths or ()), python=python, framework_timeout_s=timeout_s))
+
+
+# ------------------------------------------------------------------------------------------------ JSON
+
+
+def _gpus_json(facts: Facts) -> list[dict[str, Any]]:
+    """The latest snapshot's GPUs: each reading as its value or null; why a reading failed in `failed`."""
+    from dataclasses import fields
+
+    from gpuwise.cli.output import to_jsonable
+    from gpuwise.gpu.sample import Failed, NotSupported
+
+    latest = facts.gpus.latest if facts.gpus is not None else None
+    if latest is None:
+        return []
+    out = []
+    for sample in latest.samples:
+        row: dict[str, Any] = {}
+        failed: dict[str, str] = {}
+        for f in fields(sample):
+            if f.name == "extra":
+                continue
+            value = getattr(sample, f.name)
+            if isinstance(value, Failed):
+                failed[f.name] = value.why
+                value = None
+            elif isinstance(value, NotSupported):
+                value = None
+            row[f.name] = _plain(to_jsonable(value))
+        row["failed"] = failed
+        out.append(row)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """Nested readings (MIG devices, processes): NotSupported serialises as {} and Failed as {"why"}: null."""
+    if isinstance(value, dict):
+        if not value or set(value) == {"why"}:
+            return None
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _facts_json(facts: Facts) -> dict[str, Any]:
+    from dataclasses import fields
+
+    from gpuwise.cli.output import to_jsonable
+
+    out: dict[str, Any] = {}
+    for f in fields(facts):
+        value = getattr(facts, f.name)
+        if f.name == "gpus":
+            latest = value.latest if value is not None else None
+            out["gpu_reader"] = (
+                None
+                if value is None
+                else {
+                    "source": value.source,
+                    "snapshots": len(value.snapshots),
+                    "errors": list(value.all_errors()),
+                    "driver_version": to_jsonable(latest.driver_version) if latest else None,
+                    "cuda_driver_version": to_jsonable(latest.cuda_driver_version) if latest else None,
+                }
+            )
+            for key in ("driver_version", "cuda_driver_version"):
+                if out["gpu_reader"] is not None and not isinstance(out["gpu_reader"][key], str):
+                    out["gpu_reader"][key] = None
+            continue
+        out[f.name] = to_jsonable(value)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ text
+
+_STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan", "ok": "green"}
+_HEADING = {"error": "Errors", "warn": "Warnings", "info": "Notes", "ok": "Passed"}
+
+
+def _print_report(facts: Facts, shown: list[Finding], findings: list[Finding]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from gpuwise.cli.output import console
+    from gpuwise.doctor.rules import gpu_count, verdict
+
+    where = f"recording {facts.replay_path}" if facts.replay_path else "this machine"
+    gpus = facts.gpus
+    reader = f"{gpu_count(gpus)} GPU(s) via {gpus.source}" if gpus is not None else "GPUs not read"
+    console.print(Text(f"gpuwise doctor: {where} — {reader}", style="bold"))
+    for severity in ("error", "warn", "info", "ok"):
+        group = [f for f in shown if f.severity == severity]
+        if not group:
+            continue
+        table = Table(
+            title=f"{_HEADING[severity]} ({len(group)})",
+            title_style=_STYLE[severity],
+            title_justify="left",
+            show_lines=True,
+            expand=True,
+        )
+        table.add_column("id", style=_STYLE[severity], no_wrap=True)
+        table.add_column("finding and evidence", ratio=3)
+        table.add_column("fix", ratio=3)
+        for f in group:
+            body = Text(f.title)
+            if f.evidence:
+                body.append("\n" + f.evidence, style="dim")
+            table.add_row(f.id, body, Text(f.fix))
+        console.print(table)
+    if facts.unreadable:
+        console.print(Text("Could not read (these checks did not run):", style="bold"))
+        for line in facts.unreadable:
+            console.print(Text(f"  - {line}"))
+    line = verdict(findings)
+    style = "bold red" if line.startswith("NOT OK") else ("yellow" if "warning" in line else "bold green")
+    console.print(Text(f"Verdict: {line}", style=style))
+
+
+# ------------------------------------------------------------------------------------------------ compare
+
+
+def _load_fingerprint(path: Path) -> dict[str, Any]:
+    from gpuwise.doctor.fingerprint import SCHEMA
+    from gpuwise.errors import UsageError
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(
+            f"Cannot read fingerprint {path}",
+            why=exc.strerror or str(exc),
+            fix="give files written by: gpuwise doctor --fingerprint > node.json",
+        ) from exc
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UsageError(
+            f"{path} is not JSON",
+            why=str(exc),
+            fix="give files written by: gpuwise doctor --fingerprint > node.json",
+        ) from exc
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise UsageError(
+            f"{path} is not a gpuwise fingerprint",
+            why=f'no "schema": "{SCHEMA}" in it',
+            fix="give files written by: gpuwise doctor --fingerprint > node.json",
+        )
+    return data
+
+
+def _compare(a_path: Path, b_path: Path, as_json: bool) -> None:
+    from gpuwise.doctor.fingerprint import compare
+
+    a, b = _load_fingerprint(a_path), _load_fingerprint(b_path)
+    diffs = compare(a, b)
+    blocking = [d for d in diffs if d.must_match]
+    if as_json:
+        from gpuwise.cli.output import print_json
+
+        print_json(
+            {"a": str(a_path), "b": str(b_path), "identical_where_needed": not blocking, "differences": diffs}
+        )
+    else:
+        _print_compare(a_path, b_path, diffs, blocking)
+    if blocking:
+        raise typer.Exit(code=1)
+
+
+def _print_compare(a_path: Path, b_path: Path, diffs: list[Difference], blocking: list[Difference]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from gpuwise.cli.output import console
+
+    if not diffs:
+        console.print(Text(f"{a_path} and {b_path}: identical", style="bold green"))
+        return
+    table = Table(title="Fingerprint differences", title_justify="left")
+    table.add_column("field", no_wrap=True)
+    table.add_column(str(a_path))
+    table.add_column(str(b_path))
+    table.add_column("multi-node jobs need it identical")
+    for d in diffs:
+        style = "red" if d.must_match else ""
+        table.add_row(Text(d.key, style=style), _show(d.a), _show(d.b), "yes" if d.must_match else "no")
+    console.print(table)
+    if blocking:
+        console.print(
+            Text(
+                f"Differ in {len(blocking)} field(s) multi-node jobs need identical: "
+                + ", ".join(d.key for d in blocking),
+                style="bold red",
+            )
+        )
+    else:
+        console.print(
+            Text("Compatible: only fields that may differ between nodes differ", style="bold green")
+        )
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "—"
+    return str(value)

@@ -99,9 +99,10 @@ def check_replay(facts: Facts, _tables: Tables) -> list[Finding]:
 
 # ---------------------------------------------------------------------------------------------- driver
 
-_MISMATCH = re.compile(r"version mismatch", re.I)
+_MISMATCH = re.compile(r"version mismatch|kernel module are different versions", re.I)
 _NO_DRIVER = re.compile(
-    r"couldn't communicate with the nvidia driver|driver not loaded|nvidia kernel module.*not loaded"
+    r"couldn't communicate with the nvidia driver|driver not loaded|no nvidia driver found"
+    r"|nvidia kernel module.*not loaded"
     r"|nvml shared library not found|libnvidia-ml\.so.*(not found|cannot open)"
     r"|nvidia-smi.*(not found|no such file)",
     re.I,
@@ -178,7 +179,10 @@ def check_driver(facts: Facts, _tables: Tables) -> list[Finding]:
     by_id: dict[str, list[str]] = {}
     for text in errors:
         by_id.setdefault(classify_error(text), []).append(text)
+    any_lost_sample = gpus is not None and any(s.lost for snap in gpus.snapshots for s in snap.samples)
     for rule_id, texts in by_id.items():
+        if rule_id == "gpu.lost" and any_lost_sample:
+            continue  # check_lost reports it per GPU
         title, fix = _ERROR_TEXT[rule_id]
         if rule_id == "gpu.lost":
             buses = [m.group(1) for t in texts if (m := _BUS_ID.search(t))]

@@ -1,0 +1,675 @@
+"""Live fact gatherers: the doctor's edge. Each reads one thing, never needs root, never hangs, and says
+what it could not read instead of failing.
+
+Every gatherer takes its roots and paths as arguments (a fake /proc or /etc in tests) and returns facts plus
+a list of "what could not be read" lines. Subprocesses always run with a timeout. Frameworks (torch,
+tensorflow, jax) are imported only in a child process, so a hung driver cannot hang the doctor.
+Must not import pynvml, torch or any framework at module level.
+"""
+
+from __future__ import annotations
+
+import glob
+import ipaddress
+import json
+import os
+import platform
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from gpuwise.doctor.facts import (
+    ContainerFacts,
+    DriverFacts,
+    FrameworkFacts,
+    KeyFileFact,
+    ListeningSocket,
+    SpaceFacts,
+    SshdFacts,
+    WebService,
+    XidFact,
+)
+
+Unreadable = list[str]
+
+# ----------------------------------------------------------------------------------------------- driver
+
+_MODULE_VERSION = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+)+)")
+_NVIDIA_VENDOR = "0x10de"
+
+
+def gather_driver(
+    proc_root: Path = Path("/proc"), sys_root: Path = Path("/sys")
+) -> tuple[DriverFacts, Unreadable]:
+    """The loaded kernel module (/proc/driver/nvidia/version) and NVIDIA GPUs on the PCI bus (sysfs)."""
+    unreadable: Unreadable = []
+    line: str | None = None
+    version: str | None = None
+    path = proc_root / "driver" / "nvidia" / "version"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        line = next((ln.strip() for ln in text.splitlines() if ln.strip()), None)
+        match = _MODULE_VERSION.search(text)
+        version = match.group(1) if match else None
+    except FileNotFoundError:
+        pass  # no module loaded: a fact, not a failure to read
+    except OSError as exc:
+        unreadable.append(f"{path}: {exc.strerror}")
+
+    pci: int | None = None
+    devices = sys_root / "bus" / "pci" / "devices"
+    try:
+        count = 0
+        for device in devices.iterdir():
+            try:
+                vendor = (device / "vendor").read_text().strip().lower()
+                klass = (device / "class").read_text().strip().lower()
+            except OSError:
+                continue
+            # 0x0300xx VGA, 0x0302xx 3D controller; NVSwitches (0x0680xx) are not GPUs.
+            if vendor == _NVIDIA_VENDOR and klass.startswith(("0x0300", "0x0302")):
+                count += 1
+        pci = count
+    except OSError as exc:
+        unreadable.append(
+            f"{devices}: {exc.strerror or exc} (cannot tell whether NVIDIA hardware is present)"
+        )
+    return DriverFacts(
+        proc_version_line=line, kernel_module_version=version, nvidia_pci_devices=pci
+    ), unreadable
+
+
+# ----------------------------------------------------------------------------------------------- kernel log
+
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\):\s*(\d+)(?:,\s*(.*))?")
+
+Runner = Callable[[Sequence[str], float], tuple[int, str, str]]
+
+
+def run_command(argv: Sequence[str], timeout_s: float) -> tuple[int, str, str]:
+    """Run a program with a timeout: (exit code, stdout, stderr). A missing program or a timeout is an
+    exit code of 127 or 124 with the reason in stderr, never an exception."""
+    try:
+        done = subprocess.run(
+            list(argv),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            errors="replace",
+        )
+    except FileNotFoundError:
+        return 127, "", f"{argv[0]}: not installed"
+    except subprocess.TimeoutExpired:
+        return 124, "", f"{argv[0]}: timed out after {timeout_s:.0f} s"
+    except OSError as exc:
+        return 126, "", f"{argv[0]}: {exc.strerror}"
+    return done.returncode, done.stdout, done.stderr
+
+
+def parse_xid_lines(text: str) -> tuple[XidFact, ...]:
+    """`NVRM: Xid (PCI:0000:9b:00): 119, pid=…, name=…, message` lines of a kernel log."""
+    events = []
+    for line in text.splitlines():
+        match = _XID.search(line)
+        if match:
+            events.append(XidFact(int(match.group(2)), match.group(1), (match.group(3) or "").strip(), line))
+    return tuple(events)
+
+
+def gather_kernel_xids(
+    run: Runner = run_command, timeout_s: float = 3.0
+) -> tuple[tuple[XidFact, ...] | None, Unreadable]:
+    """Xid lines from `dmesg`, else the kernel journal; None (and why) when neither is readable."""
+    why: Unreadable = []
+    for argv in (["dmesg"], ["journalctl", "-k", "-b", "--no-pager", "-q", "-o", "short"]):
+        code, out, err = run(argv, timeout_s)
+        if code == 0 and out.strip():
+            return parse_xid_lines(out), []
+        reason = (err.strip().splitlines() or [f"exit {code}" if code else "no output"])[-1]
+        why.append(f"{argv[0]}: {reason}")
+    return None, ["kernel log (Xid errors): " + "; ".join(why) + " (try: sudo dmesg | grep Xid)"]
+
+
+# ----------------------------------------------------------------------------------------------- frameworks
+
+FRAMEWORKS = {"pytorch": "torch", "tensorflow": "tensorflow", "jax": "jax"}
+
+# Runs in a child interpreter: imports one framework and prints one JSON object. Warnings are captured so
+# "CUDA initialization: …" explanations reach the doctor.
+_PROBE = r"""
+import json, sys, warnings
+name = sys.argv[1]
+out = {"name": name}
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    try:
+        if name == "pytorch":
+            import torch
+            out["version"] = torch.__version__
+            out["cuda_version"] = torch.version.cuda
+            try:
+                out["cudnn_version"] = str(torch.backends.cudnn.version())
+            except Exception:
+                pass
+            try:
+                out["arch_list"] = list(torch._C._cuda_getArchFlags().split()) if torch.version.cuda else None
+            except Exception:
+                out["arch_list"] = None
+            try:
+                v = torch.cuda.nccl.version()
+                out["nccl_version"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+            except Exception:
+                pass
+            out["cuda_available"] = bool(torch.cuda.is_available())
+            if out["cuda_available"]:
+                n = torch.cuda.device_count()
+                out["device_count"] = n
+                out["device_capabilities"] = ["%d.%d" % torch.cuda.get_device_capability(i) for i in range(n)]
+                if not out.get("arch_list"):
+                    out["arch_list"] = torch.cuda.get_arch_list()
+        elif name == "tensorflow":
+            import tensorflow as tf
+            out["version"] = tf.__version__
+            info = tf.sysconfig.get_build_info()
+            out["cuda_version"] = info.get("cuda_version")
+            out["cudnn_version"] = info.get("cudnn_version")
+            gpus = tf.config.list_physical_devices("GPU")
+            out["device_count"] = len(gpus)
+            out["cuda_available"] = bool(gpus) if info.get("is_cuda_build") else None
+        elif name == "jax":
+            import jax
+            out["version"] = jax.__version__
+            try:
+                devices = jax.devices("gpu")
+                out["device_count"] = len(devices)
+                out["cuda_available"] = True
+                out["device_capabilities"] = [
+                    d.compute_capability for d in devices if hasattr(d, "compute_capability")
+                ]
+            except Exception as exc:
+                out["cuda_available"] = False
+                out["cuda_error"] = str(exc).splitlines()[0][:300]
+            from importlib import metadata
+            for major in ("13", "12"):
+                try:
+                    metadata.version("jax-cuda%s-plugin" % major)
+                    out["cuda_version"] = major
+                    break
+                except Exception:
+                    pass
+    except Exception as exc:
+        out["error"] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0][:300] if str(exc) else "")
+texts = [str(w.message).splitlines()[0][:300] for w in caught if "CUDA" in str(w.message)]
+if texts and "cuda_error" not in out:
+    out["cuda_error"] = texts[0]
+print(json.dumps(out))
+"""
+
+
+def _nccl_from_wheels() -> str | None:
+    """NCCL as installed by pip (nvidia-nccl-cu12/-cu13): cheap, no import."""
+    from importlib import metadata
+
+    for name in ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11"):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def gather_frameworks(
+    python: str | None = None,
+    timeout_s: float = 20.0,
+    is_installed: Callable[[str], bool] | None = None,
+) -> tuple[tuple[FrameworkFacts, ...], Unreadable]:
+    """Probe each installed framework in its own child interpreter, all at once, under one deadline.
+
+    ``python`` defaults to this interpreter (then `importlib.util.find_spec` decides cheaply what is
+    installed); another interpreter is asked about every framework.
+    """
+    import importlib.util
+
+    interpreter = python or sys.executable
+    if is_installed is None:
+        if python is None:
+
+            def is_installed(module: str) -> bool:
+                return importlib.util.find_spec(module) is not None
+        else:
+
+            def is_installed(_module: str) -> bool:
+                return True
+
+    names = [name for name, module in FRAMEWORKS.items() if is_installed(module)]
+    procs: dict[str, subprocess.Popen[str]] = {}
+    results: list[FrameworkFacts] = []
+    unreadable: Unreadable = []
+    for name in names:
+        try:
+            procs[name] = subprocess.Popen(
+                [interpreter, "-c", _PROBE, name],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                errors="replace",
+                env={**os.environ, "PYTHONWARNINGS": "ignore", "TF_CPP_MIN_LOG_LEVEL": "3"},
+            )
+        except OSError as exc:
+            unreadable.append(f"{name}: cannot start {interpreter}: {exc.strerror}")
+    deadline = time.monotonic() + timeout_s
+    nccl_wheel = _nccl_from_wheels() if python is None else None
+    for name, proc in procs.items():
+        try:
+            out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            results.append(
+                FrameworkFacts(
+                    name,
+                    None,
+                    error=f"importing {FRAMEWORKS[name]} and initialising CUDA took over "
+                    f"{timeout_s:.0f} s (a hung driver or a very slow import)",
+                )
+            )
+            continue
+        fact = _framework_from_json(name, out, err, proc.returncode)
+        if name == "pytorch" and fact.nccl_version is None and nccl_wheel:
+            fact = FrameworkFacts(**{**vars(fact), "nccl_version": nccl_wheel})
+        results.append(fact)
+    return tuple(results), unreadable
+
+
+def _framework_from_json(name: str, out: str, err: str, code: int | None) -> FrameworkFacts:
+    last = next((ln for ln in reversed(out.splitlines()) if ln.startswith("{")), None)
+    if last is None:
+        tail = (err.strip().splitlines() or [f"exit code {code}"])[-1]
+        return FrameworkFacts(name, None, error=f"probe printed nothing: {tail[:300]}")
+    try:
+        data = json.loads(last)
+    except json.JSONDecodeError:
+        return FrameworkFacts(name, None, error="probe output was not JSON")
+
+    def text(key: str) -> str | None:
+        value = data.get(key)
+        return None if value in (None, "", "None") else str(value)
+
+    arch = data.get("arch_list")
+    caps = data.get("device_capabilities") or []
+    available = data.get("cuda_available")
+    count = data.get("device_count")
+    return FrameworkFacts(
+        name=name,
+        version=text("version"),
+        cuda_version=text("cuda_version"),
+        cudnn_version=text("cudnn_version"),
+        nccl_version=text("nccl_version"),
+        arch_list=tuple(str(a) for a in arch) if isinstance(arch, list) and arch else None,
+        cuda_available=available if isinstance(available, bool) else None,
+        device_count=count if isinstance(count, int) else None,
+        device_capabilities=tuple(str(c) for c in caps),
+        cuda_error=text("cuda_error"),
+        error=text("error"),
+    )
+
+
+# ----------------------------------------------------------------------------------------------- container
+
+_CGROUP_MARKERS = ("docker", "kubepods", "containerd", "libpod", "lxc", "crio")
+
+
+def gather_container(
+    root: Path = Path("/"),
+    env: Mapping[str, str] | None = None,
+    which: Callable[[str], str | None] = shutil.which,
+) -> tuple[ContainerFacts, Unreadable]:
+    environ = os.environ if env is None else env
+    markers: list[str] = []
+    unreadable: Unreadable = []
+    for marker in (".dockerenv", "run/.containerenv"):
+        if (root / marker).exists():
+            markers.append("/" + marker)
+    cgroup = root / "proc" / "1" / "cgroup"
+    try:
+        text = cgroup.read_text(encoding="utf-8", errors="replace")
+        found = sorted({m for m in _CGROUP_MARKERS if m in text})
+        markers.extend(f"cgroup: {m}" for m in found)
+    except OSError as exc:
+        unreadable.append(f"{cgroup}: {exc.strerror}")
+    if environ.get("KUBERNETES_SERVICE_HOST"):
+        markers.append("KUBERNETES_SERVICE_HOST set")
+    if environ.get("container"):
+        markers.append(f"container={environ['container']}")
+    nodes = tuple(sorted("/" + str(p.relative_to(root)) for p in (root / "dev").glob("nvidia*")))
+    toolkit = next((path for prog in ("nvidia-container-cli", "nvidia-ctk") if (path := which(prog))), None)
+    if toolkit is None and (root / "etc" / "nvidia-container-runtime" / "config.toml").exists():
+        toolkit = "/etc/nvidia-container-runtime/config.toml"
+    return (
+        ContainerFacts(
+            in_container=bool(markers),
+            markers=tuple(markers),
+            nvidia_device_nodes=nodes,
+            nvidia_visible_devices=environ.get("NVIDIA_VISIBLE_DEVICES"),
+            toolkit=toolkit,
+        ),
+        unreadable,
+    )
+
+
+# ----------------------------------------------------------------------------------------------- space
+
+
+def gather_space(path: Path, role: str) -> tuple[SpaceFacts | None, Unreadable]:
+    try:
+        st = os.statvfs(path)
+    except OSError as exc:
+        return None, [f"{role} {path}: {exc.strerror}"]
+    return SpaceFacts(str(path), role, st.f_frsize * st.f_blocks, st.f_frsize * st.f_bavail), []
+
+
+# ----------------------------------------------------------------------------------------------- sockets
+
+_LISTEN = "0A"
+
+
+def _decode_address(hex_addr: str) -> str:
+    raw = bytes.fromhex(hex_addr)
+    # /proc/net/tcp{,6} prints each 32-bit word in host (little-endian) byte order.
+    fixed = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    return str(ipaddress.ip_address(fixed))
+
+
+def _is_loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped.is_loopback
+    return ip.is_loopback
+
+
+def parse_proc_net_tcp(text: str) -> list[ListeningSocket]:
+    """LISTEN sockets of one /proc/net/tcp or tcp6 table."""
+    out = []
+    for line in text.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) < 4 or fields[3] != _LISTEN:
+            continue
+        try:
+            addr_hex, port_hex = fields[1].split(":")
+            address = _decode_address(addr_hex)
+            port = int(port_hex, 16)
+        except ValueError:
+            continue
+        out.append(ListeningSocket(address, port, _is_loopback(address)))
+    return out
+
+
+def gather_listening(
+    proc_root: Path = Path("/proc"),
+) -> tuple[tuple[ListeningSocket, ...] | None, Unreadable]:
+    sockets: dict[tuple[str, int], ListeningSocket] = {}
+    unreadable: Unreadable = []
+    read_any = False
+    for name in ("tcp", "tcp6"):
+        path = proc_root / "net" / name
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            continue  # no IPv6
+        except OSError as exc:
+            unreadable.append(f"{path}: {exc.strerror}")
+            continue
+        read_any = True
+        for sock in parse_proc_net_tcp(text):
+            sockets[(sock.address, sock.port)] = sock
+    if not read_any:
+        return None, unreadable or [f"{proc_root}/net/tcp: not found (listening sockets not checked)"]
+    return tuple(sorted(sockets.values(), key=lambda s: (s.port, s.address))), unreadable
+
+
+def service_kind(port: int) -> str | None:
+    """Well-known ports of the web services people start on GPU machines."""
+    if 8888 <= port <= 8899:
+        return "jupyter"
+    if 6006 <= port <= 6010:
+        return "tensorboard"
+    return {
+        9400: "exporter (dcgm-exporter)",
+        9100: "exporter (node-exporter)",
+        8265: "ray-dashboard",
+        7860: "gradio",
+        8501: "streamlit",
+    }.get(port)
+
+
+HttpStatus = Callable[[str, float], int | None]
+
+
+def http_status(url: str, timeout_s: float) -> int | None:
+    """The HTTP status of a GET (None when nothing answers). Used only on loopback URLs."""
+    request = urllib.request.Request(url, headers={"User-Agent": "gpuwise-doctor"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except (OSError, ValueError):
+        return None
+
+
+def _jupyter_runtime_auth(runtime_dirs: Sequence[Path], port: int) -> tuple[bool | None, str]:
+    """Whether a Jupyter server on ``port`` needs a token, from its runtime file (the token is never kept)."""
+    for directory in runtime_dirs:
+        for path in sorted(directory.glob("*server-*.json")):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if not isinstance(data, dict) or data.get("port") != port:
+                continue
+            if data.get("token") or data.get("password"):
+                return True, f"runtime file {path.name}: token or password set"
+            return False, f"runtime file {path.name}: empty token and no password"
+    return None, ""
+
+
+def gather_services(
+    listening: Sequence[ListeningSocket],
+    runtime_dirs: Sequence[Path] = (),
+    status: HttpStatus = http_status,
+    timeout_s: float = 1.0,
+) -> tuple[WebService, ...]:
+    """Known services among the listening sockets, and whether Jupyter asks for a token.
+
+    Jupyter's `/api/status` answers 403 without a token when one is required and 200 when not. It is asked
+    on 127.0.0.1 only, and only when the server listens on a wildcard or loopback address.
+    """
+    by_port: dict[int, list[ListeningSocket]] = {}
+    for sock in listening:
+        if service_kind(sock.port):
+            by_port.setdefault(sock.port, []).append(sock)
+    services = []
+    for port, socks in sorted(by_port.items()):
+        kind = service_kind(port) or ""
+        exposed_socks = [s for s in socks if not s.loopback_only]
+        shown = exposed_socks[0] if exposed_socks else socks[0]
+        auth: bool | None = None
+        evidence = ""
+        if kind == "jupyter":
+            auth, evidence = _jupyter_runtime_auth(runtime_dirs, port)
+            reachable = any(s.loopback_only or s.address in ("0.0.0.0", "::") for s in socks)
+            if auth is None and reachable:
+                code = status(f"http://127.0.0.1:{port}/api/status", timeout_s)
+                if code in (401, 403):
+                    auth, evidence = (
+                        True,
+                        f"GET http://127.0.0.1:{port}/api/status -> {code} (token required)",
+                    )
+                elif code == 200:
+                    auth, evidence = False, f"GET http://127.0.0.1:{port}/api/status -> 200 without a token"
+                elif code is not None:
+                    evidence = f"GET http://127.0.0.1:{port}/api/status -> {code}"
+            if not evidence:
+                evidence = "could not ask the server whether it needs a token"
+        else:
+            evidence = "identified by its port number"
+        services.append(WebService(kind, shown.address, port, bool(exposed_socks), auth, evidence))
+    return tuple(services)
+
+
+# ----------------------------------------------------------------------------------------------- sshd
+
+
+def _sshd_lines(path: Path, etc_ssh: Path, seen: set[Path], depth: int = 0) -> list[tuple[str, str, str]]:
+    """(keyword, value, "file:line: text") of an sshd config's global part, Includes expanded in place."""
+    if depth > 8 or path in seen:
+        return []
+    seen.add(path)
+    out: list[tuple[str, str, str]] = []
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return out
+    for number, raw in enumerate(lines, 1):
+        text = raw.strip()
+        if not text or text.startswith("#"):
+            continue
+        parts = re.split(r"[\s=]+", text, maxsplit=1)
+        keyword = parts[0].lower()
+        value = parts[1].strip() if len(parts) > 1 else ""
+        if keyword == "match":
+            out.append(("match", value, f"{path}:{number}: {text}"))
+            break  # settings after Match apply to some connections only; the global part ends here
+        if keyword == "include":
+            for pattern in value.split():
+                full = pattern if pattern.startswith("/") else str(etc_ssh / pattern)
+                for included in sorted(glob.glob(full)):  # noqa: PTH207 - an absolute pattern from the file
+                    nested = _sshd_lines(Path(included), etc_ssh, seen, depth + 1)
+                    if any(k == "match" for k, _, _ in nested):
+                        out.extend(x for x in nested if x[0] != "match")
+                    else:
+                        out.extend(nested)
+            continue
+        out.append((keyword, value.split()[0].lower() if value else "", f"{path}:{number}: {text}"))
+    return out
+
+
+def parse_sshd_config(config: Path) -> SshdFacts | None:
+    """Effective PasswordAuthentication / PermitRootLogin of an sshd config tree (first value wins, as sshd
+    reads it). None when the file does not exist."""
+    if not config.exists():
+        return None
+    lines = _sshd_lines(config, config.parent, set())
+    values: dict[str, tuple[str, str]] = {}
+    for keyword, value, where in lines:
+        values.setdefault(keyword, (value, where))
+    password = values.get("passwordauthentication", ("yes", "not set: OpenSSH's default is yes"))
+    root = values.get(
+        "permitrootlogin", ("prohibit-password", "not set: OpenSSH's default is prohibit-password")
+    )
+    return SshdFacts(str(config), password[0], root[0], password[1], root[1])
+
+
+def gather_sshd(
+    etc_ssh: Path = Path("/etc/ssh"),
+    run: Runner = run_command,
+    which: Callable[[str], str | None] = shutil.which,
+    listening: Sequence[ListeningSocket] | None = None,
+) -> tuple[SshdFacts | None, Unreadable]:
+    """`sshd -T` when it runs (it usually needs root), else the config files."""
+    listens = None if listening is None else any(s.port == 22 and not s.loopback_only for s in listening)
+    sshd = which("sshd") or (
+        str(p) if (p := Path("/usr/sbin/sshd")).exists() and etc_ssh == Path("/etc/ssh") else None
+    )
+    if sshd is not None and etc_ssh == Path("/etc/ssh"):
+        code, out, _ = run([sshd, "-T"], 3.0)
+        if code == 0 and out:
+            effective = {
+                parts[0].lower(): parts[1].lower()
+                for line in out.splitlines()
+                if len(parts := line.split(None, 1)) == 2
+            }
+            if "passwordauthentication" in effective:
+                pw = effective["passwordauthentication"]
+                root = effective.get("permitrootlogin", "prohibit-password")
+                return SshdFacts(
+                    "sshd -T", pw, root, f"passwordauthentication {pw}", f"permitrootlogin {root}", listens
+                ), []
+    config = etc_ssh / "sshd_config"
+    try:
+        facts = parse_sshd_config(config)
+    except OSError as exc:
+        return None, [f"{config}: {exc.strerror}"]
+    if facts is None:
+        return None, []  # no SSH server installed: nothing to check
+    return SshdFacts(**{**vars(facts), "listening": listens}), []
+
+
+# ----------------------------------------------------------------------------------------------- ssh keys
+
+_SKIP_KEYS = {
+    "known_hosts",
+    "known_hosts.old",
+    "authorized_keys",
+    "authorized_keys2",
+    "config",
+    "environment",
+}
+
+
+def gather_ssh_keys(home: Path) -> tuple[tuple[KeyFileFact, ...] | None, Unreadable]:
+    """Private key files under ~/.ssh with their permission bits (the key text itself is never kept)."""
+    ssh = home / ".ssh"
+    if not ssh.is_dir():
+        return (), []
+    keys: list[KeyFileFact] = []
+    try:
+        entries = sorted(ssh.iterdir())
+    except OSError as exc:
+        return None, [f"{ssh}: {exc.strerror}"]
+    for path in entries:
+        if path.name in _SKIP_KEYS or path.suffix == ".pub":
+            continue
+        try:
+            st = path.lstat()
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            with path.open("rb") as handle:
+                head = handle.read(128)
+        except OSError:
+            continue
+        if b"PRIVATE KEY-----" in head:
+            keys.append(KeyFileFact(str(path), stat.S_IMODE(st.st_mode)))
+    return tuple(keys), []
+
+
+# ----------------------------------------------------------------------------------------------- system
+
+
+def gather_system(etc: Path = Path("/etc")) -> dict[str, str]:
+    info = {"kernel": platform.release(), "machine": platform.machine(), "python": platform.python_version()}
+    try:
+        for line in (etc / "os-release").read_text(encoding="utf-8").splitlines():
+            if line.startswith("PRETTY_NAME="):
+                info["os"] = line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        info["os"] = platform.system()
+    return info
+
+
+def in_parallel(tasks: Mapping[str, Callable[[], object]], workers: int = 8) -> dict[str, object]:
+    """Run independent gatherers at once (each bounds its own time)."""
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {name: pool.submit(task) for name, task in tasks.items()}
+        return {name: future.result() for name, future in futures.items()}

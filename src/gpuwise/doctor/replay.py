@@ -1,0 +1,55 @@
+"""Facts from a recording (`gpuwise doctor --replay PATH`, CONTRACTS §4): the same rules, recorded input.
+
+A path that is no recording raises ReplayError (exit 2, from gpuwise.gpu.replay); a damaged one gives
+facts plus `problems`, which the rules turn into `replay.unparsed` findings. Reads the file through
+gpuwise.gpu.replay; nothing else here touches the system.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpuwise.doctor.facts import Facts, GpuFacts, ParseProblem, XidFact
+
+if TYPE_CHECKING:
+    from gpuwise.gpu.replay import Recording
+
+
+def facts_from_recording(recording: Recording, path: str) -> Facts:
+    """Only what the recording holds: GPU snapshots, nvidia-smi's error texts, Xid lines, parse problems.
+    Everything else (frameworks, container, security) stays None: those checks did not run."""
+    events = recording.xid_events
+    has_kernel_log = bool(events) or any("kernel-log" in name for name in recording.sections)
+    xids: tuple[XidFact, ...] | None = None
+    if has_kernel_log:
+        raw = [
+            line.strip()
+            for text in recording.sections.values()
+            for line in text.splitlines()
+            if "NVRM: Xid" in line
+        ]
+        lines = (
+            raw
+            if len(raw) == len(events)
+            else [f"NVRM: Xid ({e.pci_bus_id}): {e.xid}, {e.message}" for e in events]
+        )
+        xids = tuple(
+            XidFact(e.xid, e.pci_bus_id, e.message, line) for e, line in zip(events, lines, strict=True)
+        )
+    gpus = None
+    if recording.snapshots:
+        gpus = GpuFacts(source=f"replay:{recording.format}", snapshots=tuple(recording.snapshots))
+    return Facts(
+        gpus=gpus,
+        xids=xids,
+        problems=tuple(ParseProblem(p.source, p.message) for p in recording.problems),
+        replay_path=path,
+    )
+
+
+def load_replay_facts(path: Path) -> Facts:
+    """Read a recording and turn it into facts. Raises ReplayError for a path that is no recording."""
+    from gpuwise.gpu.replay import load_recording
+
+    return facts_from_recording(load_recording(path), str(path))
