@@ -153,6 +153,11 @@ THROTTLE_BITS: tuple[tuple[int, str], ...] = (
 THROTTLE_IDS: tuple[str, ...] = tuple(name for _, name in THROTTLE_BITS)
 
 
+def canonical_reasons(reasons: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Reason ids in NVML's bit order, whatever order the output listed them in."""
+    return tuple(sorted(set(reasons), key=THROTTLE_IDS.index))
+
+
 def throttle_ids_from_mask(mask: int) -> tuple[str, ...]:
     return tuple(name for bit, name in THROTTLE_BITS if mask & bit)
 

@@ -79,6 +79,9 @@ def parse_recording_text(text: str, *, source: str = "<text>") -> Recording:
     fmt = detect_format(text)
     if fmt is None:
         stripped = text.strip()
+        first = stripped.splitlines()[0] if stripped else ""
+        if "," in first and "gpu_util_pct" in first:
+            smi_csv.parse_query_csv(text, source=source)  # raises the error that names the W&B format
         detail = "it is empty" if not stripped else f"it starts with {stripped.splitlines()[0][:80]!r}"
         raise _not_a_recording(source, detail)
     if fmt == "csv":

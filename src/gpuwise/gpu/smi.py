@@ -116,7 +116,7 @@ def _reasons(
             seen = True
             if got:
                 active.append(reason)
-    return (tuple(active) if seen else NOT_SUPPORTED), unknown
+    return (v.canonical_reasons(active) if seen else NOT_SUPPORTED), unknown
 
 
 def parse_smi_time(text: str) -> float | None:

@@ -179,7 +179,7 @@ def _throttle(plan: _Plan, row: list[str]) -> Any:
             elif isinstance(got, Failed):
                 failure = got
         if seen_value:
-            return tuple(active)
+            return v.canonical_reasons(active)
         return failure or NOT_SUPPORTED
     if plan.mask_col is not None:
         mask = v.to_int(row[plan.mask_col])
