@@ -1,7 +1,331 @@
-"""`gpuwise plan` (placeholder until the capability lands)."""
+"""`gpuwise plan WORKLOAD`: rank every offer by the total cost (or time) of the workload (CONTRACTS §3).
+
+Thin edge: reads the workload, calibration and catalog, takes today's date, calls the pure planner,
+prints a table / JSON and writes the HTML report atomically. Exit 1 when nothing qualifies.
+Top-level imports stay cheap (typer and the standard library); pydantic, the estimator and plotly are
+imported inside the command (plotly only for --html).
+"""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
-def plan() -> None:
-    """(plan: not yet available)"""
+import typer
+
+if TYPE_CHECKING:
+    from gpuwise.plan.models import Option, PlanResult
+
+
+def plan(  # noqa: PLR0917 - typer passes options positionally
+    workload: Annotated[Path, typer.Argument(help="Workload TOML file (see examples/).", show_default=False)],
+    objective: Annotated[
+        str, typer.Option("--objective", help="Rank by total 'cost' or wall-clock 'time'.")
+    ] = "cost",
+    top: Annotated[int, typer.Option("--top", min=1, help="Options to show (cuts --json too).")] = 10,
+    phase: Annotated[
+        str | None,
+        typer.Option(
+            "--phase",
+            help="'prototype': the cheapest single GPU that runs a short smoke test of the workload.",
+        ),
+    ] = None,
+    calibration: Annotated[
+        Path | None, typer.Option("--calibration", help="A `gpuwise bench` result JSON.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (CONTRACTS §3).")] = False,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write a self-contained HTML report here.")
+    ] = None,
+    catalog_dir: Annotated[
+        Path | None,
+        typer.Option("--catalog-dir", help="User catalog directory (default: the user data dir)."),
+    ] = None,
+    spot_rate: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--spot-interruptions-per-hour",
+            help="Assumed spot preemptions per hour: RATE for every provider, or PROVIDER=RATE (repeatable).",
+        ),
+    ] = None,
+    exchange_rate: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exchange-rate",
+            help="USD per unit of another currency, e.g. CNY=0.14 (offers in it are left out without one).",
+        ),
+    ] = None,
+    restart_minutes: Annotated[
+        float, typer.Option("--restart-minutes", min=0, help="Time to resume after a spot preemption.")
+    ] = 10.0,
+    boot_disk_gb: Annotated[
+        float, typer.Option("--boot-disk-gb", min=0, help="Boot disk per node, billed where charged.")
+    ] = 100.0,
+) -> None:
+    """Rank every offer by the total cost of the workload: compute, storage, egress and spot interruptions."""
+    from datetime import date
+
+    from gpuwise.catalog.offers import load_catalog
+    from gpuwise.catalog.specs import resolve_gpu
+    from gpuwise.cli.output import print_json
+    from gpuwise.errors import GpuwiseError, UsageError
+    from gpuwise.estimate import load_calibration
+    from gpuwise.plan import inputs
+    from gpuwise.plan.models import Settings
+    from gpuwise.plan.output import result_to_dict
+    from gpuwise.plan.planner import plan as run_plan
+    from gpuwise.workload import load_workload
+
+    if objective not in ("cost", "time"):
+        raise UsageError(
+            f"--objective must be 'cost' or 'time', not {objective!r}", fix="use --objective cost"
+        )
+    if phase is not None and phase != "prototype":
+        raise UsageError(
+            f"--phase must be 'prototype', not {phase!r}", fix="use --phase prototype or drop it"
+        )
+    fx = _parse_pairs(exchange_rate or [], "--exchange-rate", upper=True, example="CNY=0.14")
+    overrides = _parse_spot(spot_rate or [])
+    if html is not None and html.is_dir():
+        raise UsageError(f"--html {html} is a directory", fix="give a file name, e.g. --html plan.html")
+
+    work = load_workload(workload)
+    cal = load_calibration(calibration) if calibration is not None else None
+    constraints = inputs.constraints_from(work, canonical_gpu=lambda g: resolve_gpu(g).name)
+    prototype = phase == "prototype"
+    notes: list[str] = []
+    target = work
+    if prototype:
+        target, definition = inputs.smoke_workload(work)
+        notes.append(f"Prototype phase: {definition}. Shown: the cheapest single GPU that runs it.")
+    data = inputs.data_needs_from(work, smoke=prototype)
+    catalog = load_catalog(catalog_dir)
+    settings = Settings(
+        today=date.today(),
+        objective=objective,
+        spot_rate_overrides=overrides,
+        restart_hours=restart_minutes / 60.0,
+        exchange_rates=fx,
+        boot_disk_gb=boot_disk_gb,
+        single_gpu_only=prototype,
+    )
+    result = run_plan(
+        catalog.offers,
+        inputs.make_estimator(target, cal),
+        constraints=constraints,
+        data=data,
+        settings=settings,
+        spot_lookup=inputs.aws_spot_advisor_lookup,
+        sources=dict(catalog.sources),
+    )
+    if html is not None:
+        from gpuwise.report.plan_html import render_plan_html
+
+        title = f"gpuwise plan: {work.name or workload.name}" + (" (prototype)" if prototype else "")
+        page = render_plan_html(
+            result, title=title, top=top, notes=notes, generated=f"Generated {settings.today.isoformat()}."
+        )
+        _write_atomic(html, page)
+    if as_json:
+        extra: dict[str, Any] = {"phase": phase}
+        if notes:
+            extra["notes"] = notes
+        print_json(result_to_dict(result, work.model_dump(mode="json"), top=top, extra=extra))
+    else:
+        _render(result, top=top, notes=notes, name=work.name or str(workload), html=html)
+    if not result.options:
+        raise GpuwiseError(_nothing_message(result), fix=_nothing_fix(result))
+
+
+def _parse_pairs(values: list[str], option: str, *, upper: bool, example: str) -> dict[str, float]:
+    from gpuwise.errors import UsageError
+
+    out: dict[str, float] = {}
+    for value in values:
+        key, sep, number = value.partition("=")
+        try:
+            rate = float(number)
+        except ValueError:
+            rate = -1.0
+        if not sep or not key.strip() or not (rate > 0) or rate == float("inf"):
+            raise UsageError(
+                f"{option} {value!r} is not NAME=NUMBER with a positive number",
+                fix=f"write e.g. {option} {example}",
+            )
+        out[key.strip().upper() if upper else key.strip().lower()] = rate
+    return out
+
+
+def _parse_spot(values: list[str]) -> dict[str, float]:
+    from gpuwise.errors import UsageError
+
+    out: dict[str, float] = {}
+    for value in values:
+        if "=" in value:
+            out.update(
+                _parse_pairs([value], "--spot-interruptions-per-hour", upper=False, example="gcp=0.05")
+            )
+            continue
+        try:
+            rate = float(value)
+        except ValueError:
+            rate = -1.0
+        if not (0 <= rate < float("inf")):
+            raise UsageError(
+                f"--spot-interruptions-per-hour {value!r} is not a rate (preemptions per hour, 0 or more)",
+                fix="write e.g. --spot-interruptions-per-hour 0.05 or --spot-interruptions-per-hour gcp=0.05",
+            )
+        out["*"] = rate
+    return out
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write beside the target and rename, so a reader never sees half a report."""
+    from gpuwise.errors import StorageError
+
+    directory = path.parent
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise StorageError(
+            f"Cannot write the HTML report to {path}: {exc.strerror}",
+            fix="check that the folder exists and is writable",
+        ) from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        Path(tmp).replace(path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise StorageError(f"Cannot write the HTML report to {path}: {exc.strerror}") from exc
+
+
+def _nothing_message(result: PlanResult) -> str:
+    from gpuwise.plan.models import RELAXABLE
+    from gpuwise.plan.planner import CONSTRAINT_KEYS
+
+    if not result.rejected:
+        return "No offer qualifies: the catalog has no offers"
+    text = f"No offer qualifies ({result.considered} configurations considered)"
+    constraint_counts = {r: n for r, n in result.rejected.items() if r in RELAXABLE}
+    if constraint_counts:
+        reason, n = max(constraint_counts.items(), key=lambda kv: kv[1])
+        text += f": of the constraints, {CONSTRAINT_KEYS[reason]} removed the most ({n}, reason '{reason}')"
+    others = {r: n for r, n in result.rejected.items() if r not in RELAXABLE}
+    if others:
+        text += "; besides: " + ", ".join(
+            f"{r} {n}" for r, n in sorted(others.items(), key=lambda kv: -kv[1])
+        )
+    return text
+
+
+def _nothing_fix(result: PlanResult) -> str:
+    if result.relaxations:
+        return "; ".join(r.suggestion for r in result.relaxations[:3])
+    return "loosen the [constraints] of the workload, or plan a smaller configuration (the model may not fit)"
+
+
+def _money(x: float) -> str:
+    from gpuwise.units import format_money
+
+    return format_money(x)
+
+
+def _why(result: PlanResult) -> str:
+    best = result.options[0]
+    rest = result.options[1:]
+    where = f"{best.provider} {best.instance_type}" + (f" ×{best.nodes}" if best.nodes > 1 else "")
+    pricing = best.pricing.replace("_", "-")
+    if result.objective == "time":
+        head = f"fastest: {best.hours:,.1f} h for {_money(best.cost_usd)}"
+        if rest:
+            nxt = rest[0]
+            head += f"; the next fastest ({nxt.provider} {nxt.instance_type}) takes {nxt.hours:,.1f} h"
+    else:
+        head = f"cheapest in total: {_money(best.cost_usd)} for {best.hours:,.1f} h"
+        if rest:
+            nxt = rest[0]
+            pct = (nxt.cost_usd - best.cost_usd) / best.cost_usd * 100 if best.cost_usd else 0.0
+            gap = f"{pct:.0f}% below" if pct >= 0.5 else "level with"
+            head += f", {gap} the next ({nxt.provider} {nxt.instance_type}, {_money(nxt.cost_usd)})"
+    headroom = best.memory_capacity_gib - best.memory_per_gpu_gib
+    tail = f"fits with {headroom:,.1f} GiB headroom per GPU; bottleneck: {best.bottleneck}"
+    if best.pricing == "spot":
+        tail += f"; includes {best.expected_interruptions:.2g} expected spot preemptions"
+    if best.unknown_costs:
+        tail += "; not counted: " + ", ".join(best.unknown_costs)
+    what = f"{best.gpus_per_node * best.nodes}× {best.gpu}, {pricing}, {best.region}"
+    return f"Why {where} ({what}): {head}; {tail}."
+
+
+def _split(o: Option) -> str:
+    parts = o.cost_breakdown_usd
+    total = o.cost_usd or 1.0
+    labels = (("compute", "c"), ("storage", "s"), ("egress", "e"), ("interruption_overhead", "i"))
+    return " ".join(f"{short}{parts[k] / total * 100:.0f}" for k, short in labels if parts[k] > 0) or "–"
+
+
+def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: Path | None) -> None:
+    from rich import box
+    from rich.table import Table
+
+    from gpuwise.cli.output import console
+
+    for note in notes:
+        console.print(note)
+    shown = result.options[:top]
+    if shown:
+        table = Table(
+            title=f"{name}: top {len(shown)} of {len(result.options)} options by {result.objective}",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+        )
+        table.add_column("#", justify="right", no_wrap=True)
+        table.add_column("offer", min_width=20)
+        table.add_column("$/h · date", min_width=11)
+        table.add_column("hours", justify="right")
+        table.add_column("total", justify="right")
+        table.add_column("free", justify="right")
+        table.add_column("bottleneck")
+        for i, o in enumerate(shown, 1):
+            gpus = o.gpus_per_node * o.nodes
+            nodes = f" on {o.nodes} nodes" if o.nodes > 1 else ""
+            day = o.price_as_of.isoformat()
+            if not o.price_date_exact:
+                day = f"[yellow]{day}?[/]"
+            elif o.price_stale:
+                day = f"[yellow]{day} old[/]"
+            total = _money(o.cost_usd) + ("[yellow]+?[/]" if o.unknown_costs else "")
+            table.add_row(
+                f"{i}{'*' if o.pareto else ''}",
+                f"{o.provider} {o.instance_type}\n[dim]{gpus}× {o.gpu}{nodes} · {o.region}[/]",
+                f"{o.pricing.replace('_', '-')} {_money(o.price_usd_per_hour)}\n{day}",
+                f"{o.hours:,.1f}",
+                f"[bold]{total}[/]\n[dim]{_split(o)}[/]",
+                f"{o.memory_capacity_gib - o.memory_per_gpu_gib:,.0f}\u00a0GiB",
+                o.bottleneck.replace("_", " "),
+            )
+        console.print(table)
+        console.print(_why(result), soft_wrap=True)
+        console.print(
+            "[dim]* on the Pareto front (nothing both cheaper and faster). split: c compute, s storage, "
+            "e egress, i spot interruptions. +?: some cost parts unknown, counted as $0 (see --json). "
+            "date?: the source gives no price date (collection date shown); old: over 90 days. "
+            "free: GPU memory left per GPU (headroom).[/]",
+            soft_wrap=True,
+        )
+    rejected = ", ".join(f"{r} {n}" for r, n in sorted(result.rejected.items(), key=lambda kv: -kv[1]))
+    console.print(
+        f"Considered {result.considered} configurations: {len(result.options)} qualify"
+        + (f"; rejected: {rejected}" if rejected else ""),
+        soft_wrap=True,
+    )
+    dates = ", ".join(f"{p} {d.isoformat()}" for p, d in result.sources.items())
+    console.print(f"[dim]Prices as of: {dates}[/]", soft_wrap=True)
+    for a in result.assumptions:
+        console.print(f"[dim]- {a}[/]", soft_wrap=True)
+    if html is not None:
+        console.print(f"HTML report: {html}")

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 from gpuwise.plan.models import Constraints, DataNeeds
 
 if TYPE_CHECKING:
+    from gpuwise.catalog.models import Offer
     from gpuwise.estimate.models import Estimate
+    from gpuwise.plan.interruption import InterruptionRate
 
 GB = 1e9
 
@@ -134,16 +136,40 @@ def smoke_workload(workload: Any) -> tuple[Any, str]:
 
 def make_estimator(workload: Any, calibration: Any = None) -> Callable[[str, int, int], Estimate | None]:
     """(gpu, count, nodes) -> Estimate, or None when the GPU is not in the spec table."""
-    import importlib
-
     from gpuwise.catalog.specs import canonical_gpu_name, resolve_gpu
-
-    # Looked up by name: the estimator lands in parallel with the planner (its signature is CONTRACTS-fixed).
-    estimate: Callable[..., Estimate] = importlib.import_module("gpuwise.estimate").estimate
+    from gpuwise.errors import GpuwiseError
+    from gpuwise.estimate import estimate
 
     def call(gpu: str, count: int, nodes: int) -> Estimate | None:
         if canonical_gpu_name(gpu) is None:
             return None
-        return estimate(workload, resolve_gpu(gpu), count, nodes=nodes, calibration=calibration)
+        try:
+            return estimate(workload, resolve_gpu(gpu), count, nodes=nodes, calibration=calibration)
+        except GpuwiseError:
+            # A configuration the estimator cannot model (e.g. no figure for the dtype on that GPU) is
+            # rejected as `no_estimate` rather than stopping the whole plan.
+            return None
 
     return call
+
+
+def aws_spot_advisor_lookup(offer: Offer) -> InterruptionRate | None:
+    """The catalog's AWS Spot Advisor bucket for the offer as an hourly rate (None where AWS has none)."""
+    from gpuwise.catalog.spot import interruption_rate
+    from gpuwise.plan.interruption import InterruptionRate, rate_from_bucket, rate_from_monthly_share
+
+    found = interruption_rate(offer.provider, offer.instance_type, offer.region)
+    if found is None:
+        return None
+    per_hour = rate_from_bucket(found.bucket)
+    if per_hour is None:  # a bucket spelt differently: use its edges
+        high = found.high_pct if found.high_pct is not None else 30.0
+        per_hour = rate_from_monthly_share((found.low_pct + high) / 200.0)
+    return InterruptionRate(
+        per_hour=per_hour,
+        source=(
+            f"AWS Spot Advisor: {found.bucket} of {offer.instance_type} in {offer.region} "
+            f"interrupted per month ({found.source}, {found.as_of}) ≈ {per_hour:.2g} preemptions/h"
+        ),
+        assumed=False,
+    )

@@ -23,7 +23,7 @@ REASONS = (
     "not_single_gpu",
     "max_gpus",
     "spot_not_allowed",
-    "unknown_gpu",
+    "no_estimate",
     "does_not_fit",
     "over_deadline",
     "over_budget",

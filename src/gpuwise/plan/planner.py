@@ -46,7 +46,7 @@ SpotLookup = Callable[[Offer], InterruptionRate | None]
 
 GIB = 1024**3
 _RELAXABLE = frozenset(RELAXABLE)
-_CONSTRAINT_KEY = {
+CONSTRAINT_KEYS = {  # rejection reason -> the workload key (or option) that sets it
     "currency": "--exchange-rate",
     "provider": "providers",
     "region": "regions",
@@ -169,18 +169,14 @@ class _Relax:
     def results(self, constraints: Constraints) -> tuple[Relaxation, ...]:
         out: list[Relaxation] = []
         for reason, n in self.count.items():
-            key = _CONSTRAINT_KEY[reason]
+            key = CONSTRAINT_KEYS[reason]
             plural = "option" if n == 1 else "options"
             if reason == "over_budget":
-                lo, hi = self.min_cost[reason], self.max_cost[reason]
-                text = f"raising budget_usd to ${_ceil_money(hi):,.0f} would allow {n} {plural}"
-                if n > 1 and _ceil_money(lo) < _ceil_money(hi):
-                    text += f" (to ${_ceil_money(lo):,.0f}: 1)"
+                lo, hi = _ceil_money(self.min_cost[reason]), _ceil_money(self.max_cost[reason])
+                text = _raise_text("budget_usd", f"${lo:,.0f}", f"${hi:,.0f}", n, lo < hi)
             elif reason == "over_deadline":
-                lo, hi = self.min_hours[reason], self.max_hours[reason]
-                text = f"raising deadline_hours to {_ceil1(hi):g} would allow {n} {plural}"
-                if n > 1 and _ceil1(lo) < _ceil1(hi):
-                    text += f" (to {_ceil1(lo):g}: 1)"
+                lo, hi = _ceil1(self.min_hours[reason]), _ceil1(self.max_hours[reason])
+                text = _raise_text("deadline_hours", f"{lo:g}", f"{hi:g}", n, lo < hi)
             elif reason == "spot_not_allowed":
                 text = f"setting interruptible = true would allow {n} spot {plural}"
             elif reason == "currency":
@@ -192,6 +188,13 @@ class _Relax:
             out.append(Relaxation(reason=reason, constraint=key, options=n, suggestion=text))
         out.sort(key=lambda r: (-r.options, REASONS.index(r.reason)))
         return tuple(out)
+
+
+def _raise_text(key: str, lo: str, hi: str, n: int, differ: bool) -> str:
+    """'raising budget_usd to $14 would allow 1 option, to $354 all 241'."""
+    if n == 1 or not differ:
+        return f"raising {key} to {hi} would allow {n} option{'s' if n > 1 else ''}"
+    return f"raising {key} to {lo} would allow 1 option, to {hi} all {n}"
 
 
 def _ceil_money(x: float) -> float:
@@ -294,8 +297,8 @@ def plan(
                     est = est_cache[key]
                 else:
                     est = est_cache[key] = estimator(offer.gpu, count, nodes)
-                if est is None:
-                    reject([*fails, "unknown_gpu"])
+                if est is None or not (0 < est.hours < math.inf):
+                    reject([*fails, "no_estimate"])
                     continue
                 if not est.fits:
                     reject([*fails, "does_not_fit"])

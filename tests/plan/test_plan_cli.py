@@ -1,0 +1,164 @@
+"""`gpuwise plan` end to end on the bundled catalog and the real estimator (CONTRACTS §3)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuwise.cli.main import main
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "plan"
+LORA = str(FIXTURES / "llama3-8b-lora.toml")
+TIGHT = str(FIXTURES / "tight-budget.toml")
+
+OPTION_KEYS = {
+    "provider",
+    "instance_type",
+    "region",
+    "gpu",
+    "gpus_per_node",
+    "nodes",
+    "pricing",
+    "price_usd_per_hour",
+    "price_as_of",
+    "hours",
+    "cost_usd",
+    "cost_breakdown_usd",
+    "unknown_costs",
+    "assumptions",
+    "fits",
+    "memory_per_gpu_gib",
+    "bottleneck",
+    "pareto",
+}
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    code = main(["plan", *args, "--json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def test_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = run_json(capsys, LORA)
+    assert code == 0
+    assert {"workload", "options", "considered", "rejected", "catalog"} <= set(doc)
+    assert doc["workload"]["name"] == "llama3-8b-lora"
+    assert doc["workload"]["train"]["micro_batch"] == 4  # parsed, defaults filled
+    assert doc["workload"]["constraints"]["max_nodes"] == 1
+    assert 0 < len(doc["options"]) <= 10
+    assert doc["considered"] == doc["qualifying"] + sum(doc["rejected"].values())
+    assert len(doc["catalog"]["sources"]) >= 8
+    costs = []
+    for o in doc["options"]:
+        assert set(o) >= OPTION_KEYS
+        assert set(o["cost_breakdown_usd"]) == {"compute", "storage", "egress", "interruption_overhead"}
+        assert math.isclose(sum(o["cost_breakdown_usd"].values()), o["cost_usd"], rel_tol=1e-9)
+        assert o["pricing"] in ("on_demand", "spot", "reserved")
+        assert o["fits"] is True
+        assert o["currency"] == "USD"
+        if o["pricing"] == "spot":
+            assert o["cost_breakdown_usd"]["interruption_overhead"] > 0
+        costs.append(o["cost_usd"])
+    assert costs == sorted(costs)
+    assert any(o["pareto"] for o in doc["options"]) or doc["qualifying"] > 10
+
+
+def test_top_and_time_objective(capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = run_json(capsys, LORA, "--top", "3", "--objective", "time")
+    assert len(doc["options"]) == 3
+    hours = [o["hours"] for o in doc["options"]]
+    assert hours == sorted(hours)
+    assert doc["options"][0]["pareto"]  # the fastest option is always on the front
+
+
+def test_constraints_from_the_command_line_workload(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = (FIXTURES / "llama3-8b-lora.toml").read_text(encoding="utf-8")
+    text += (
+        '\n[constraints]\nproviders = ["aws", "gcp"]\ngpus = ["h100-sxm", "A100 80GB"]\n'
+        "interruptible = false\n"
+    )
+    path = tmp_path / "w.toml"
+    path.write_text(text, encoding="utf-8")
+    code, doc = run_json(capsys, str(path), "--top", "100")
+    assert code == 0
+    assert doc["options"], doc["rejected"]
+    for o in doc["options"]:
+        assert o["provider"] in ("aws", "gcp")
+        assert o["gpu"] in ("H100", "A100-80GB")
+        assert o["pricing"] == "on_demand"
+    assert doc["rejected"]["provider"] > 0
+    assert doc["rejected"]["spot_not_allowed"] > 0
+
+
+def test_nothing_qualifies_exits_1_and_says_what_to_relax(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", TIGHT])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "budget_usd removed the most" in err
+    assert "raising budget_usd to $" in err and "would allow" in err
+
+
+def test_prototype_is_one_gpu_and_says_what_the_smoke_test_is(capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = run_json(capsys, LORA, "--phase", "prototype", "--top", "50")
+    assert doc["phase"] == "prototype"
+    assert "smoke test = 200 steps at micro batch 1" in doc["notes"][0]
+    assert all(o["gpus_per_node"] * o["nodes"] == 1 for o in doc["options"])
+    _, full = run_json(capsys, LORA, "--top", "1")
+    assert doc["options"][0]["cost_usd"] < full["options"][0]["cost_usd"] * 10
+
+
+def test_table_output_has_costs_and_why(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", LORA, "--top", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "top 5 of" in out
+    assert "Why " in out and "cheapest in total" in out
+    assert "$" in out
+    assert "Availability is not known" in out
+
+
+def test_html_is_written_atomically(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    target = tmp_path / "plan.html"
+    assert main(["plan", LORA, "--html", str(target), "--top", "3"]) == 0
+    page = target.read_text(encoding="utf-8")
+    assert 'id="cost-time-chart"' in page
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.html"]  # no temp file left behind
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--objective", "price"],
+        ["--phase", "production"],
+        ["--exchange-rate", "CNY"],
+        ["--exchange-rate", "CNY=-1"],
+        ["--spot-interruptions-per-hour", "often"],
+        ["--top", "0"],
+    ],
+)
+def test_bad_options_exit_2(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+    assert main(["plan", LORA, *args]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_missing_workload_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["plan", str(tmp_path / "nope.toml")]) == 2
+
+
+def test_plan_without_html_does_not_import_plotly() -> None:
+    """Start-up cost: plotly (~1 s to import) only for --html."""
+    code = (
+        "import sys\nfrom gpuwise.cli.main import main\n"
+        f"rc = main(['plan', {LORA!r}, '--json'])\n"
+        "print('PLOTLY' if 'plotly' in sys.modules else 'NO-PLOTLY', rc, file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stderr.strip().splitlines()[-1] == "NO-PLOTLY 0"
