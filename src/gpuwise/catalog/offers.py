@@ -519,7 +519,9 @@ def _aws_offers(
             if gpu is None or count <= 0:
                 tally.skipped["aws: not a GPU in the spec table (Inferentia, Trainium, graphics GPUs…)"] += 1
                 continue
-            value = p.get("ondemand") if isinstance(p, dict) else None
+            # ec2instances.info records: pricing[region]["linux"]["ondemand"], a string
+            linux = p.get("linux") if isinstance(p, dict) else None
+            value = linux.get("ondemand") if isinstance(linux, dict) else None
             notes = ["price in CNY (AWS China), not converted"]
             price, _, skip = _clean_prices(_safe_num(value), None, count, tally, notes)
             if skip or cinfo is None:
