@@ -89,8 +89,6 @@ def gather_driver(
 
 # ----------------------------------------------------------------------------------------------- kernel log
 
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\):\s*(\d+)(?:,\s*(.*))?")
-
 Runner = Callable[[Sequence[str], float], tuple[int, str, str]]
 
 
@@ -117,13 +115,15 @@ def run_command(argv: Sequence[str], timeout_s: float) -> tuple[int, str, str]:
 
 
 def parse_xid_lines(text: str) -> tuple[XidFact, ...]:
-    """`NVRM: Xid (PCI:0000:9b:00): 119, pid=…, name=…, message` lines of a kernel log."""
-    events = []
-    for line in text.splitlines():
-        match = _XID.search(line)
-        if match:
-            events.append(XidFact(int(match.group(2)), match.group(1), (match.group(3) or "").strip(), line))
-    return tuple(events)
+    """`NVRM: Xid (PCI:0000:9b:00): 119, pid=…, name=…, message` lines of a kernel log (parsed by
+    gpuwise.gpu.kernel_log, so live and replayed logs read alike), each with its line as evidence."""
+    from gpuwise.gpu.kernel_log import parse_xid_events
+
+    events = parse_xid_events(text)
+    lines = [line.strip() for line in text.splitlines() if "NVRM: Xid" in line]
+    if len(lines) != len(events):
+        lines = [f"NVRM: Xid ({e.pci_bus_id}): {e.xid}, {e.message}" for e in events]
+    return tuple(XidFact(e.xid, e.pci_bus_id, e.message, line) for e, line in zip(events, lines, strict=True))
 
 
 def gather_kernel_xids(

@@ -1,0 +1,162 @@
+"""`gpuwise doctor` end to end: the live run on this machine, --all, --json, --fingerprint and --compare."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuwise.cli.main import main
+
+RUN = [sys.executable, "-c", "from gpuwise.cli.main import run; run()"]
+
+
+def test_live_run_is_fast_and_follows_the_contract(tmp_path: Path) -> None:
+    """The live doctor on whatever machine runs the tests (usually one without a GPU): a few seconds, no
+    root, exit 1 exactly when a finding is an error, and every check that could not run is said."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [*RUN, "doctor", "--json", "--path", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    elapsed = time.monotonic() - started
+    assert elapsed < 15, f"live doctor took {elapsed:.1f} s"
+    assert "Traceback" not in done.stderr
+    data = json.loads(done.stdout)
+    assert set(data) >= {"findings", "gpus", "facts"}
+    errors = [f for f in data["findings"] if f["severity"] == "error"]
+    assert done.returncode == (1 if errors else 0)
+    facts = data["facts"]
+    assert isinstance(facts["unreadable"], list)
+    assert any(d["role"] == "dataset" and d["path"] == str(tmp_path) for d in facts["disks"])
+    if not data["gpus"]:
+        # No GPU answered: the reader's own message is kept and a driver/GPU finding explains it.
+        assert facts["gpu_reader"]["errors"]
+        assert {f["id"] for f in errors} & {
+            "driver.missing",
+            "gpu.none_found",
+            "driver.nvml_error",
+            "container.no_gpu_access",
+            "driver.library_mismatch",
+        }
+
+
+def test_live_text_report_has_a_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["doctor", "--all"])
+    out = capsys.readouterr().out
+    assert "Verdict:" in out
+    assert code in (0, 1)
+    assert ("NOT OK" in out) == (code == 1)
+
+
+def test_all_adds_ok_findings(smi_fixtures: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = smi_fixtures / "xml" / "2x-rtx-a5000__idle__590.44.01.xml"
+    main(["doctor", "--replay", str(path), "--json"])
+    default = json.loads(capsys.readouterr().out)["findings"]
+    main(["doctor", "--replay", str(path), "--json", "--all"])
+    everything = json.loads(capsys.readouterr().out)["findings"]
+    assert all(f["severity"] != "ok" for f in default)
+    ok_ids = {f["id"] for f in everything if f["severity"] == "ok"}
+    assert {"gpu.throttle", "gpu.pcie_degraded", "gpu.remap_pending", "replay.unparsed"} <= ok_ids
+
+
+def test_text_report_groups_by_severity(smi_fixtures: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["doctor", "--replay", str(smi_fixtures / "query-text"), "--all"])
+    out = capsys.readouterr().out
+    assert code == 1  # the A10 needs a reset
+    positions = [out.index(h) for h in ("Errors (", "Warnings (", "Notes (", "Passed (")]
+    assert positions == sorted(positions)
+    assert "gpu.remap_pending" in out and "nvidia-smi -r" in out
+    assert out.rstrip().splitlines()[-1].startswith("Verdict: NOT OK")
+
+
+# ------------------------------------------------------------------------------------------ fingerprint
+
+
+def _fingerprint(path: Path, capsys: pytest.CaptureFixture[str], out: Path) -> dict[str, object]:
+    assert main(["doctor", "--replay", str(path), "--fingerprint"]) == 0
+    text = capsys.readouterr().out
+    out.write_text(text)
+    data: dict[str, object] = json.loads(text)
+    return data
+
+
+def test_fingerprint_is_stable_json(
+    smi_fixtures: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = smi_fixtures / "table" / "8x-h100__idle__550.90.07.txt"
+    first = _fingerprint(path, capsys, tmp_path / "a.json")
+    second = _fingerprint(path, capsys, tmp_path / "b.json")
+    assert first == second
+    assert first["driver"] == "550.90.07" and first["cuda_driver"] == "12.4"
+    assert first["gpu_count"] == 8
+    assert (tmp_path / "a.json").read_text() == (tmp_path / "b.json").read_text()
+    assert main(["doctor", "--compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    assert "identical" in capsys.readouterr().out
+
+
+def test_compare_differing_nodes_exits_1(
+    smi_fixtures: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _fingerprint(smi_fixtures / "table" / "8x-h100__idle__550.90.07.txt", capsys, tmp_path / "a.json")
+    _fingerprint(
+        smi_fixtures / "query-text" / "8x-h100__sw-power-cap-sw-thermal__535.183.01.txt",
+        capsys,
+        tmp_path / "b.json",
+    )
+    code = main(["doctor", "--compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert data["identical_where_needed"] is False
+    keys = {d["key"]: d for d in data["differences"]}
+    assert keys["driver"]["a"] == "550.90.07" and keys["driver"]["b"] == "535.183.01"
+    assert keys["driver"]["must_match"] is True
+
+
+def test_compare_only_hostnames_differ_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = {
+        "schema": "gpuwise-doctor-fingerprint/1",
+        "driver": "550.90.07",
+        "gpu_count": 8,
+        "frameworks": {"pytorch": {"version": "2.5.1", "nccl": "2.21.5"}},
+    }
+    (tmp_path / "a.json").write_text(json.dumps({**base, "hostname": "node-a", "kernel": "5.15.0-105"}))
+    (tmp_path / "b.json").write_text(json.dumps({**base, "hostname": "node-b", "kernel": "5.15.0-107"}))
+    assert main(["doctor", "--compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    out = capsys.readouterr().out
+    assert "hostname" in out and "Compatible" in out
+    (tmp_path / "c.json").write_text(
+        json.dumps(
+            {**base, "hostname": "node-c", "frameworks": {"pytorch": {"version": "2.5.1", "nccl": "2.20.5"}}}
+        )
+    )
+    assert main(["doctor", "--compare", str(tmp_path / "a.json"), str(tmp_path / "c.json")]) == 1
+    assert "frameworks.pytorch.nccl" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content", [None, "not json", "[1, 2]", '{"driver": "550"}'])
+def test_compare_unreadable_file_is_bad_input(
+    tmp_path: Path, content: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"schema": "gpuwise-doctor-fingerprint/1"}))
+    bad = tmp_path / "bad.json"
+    if content is not None:
+        bad.write_text(content)
+    assert main(["doctor", "--compare", str(good), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "To fix" in err and "Traceback" not in err
+
+
+def test_help_mentions_every_option() -> None:
+    done = subprocess.run([*RUN, "doctor", "--help"], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0
+    for option in ("--replay", "--json", "--all", "--path", "--fingerprint", "--compare", "--python"):
+        assert option in done.stdout
