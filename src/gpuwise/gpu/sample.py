@@ -74,51 +74,92 @@ class Sample:
     recording's own timestamps, never converted between time zones)."""
 
     timestamp_s: float
+    """Seconds since the epoch (`timestamp`; a recording's clock text is read as if UTC)."""
     index: int
+    """nvidia-smi's GPU index, 0-based (`index`)."""
     uuid: Reading[str] = NOT_SUPPORTED
+    """GPU UUID, 'GPU-…' (`uuid`)."""
     name: Reading[str] = NOT_SUPPORTED
+    """Product name, e.g. 'NVIDIA H100 80GB HBM3' (`name`)."""
     bus_id: Reading[str] = NOT_SUPPORTED
+    """PCI bus id, '00000000:3B:00.0' (`pci.bus_id`)."""
     # utilization, percent 0-100 (nvidia-smi --query-gpu=utilization.gpu / .memory / encoder / decoder)
     util_gpu_pct: Reading[float] = NOT_SUPPORTED
+    """Percent of time a kernel ran, 0-100 (`utilization.gpu`); NotSupported under MIG."""
     util_memory_pct: Reading[float] = NOT_SUPPORTED
+    """Percent of time device memory was read or written, 0-100 (`utilization.memory`)."""
     util_encoder_pct: Reading[float] = NOT_SUPPORTED
+    """NVENC utilization, percent (`utilization.encoder`)."""
     util_decoder_pct: Reading[float] = NOT_SUPPORTED
+    """NVDEC utilization, percent (`utilization.decoder`)."""
     # framebuffer memory (memory.used / memory.total; nvidia-smi's "MiB" are 2**20 bytes)
     memory_used_bytes: Reading[int] = NOT_SUPPORTED
+    """Framebuffer memory in use, bytes (`memory.used`; nvidia-smi prints MiB = 2**20 bytes)."""
     memory_total_bytes: Reading[int] = NOT_SUPPORTED
+    """Framebuffer memory size, bytes (`memory.total`)."""
     power_draw_watts: Reading[float] = NOT_SUPPORTED
+    """Board power draw, W (`power.draw`; average draw on drivers that print both)."""
     power_limit_watts: Reading[float] = NOT_SUPPORTED
+    """Enforced power limit, W (`power.limit` / `enforced.power.limit`)."""
     temperature_c: Reading[float] = NOT_SUPPORTED
+    """GPU core temperature, °C (`temperature.gpu`)."""
     memory_temperature_c: Reading[float] = NOT_SUPPORTED
+    """HBM temperature, °C (`temperature.memory`)."""
     fan_speed_pct: Reading[float] = NOT_SUPPORTED
+    """Fan speed, percent of maximum (`fan.speed`); Failed('ERR!') for a failed fan."""
     sm_clock_mhz: Reading[float] = NOT_SUPPORTED
+    """Current SM clock, MHz (`clocks.sm` / `clocks.current.sm`)."""
     memory_clock_mhz: Reading[float] = NOT_SUPPORTED
+    """Current memory clock, MHz (`clocks.mem` / `clocks.current.memory`)."""
     # active clock-event ("throttle") reasons, as short ids: "sw_power_cap", "hw_slowdown",
     # "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown", "sync_boost",
     # "gpu_idle", "applications_clocks_setting", "display_clocks_setting"
     throttle_reasons: Reading[tuple[str, ...]] = NOT_SUPPORTED
+    """Active reason ids in NVML bit order (`clocks_event_reasons.*`, `clocks_throttle_reasons.*`)."""
     pcie_gen_current: Reading[int] = NOT_SUPPORTED
+    """Current PCIe link generation (`pcie.link.gen.current`); drops at idle to save power."""
     pcie_gen_max: Reading[int] = NOT_SUPPORTED
+    """Maximum PCIe generation of GPU and slot (`pcie.link.gen.max`)."""
     pcie_width_current: Reading[int] = NOT_SUPPORTED
+    """Current PCIe link width, lanes (`pcie.link.width.current`)."""
     pcie_width_max: Reading[int] = NOT_SUPPORTED
+    """Maximum PCIe link width, lanes (`pcie.link.width.max`)."""
     pcie_tx_bytes_per_s: Reading[float] = NOT_SUPPORTED
+    """PCIe transmit throughput, bytes/s (NVML nvmlDeviceGetPcieThroughput; -q 'Tx Throughput')."""
     pcie_rx_bytes_per_s: Reading[float] = NOT_SUPPORTED
+    """PCIe receive throughput, bytes/s (NVML nvmlDeviceGetPcieThroughput; -q 'Rx Throughput')."""
     pcie_replay_count: Reading[int] = NOT_SUPPORTED
+    """PCIe replays since reset (-q 'Replays Since Reset'; NVML nvmlDeviceGetPcieReplayCounter)."""
     ecc_mode_enabled: Reading[bool] = NOT_SUPPORTED
+    """ECC on (`ecc.mode.current`)."""
     ecc_corrected_volatile: Reading[int] = NOT_SUPPORTED
+    """Corrected ECC errors since boot (`ecc.errors.corrected.volatile.total`)."""
     ecc_uncorrected_volatile: Reading[int] = NOT_SUPPORTED
+    """Uncorrected ECC errors since boot (`ecc.errors.uncorrected.volatile.total`)."""
     ecc_uncorrected_aggregate: Reading[int] = NOT_SUPPORTED
+    """Uncorrected ECC errors, lifetime (`ecc.errors.uncorrected.aggregate.total`)."""
     retired_pages_pending: Reading[bool] = NOT_SUPPORTED
+    """A page retirement waits for a reset (`retired_pages.pending`; pre-Ampere)."""
     remapped_rows_correctable: Reading[int] = NOT_SUPPORTED
+    """Rows remapped for correctable errors (`remapped_rows.correctable`; Ampere+)."""
     remapped_rows_uncorrectable: Reading[int] = NOT_SUPPORTED
+    """Rows remapped for uncorrectable errors (`remapped_rows.uncorrectable`)."""
     remapped_rows_pending: Reading[bool] = NOT_SUPPORTED
+    """A row remap waits for a GPU reset (`remapped_rows.pending`)."""
     remapped_rows_failure: Reading[bool] = NOT_SUPPORTED
+    """A row remap failed: the GPU needs service (`remapped_rows.failure`)."""
     persistence_mode: Reading[bool] = NOT_SUPPORTED
+    """Persistence mode on (`persistence_mode`)."""
     mig_mode: Reading[bool] = NOT_SUPPORTED
+    """MIG mode currently on (`mig.mode.current`)."""
     compute_capability: Reading[str] = NOT_SUPPORTED  # "9.0"
+    """CUDA compute capability, '9.0' (`compute_cap`)."""
     xid_errors: Reading[int] = NOT_SUPPORTED  # count of Xid events seen for this GPU (last code in xid_last)
+    """Xid events seen for this GPU in a kernel log (no --query-gpu field; dcgm's XID_ERRORS)."""
     xid_last: Reading[int] = NOT_SUPPORTED
+    """The last Xid code seen for this GPU."""
     processes: Reading[tuple[GpuProcess, ...]] = NOT_SUPPORTED
+    """Processes holding this GPU, with their memory (--query-compute-apps; NVML running processes)."""
     # a GPU that NVML/nvidia-smi reports as lost or erroring: every other reading is Failed
     lost: bool = False
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
