@@ -155,7 +155,9 @@ def _live(sampler: Sampler, interval_s: float, count: int | None) -> None:
     from gpuwise.monitor.sampler import Tick, run_loop
     from gpuwise.monitor.view import dashboard
 
-    with Live(console=console, auto_refresh=False, screen=False, transient=False) as live:
+    # The alternate screen (like top and nvitop): each refresh redraws in place, and quitting restores
+    # the terminal instead of leaving frames in the scrollback.
+    with Live(console=console, auto_refresh=False, screen=True, transient=False) as live:
 
         def show(tick: Tick) -> None:
             alerts = [f"{rule} firing on GPU {gpu}" for rule, gpu in tick.firing]

@@ -59,11 +59,12 @@ def _mem_fraction(s: Sample) -> float | None:
 
 def gpu_table(snapshot: Snapshot, util_history: Mapping[int, Sequence[float | None]] | None = None) -> Table:
     table = Table(expand=True, show_edge=False, pad_edge=False)
-    table.add_column("GPU", no_wrap=True)
-    table.add_column("util", no_wrap=True)
-    table.add_column("memory", no_wrap=True)
-    table.add_column("recent util", no_wrap=True)
-    table.add_column("power / temp / clocks", no_wrap=True)
+    # Wide terminals get one line per GPU; narrow ones wrap the name and the text columns.
+    table.add_column("GPU", min_width=6)
+    table.add_column("util", no_wrap=True, min_width=17)
+    table.add_column("memory", overflow="fold", min_width=14)
+    table.add_column("recent util", no_wrap=True, max_width=30)
+    table.add_column("power / temp / clocks", overflow="fold")
     table.add_column("throttle", overflow="fold")
     for s in snapshot.samples:
         name = value_or_none(s.name) or "?"
