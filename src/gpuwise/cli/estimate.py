@@ -1,7 +1,107 @@
-"""`gpuwise estimate` (placeholder until the capability lands)."""
+"""`gpuwise estimate WORKLOAD --gpu NAME [--count N] [--nodes M] [--calibration FILE] [--json]`.
+
+CONTRACTS §2.
+
+Thin edge: reads the workload and calibration files, resolves the GPU, calls the pure estimator and
+prints. Top-level imports stay cheap (typer and the standard library); pydantic and the estimator are
+imported inside the command.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
-def estimate() -> None:
-    """(estimate: not yet available)"""
+import typer
+
+if TYPE_CHECKING:
+    from gpuwise.estimate.models import Estimate
+
+
+def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
+    workload: Annotated[Path, typer.Argument(help="Workload TOML file (see examples/).")],
+    gpu: Annotated[str, typer.Option("--gpu", help="GPU name, or NAME:COUNT (e.g. H100:8).")],
+    count: Annotated[int | None, typer.Option("--count", help="Number of GPUs (default 1).", min=1)] = None,
+    nodes: Annotated[
+        int | None, typer.Option("--nodes", help="Nodes the GPUs span (default: fewest nodes of 8).", min=1)
+    ] = None,
+    calibration: Annotated[
+        Path | None,
+        typer.Option("--calibration", help="A `gpuwise bench` result JSON measured on this GPU."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (CONTRACTS §2).")] = False,
+) -> None:
+    """Memory per GPU, fit, throughput and time for a workload on one GPU configuration."""
+    from gpuwise.catalog.specs import parse_gpu_request, resolve_gpu
+    from gpuwise.cli.output import print_json
+    from gpuwise.errors import UsageError
+    from gpuwise.estimate import estimate as run_estimate
+    from gpuwise.estimate import load_calibration
+    from gpuwise.workload import load_workload
+
+    name, request_count = parse_gpu_request(gpu)
+    if request_count is not None and count is not None and request_count != count:
+        raise UsageError(
+            f"--gpu {gpu} says {request_count} GPUs but --count says {count}",
+            fix="give the count once: --gpu NAME:COUNT or --gpu NAME --count COUNT",
+        )
+    n = count or request_count or 1
+    spec = resolve_gpu(name)
+    work = load_workload(workload)
+    cal = load_calibration(calibration) if calibration is not None else None
+    result = run_estimate(work, spec, n, nodes, cal)
+    if as_json:
+        print_json(result.to_json())
+        return
+    _render(result, str(workload), work.name)
+
+
+def _render(est: Estimate, path: str, name: str) -> None:
+    import math
+
+    from rich.table import Table
+
+    from gpuwise.cli.output import console
+    from gpuwise.units import format_hours
+
+    gib = 1024**3
+    m = est.memory
+    title = f"{name or path} on {est.count}× {est.gpu}" + (f" ({est.nodes} nodes)" if est.nodes > 1 else "")
+    mem = Table(title=f"Memory per GPU — {title}", title_justify="left")
+    mem.add_column("part")
+    mem.add_column("GiB", justify="right")
+    for label, value in (
+        ("weights", m.weights),
+        ("gradients", m.gradients),
+        ("optimizer states", m.optimizer),
+        ("activations", m.activations),
+        ("KV cache", m.kv_cache),
+        ("runtime overhead", m.overhead),
+    ):
+        mem.add_row(label, f"{value / gib:,.1f}")
+    verdict = "[green]fits[/]" if est.fits else "[bold red]does not fit[/]"
+    mem.add_row(
+        "[bold]total[/]",
+        f"[bold]{m.total / gib:,.1f}[/] of {est.memory_capacity_bytes / gib:,.1f} — {verdict}",
+    )
+    console.print(mem)
+
+    perf = Table(title="Speed and time", title_justify="left", show_header=False)
+    perf.add_column("what")
+    perf.add_column("value", justify="right")
+    if est.infeasible_reason:
+        perf.add_row("[bold red]cannot run[/]", est.infeasible_reason)
+    else:
+        perf.add_row("throughput per GPU", f"{est.throughput_per_gpu:,.1f} {est.throughput_unit}")
+        perf.add_row("throughput total", f"{est.throughput_total:,.1f} {est.throughput_unit}")
+        finite = math.isfinite(est.hours)
+        perf.add_row("wall-clock time", format_hours(est.hours) if finite else "∞")
+        perf.add_row("GPU-hours", f"{est.gpu_hours:,.1f}" if finite else "∞")
+        perf.add_row("MFU", f"{est.mfu:.0%}")
+        if est.meets_target is not None:
+            perf.add_row("meets target rate", "yes" if est.meets_target else "[red]no[/]")
+    perf.add_row("bottleneck", est.bottleneck.replace("_", " "))
+    console.print(perf)
+    console.print("[bold]Assumptions[/]")
+    for line in est.assumptions:
+        console.print(f"  • {line}", soft_wrap=False)

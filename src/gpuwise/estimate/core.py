@@ -292,7 +292,7 @@ def _train_estimate(
         notes.add(
             f"{count - dp * tp * pp} of {count} GPUs idle: count is not a multiple of tp × pp = {tp * pp}"
         )
-    gpn = count // nodes
+    gpn = math.ceil(count / nodes)
 
     mem = _train_memory(w, t, dp=dp, tp=tp, pp=pp, count=count, notes=notes)
 
@@ -364,9 +364,13 @@ def _train_estimate(
     compute_s = hw_flops * units_per_step_replica / (tp * pp * speed)
     # Pipeline bubble (p-1)/(m+p-1) of the step.
     if pp > 1:
-        bubble = (pp - 1) / (accum + pp - 1)
+        v = max(1, min(int(notes.const(K.PIPELINE_INTERLEAVE)), (m.layers or pp) // pp))
+        bubble = (pp - 1) / (v * accum + pp - 1)
         compute_s /= 1 - bubble
-        notes.add(f"pipeline bubble (p−1)/(m+p−1) = {bubble:.0%} with {accum} micro batches per step")
+        notes.add(
+            f"pipeline bubble (p−1)/(v·m+p−1) = {bubble:.0%} with {accum} micro batches per step, "
+            f"{v} interleaved chunks per stage"
+        )
 
     # Tensor-parallel activations all-reduces: 4 per layer per micro batch (fwd 2, bwd 2), not overlapped.
     tp_s = 0.0
@@ -408,7 +412,10 @@ def _train_estimate(
         total_units = t.tokens * t.epochs if t.tokens is not None else (t.samples or 0) * t.epochs * seq
     else:
         total_units = (t.samples if t.samples is not None else (t.tokens or 0)) * t.epochs
-    compute_hours = total_units / throughput_total / 3600
+    goodput = 1.0
+    if count > 1:
+        goodput = 1 - notes.const(K.MAX_GOODPUT_LOSS) * min(1.0, math.log(count) / math.log(16384))
+    compute_hours = total_units / throughput_total / 3600 / goodput
     hours = compute_hours
     bottleneck = "compute"
     comm_exposed = step_s - compute_s
@@ -447,6 +454,7 @@ def _train_estimate(
             "data_parallel": float(dp),
             "grad_accumulation": float(accum),
             "io_hours": io_hours,
+            "goodput": goodput,
         },
     )
 
@@ -480,7 +488,7 @@ def _inference_estimate(
     replicas = count // tp
     if replicas * tp != count:
         notes.add(f"{count - replicas * tp} of {count} GPUs idle: count is not a multiple of tensor_parallel")
-    gpn = count // nodes
+    gpn = math.ceil(count / nodes)
     layers = m.layers or 0
     c = inf.concurrency
 
@@ -709,7 +717,8 @@ def estimate(
     if count < 1:
         raise ConfigError(f"GPU count must be at least 1, got {count}", fix="pass --count 1 or more")
     n_nodes = default_nodes(count) if nodes is None else nodes
-    if n_nodes < 1 or n_nodes > count or count % n_nodes:
+    # The default may leave the last node partly filled (9 GPUs = 8 + 1); an explicit --nodes must divide.
+    if n_nodes < 1 or n_nodes > count or (nodes is not None and count % n_nodes):
         raise ConfigError(
             f"{count} GPUs cannot be spread evenly over {n_nodes} nodes",
             fix="choose --nodes that divides --count (e.g. --count 16 --nodes 2)",

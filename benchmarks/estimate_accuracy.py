@@ -1,0 +1,150 @@
+"""How close gpuwise's estimates are to public measurements, next to the naive rule of thumb.
+
+Reads tests/estimate/validation.toml (each row cites its source), estimates every row, and prints per row
+the measured value, gpuwise's estimate, the naive rule's estimate ("6·N·D at 40% MFU, 16 bytes per
+parameter") and their ratios; then the median absolute relative error and the share within 2× for both,
+over all rows, over the rows held out from calibration, and over the calibration rows.
+
+    .venv/bin/python benchmarks/estimate_accuracy.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+TABLE = REPO / "tests" / "estimate" / "validation.toml"
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class RowResult:
+    id: str
+    metric: str
+    measured: float
+    gpuwise: float
+    naive: float
+    calibration: bool
+
+    @property
+    def error(self) -> float:
+        return abs(self.gpuwise - self.measured) / self.measured
+
+    @property
+    def naive_error(self) -> float:
+        return abs(self.naive - self.measured) / self.measured
+
+
+def _naive(row: dict[str, Any], workload: Any, gpu: Any) -> float:
+    """6·N·D at 40% of the BF16 (else FP16) dense peak; 16 bytes per parameter; 2·N per output token."""
+    peak = (gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16") or 0.0) * 1e12
+    n = workload.model.n_params
+    metric = row["metric"]
+    if metric == "memory_gib":
+        return 16 * n / GIB
+    if metric == "mfu":
+        return 0.40
+    if metric == "tokens_per_s_per_gpu":
+        return 0.40 * peak / (6 * n)
+    if metric == "output_tokens_per_s":
+        return 0.40 * peak * row["count"] / (2 * n)
+    t = workload.train
+    tokens = t.tokens * t.epochs if t.tokens is not None else t.samples * t.epochs * (t.seq_len or 1)
+    return 6 * n * tokens / (0.40 * peak) / 3600
+
+
+def _gpuwise(row: dict[str, Any], est: Any) -> float:
+    metric = row["metric"]
+    if metric == "gpu_hours":
+        return float(est.gpu_hours)
+    if metric == "hours":
+        return float(est.hours)
+    if metric == "tokens_per_s_per_gpu":
+        return float(est.throughput_per_gpu)
+    if metric == "mfu":
+        return float(est.mfu)
+    if metric == "memory_gib":
+        return float(est.memory.total - est.memory.overhead) / GIB
+    if metric == "output_tokens_per_s":
+        return float(est.throughput_total)
+    raise ValueError(f"unknown metric {metric!r}")
+
+
+def load_rows(path: Path = TABLE) -> list[dict[str, Any]]:
+    return list(tomllib.loads(path.read_text(encoding="utf-8"))["row"])
+
+
+def evaluate(rows: list[dict[str, Any]] | None = None) -> list[RowResult]:
+    from gpuwise.catalog.specs import resolve_gpu
+    from gpuwise.estimate import estimate
+    from gpuwise.workload import parse_workload
+
+    out = []
+    for row in rows if rows is not None else load_rows():
+        workload = parse_workload(dict(row["workload"]), f"validation row {row['id']}")
+        gpu = resolve_gpu(row["gpu"])
+        est = estimate(workload, gpu, int(row["count"]), row.get("nodes"))
+        out.append(
+            RowResult(
+                id=row["id"],
+                metric=row["metric"],
+                measured=float(row["measured"]),
+                gpuwise=_gpuwise(row, est),
+                naive=_naive(row, workload, gpu),
+                calibration=bool(row.get("calibration", False)),
+            )
+        )
+    return out
+
+
+def summary(results: list[RowResult]) -> dict[str, float]:
+    def stats(rs: list[RowResult], naive: bool) -> tuple[float, float]:
+        if not rs:
+            return float("nan"), float("nan")
+        errs = [r.naive_error if naive else r.error for r in rs]
+        ratios = [(r.naive if naive else r.gpuwise) / r.measured for r in rs]
+        within = sum(1 for q in ratios if 0.5 <= q <= 2.0) / len(rs)
+        return statistics.median(errs), within
+
+    held = [r for r in results if not r.calibration]
+    cal = [r for r in results if r.calibration]
+    out: dict[str, float] = {}
+    for label, rs in (("all", results), ("held_out", held), ("calibration", cal)):
+        out[f"{label}_median"], out[f"{label}_within_2x"] = stats(rs, naive=False)
+        out[f"naive_{label}_median"], out[f"naive_{label}_within_2x"] = stats(rs, naive=True)
+    return out
+
+
+def main() -> int:
+    results = evaluate()
+    print(
+        f"{'row':32} {'metric':22} {'measured':>12} {'gpuwise':>12} {'ratio':>6} {'naive':>12} {'ratio':>6}"
+    )
+    for r in results:
+        mark = "*" if r.calibration else " "
+        ours = f"{r.gpuwise:12.4g} {r.gpuwise / r.measured:6.2f}"
+        naive = f"{r.naive:12.4g} {r.naive / r.measured:6.2f}"
+        print(f"{r.id + mark:32} {r.metric:22} {r.measured:12.4g} {ours} {naive}")
+    s = summary(results)
+    print("\n(* = row used to calibrate a constant)")
+    for label in ("all", "held_out", "calibration"):
+        n = (
+            len(results)
+            if label == "all"
+            else sum(1 for r in results if r.calibration == (label == "calibration"))
+        )
+        med, w2 = s[label + "_median"], s[label + "_within_2x"]
+        nmed, nw2 = s["naive_" + label + "_median"], s["naive_" + label + "_within_2x"]
+        ours = f"gpuwise median error {med:.1%}, within 2× {w2:.0%}"
+        naive = f"naive median error {nmed:.1%}, within 2× {nw2:.0%}"
+        print(f"{label:12} n={n:2}  {ours}   |   {naive}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

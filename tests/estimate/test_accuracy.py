@@ -1,0 +1,49 @@
+"""The estimator against public measurements (tests/estimate/validation.toml, each row cited)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _bench() -> ModuleType:
+    path = REPO / "benchmarks" / "estimate_accuracy.py"
+    spec = importlib.util.spec_from_file_location("estimate_accuracy", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["estimate_accuracy"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_table_has_enough_cited_rows_of_every_kind() -> None:
+    rows = _bench().load_rows()
+    assert len(rows) >= 20
+    assert len({r["id"] for r in rows}) == len(rows)
+    for row in rows:
+        assert len(row["source"]) > 30, row["id"]
+    metrics = {r["metric"] for r in rows}
+    assert {"gpu_hours", "tokens_per_s_per_gpu", "mfu", "memory_gib"} <= metrics
+
+
+def test_median_error_within_15_percent_and_every_row_within_2x() -> None:
+    bench = _bench()
+    results = bench.evaluate()
+    s = bench.summary(results)
+    assert s["all_median"] <= 0.15, s
+    outliers = [
+        (r.id, round(r.gpuwise / r.measured, 2)) for r in results if not 0.5 <= r.gpuwise / r.measured <= 2
+    ]
+    assert not outliers
+
+
+def test_gpuwise_beats_the_naive_rule() -> None:
+    bench = _bench()
+    s = bench.summary(bench.evaluate())
+    assert s["all_median"] < s["naive_all_median"]
+    assert s["held_out_median"] < s["naive_held_out_median"]
+    assert s["all_within_2x"] > s["naive_all_within_2x"]

@@ -1,0 +1,119 @@
+"""`gpuwise estimate`: the human table, --json fields (CONTRACTS §2), shorthand and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuwise.cli.main import main
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((REPO / "examples").glob("*.toml"))
+FIELDS = {
+    "gpu",
+    "count",
+    "fits",
+    "memory_per_gpu_gib",
+    "memory_capacity_gib",
+    "memory_breakdown_gib",
+    "throughput_per_gpu",
+    "throughput_total",
+    "throughput_unit",
+    "hours",
+    "gpu_hours",
+    "mfu",
+    "bottleneck",
+    "assumptions",
+}
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_every_example_prints_a_breakdown_on_two_l40s(
+    example: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["estimate", str(example), "--gpu", "L40S", "--count", "2"]) == 0
+    out = capsys.readouterr().out
+    for phrase in ("weights", "activations", "total", "bottleneck", "Assumptions"):
+        assert phrase in out
+    assert "fits" in out or "does not fit" in out
+
+
+def test_json_has_every_contract_field(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["estimate", str(REPO / "examples/llama3-8b-lora.toml"), "--gpu", "h100-sxm:8", "--json"]) == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) >= FIELDS
+    assert data["gpu"] == "H100"
+    assert data["count"] == 8
+    assert data["nodes"] == 1
+    assert set(data["memory_breakdown_gib"]) == {
+        "weights",
+        "gradients",
+        "optimizer",
+        "activations",
+        "kv_cache",
+        "overhead",
+    }
+    assert data["gpu_hours"] == pytest.approx(data["hours"] * 8)
+    assert data["throughput_total"] == pytest.approx(data["throughput_per_gpu"] * 8)
+    assert data["bottleneck"] in {"compute", "memory_bandwidth", "communication", "memory_capacity", "io"}
+
+
+def test_not_fitting_is_still_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", str(REPO / "examples/llama3-8b-pretrain.toml"), "--gpu", "T4", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fits"] is False
+    assert data["bottleneck"] == "memory_capacity"
+
+
+def test_nodes_default_to_fewest_of_eight(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(
+            [
+                "estimate",
+                str(REPO / "examples/llama3-8b-pretrain.toml"),
+                "--gpu",
+                "H100",
+                "--count",
+                "24",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["nodes"] == 3
+
+
+def test_calibration_option(capsys: pytest.CaptureFixture[str]) -> None:
+    cal = REPO / "tests/fixtures/estimate/bench-h100.json"
+    args = ["estimate", str(REPO / "examples/llama3-8b-lora.toml"), "--gpu", "H100", "--json"]
+    assert main([*args, "--calibration", str(cal)]) == 0
+    assert any("calibration" in a for a in json.loads(capsys.readouterr().out)["assumptions"])
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        (["--gpu", "H10O"], "Did you mean 'H100'"),
+        (["--gpu", "H100:8", "--count", "4"], "says 8 GPUs"),
+        (["--gpu", "H100", "--count", "8", "--nodes", "3"], "cannot be spread evenly"),
+    ],
+)
+def test_bad_options_exit_two(args: list[str], phrase: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", str(REPO / "examples/llama3-8b-lora.toml"), *args]) == 2
+    assert phrase in capsys.readouterr().err.replace("\n", " ")
+
+
+def test_bad_workload_file_exits_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "w.toml"
+    bad.write_text(
+        'task = "finetune"\n[model]\npreset = "llama-3-8b"\n[train]\nmicro_bach = 2\n', encoding="utf-8"
+    )
+    assert main(["estimate", str(bad), "--gpu", "H100"]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "w.toml" in err
+    assert "train.micro_batch" in err
+    assert "Traceback" not in err

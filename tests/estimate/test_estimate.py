@@ -1,0 +1,199 @@
+"""The estimator: memory parts, fit, scaling, honesty about missing figures, calibration, speed."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuwise.catalog.models import Figure, GpuSpec
+from gpuwise.catalog.specs import resolve_gpu
+from gpuwise.errors import ConfigError
+from gpuwise.estimate import estimate, load_calibration
+from gpuwise.workload import Workload, parse_workload
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "estimate"
+GIB = 1024**3
+
+
+def work(task: str = "finetune", model: str = "llama-3-8b", **train: Any) -> Workload:
+    t = {"method": "full", "precision": "bf16", "tokens": 1e8, "seq_len": 2048, "micro_batch": 1}
+    t.update(train)
+    return parse_workload({"task": task, "model": {"preset": model}, "train": t}, "t.toml")
+
+
+def serve(**inf: Any) -> Workload:
+    i = {"prompt_tokens": 1000, "output_tokens": 200, "concurrency": 32, "requests": 10000}
+    i.update(inf)
+    return parse_workload({"task": "inference", "model": {"preset": "llama-3-70b"}, "inference": i}, "s.toml")
+
+
+def test_full_finetune_model_states_are_16_bytes_per_param() -> None:
+    est = estimate(work(), resolve_gpu("H100"))
+    m = est.memory
+    assert (m.weights + m.gradients + m.optimizer) / 8.03e9 == pytest.approx(16, rel=0.01)
+    assert not est.fits
+    assert est.bottleneck == "memory_capacity"
+
+
+def test_zero3_shards_everything_and_fits_on_eight() -> None:
+    est = estimate(work(sharding="fsdp", activation_checkpointing="full"), resolve_gpu("H100"), 8)
+    assert est.fits
+    assert est.memory.optimizer / 8.03e9 == pytest.approx(12 / 8, rel=0.01)
+
+
+def test_qlora_base_is_nf4_with_scales() -> None:
+    est = estimate(work(method="qlora", activation_checkpointing="full"), resolve_gpu("RTX4090"))
+    # 7.5B quantized params × 0.516 B + 2 × 0.525B embeddings in BF16 ≈ 5.9 GB.
+    assert 5.0 * GIB < est.memory.weights < 6.5 * GIB
+    assert est.fits
+
+
+def test_kv_cache_counts_grouped_query_heads() -> None:
+    gpu = resolve_gpu("H200")
+    est = estimate(serve(), gpu, 2)
+    # Llama 3 70B: 2 × 80 layers × 8 KV heads × 128 × 2 B = 320 KiB per token.
+    assert est.memory.kv_cache == pytest.approx(327680 * 1200 * 32, rel=0.01)
+    fp8 = estimate(serve(kv_precision="fp8"), gpu, 2)
+    assert fp8.memory.kv_cache == pytest.approx(est.memory.kv_cache / 2)
+    assert est.throughput_unit == "output tokens/s"
+
+
+def test_decode_is_memory_bound_at_small_concurrency() -> None:
+    est = estimate(serve(concurrency=1, tensor_parallel=2), resolve_gpu("H100"), 2)
+    assert est.bottleneck == "memory_bandwidth"
+    # One stream streams ~70 GB of BF16 weights per token: tens of tokens/s, not thousands.
+    assert 10 < est.throughput_total < 40
+
+
+def test_target_rate_mode_says_whether_it_is_met() -> None:
+    w = serve(requests=None, target_output_tokens_per_s=1e6, duration_hours=10.0, tensor_parallel=2)
+    est = estimate(w, resolve_gpu("H100"), 2)
+    assert est.meets_target is False
+    assert est.hours > 10
+    w = serve(requests=None, target_output_tokens_per_s=1.0, duration_hours=10.0, tensor_parallel=2)
+    assert estimate(w, resolve_gpu("H100"), 2).hours == 10
+
+
+def test_multi_node_on_ethernet_is_communication_bound() -> None:
+    w = work(model="llama-3-70b", sharding="fsdp", activation_checkpointing="full")
+    est = estimate(w, resolve_gpu("L40S"), 16, 2)
+    assert est.bottleneck in ("communication", "memory_capacity")
+    assert est.details["data_parallel_comm_s"] > est.details["compute_s"]
+    assert any("Ethernet" in a for a in est.assumptions)
+
+
+def test_nodes_default_and_validation() -> None:
+    assert estimate(work(), resolve_gpu("H100"), 16).nodes == 2
+    assert estimate(work(), resolve_gpu("H100"), 8).nodes == 1
+    with pytest.raises(ConfigError):
+        estimate(work(), resolve_gpu("H100"), 8, 3)
+    with pytest.raises(ConfigError):
+        estimate(work(), resolve_gpu("H100"), 0)
+
+
+def test_tensor_parallel_larger_than_count_is_an_answer_not_a_crash() -> None:
+    est = estimate(work(tensor_parallel=4), resolve_gpu("H100"), 2)
+    assert not est.fits
+    assert est.infeasible_reason and "at least 4" in est.infeasible_reason
+    assert est.to_json()["hours"] is None
+
+
+def _bare_gpu(**tflops: float | None) -> GpuSpec:
+    return GpuSpec(
+        name="TESTGPU",
+        vendor="NVIDIA",
+        architecture="Turing",
+        memory_gib=16,
+        memory_bandwidth_gbs=Figure(320, "test"),
+        tflops={k: Figure(v, "test") for k, v in tflops.items()},
+        nvlink_bidir_gbs=Figure(None, "none"),
+        pcie_gen=3,
+        tdp_watts=Figure(70, "test"),
+        compute_capability="7.5",
+        form_factor="PCIe",
+    )
+
+
+def test_missing_bf16_falls_back_to_fp16_and_says_so() -> None:
+    est = estimate(work(model="gpt2"), _bare_gpu(fp16=65.0), 1)
+    assert est.throughput_per_gpu > 0
+    assert any("no dense BF16 peak" in a for a in est.assumptions)
+
+
+def test_no_published_peak_is_declared_impossible() -> None:
+    est = estimate(work(model="gpt2"), _bare_gpu(), 1)
+    assert math.isinf(est.hours)
+    assert est.infeasible_reason and "no published" in est.infeasible_reason
+
+
+def test_fp8_is_faster_than_bf16_on_hopper_but_not_twice() -> None:
+    gpu = resolve_gpu("H100")
+    bf16 = estimate(work(model="llama-3-8b", precision="bf16", sharding="fsdp"), gpu, 8)
+    fp8 = estimate(work(model="llama-3-8b", precision="fp8", sharding="fsdp"), gpu, 8)
+    assert 1.2 < bf16.hours / fp8.hours < 2
+    a100 = estimate(work(model="gpt2", precision="fp8"), resolve_gpu("A100-80GB"), 1)
+    assert any("no FP8" in a for a in a100.assumptions)
+
+
+def test_every_estimate_lists_sourced_assumptions() -> None:
+    est = estimate(work(sharding="zero3"), resolve_gpu("H100"), 16)
+    text = " ".join(est.assumptions)
+    for phrase in ("Korthikanti", "ZeRO", "max_training_efficiency", "InfiniBand", "meta-llama"):
+        assert phrase in text
+
+
+def test_cnn_uses_flops_per_sample() -> None:
+    w = parse_workload(
+        {
+            "task": "train",
+            "model": {"preset": "resnet-50"},
+            "train": {
+                "method": "full",
+                "precision": "bf16",
+                "samples": 1281167,
+                "epochs": 90,
+                "micro_batch": 256,
+            },
+        },
+        "r.toml",
+    )
+    est = estimate(w, resolve_gpu("A100-80GB"), 8)
+    assert est.throughput_unit == "samples/s"
+    # DGX A100 trains ResNet-50 at roughly 2-3k images/s per GPU (NVIDIA DeepLearningExamples).
+    assert 1500 < est.throughput_per_gpu < 4000
+
+
+def test_calibration_replaces_default_efficiency() -> None:
+    cal = load_calibration(FIXTURES / "bench-h100.json")
+    assert cal.gpu == "H100"
+    assert cal.gemm_fraction["bf16"] == pytest.approx(0.6)
+    gpu = resolve_gpu("H100")
+    plain = estimate(work(sharding="fsdp"), gpu, 8)
+    slow = estimate(work(sharding="fsdp"), gpu, 8, calibration=cal)
+    assert slow.hours > plain.hours
+    assert any("calibration" in a for a in slow.assumptions)
+    other = estimate(work(sharding="fsdp"), resolve_gpu("A100-80GB"), 8, calibration=cal)
+    assert any("not used" in a for a in other.assumptions)
+
+
+def test_bad_calibration_file(tmp_path: Path) -> None:
+    bad = tmp_path / "b.json"
+    bad.write_text(json.dumps({"machine": {}}), encoding="utf-8")
+    with pytest.raises(ConfigError, match="no 'results'"):
+        load_calibration(bad)
+    bad.write_text("{", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not readable JSON"):
+        load_calibration(bad)
+
+
+def test_estimate_is_fast() -> None:
+    w, gpu = work(sharding="fsdp"), resolve_gpu("H100")
+    start = time.perf_counter()
+    for count in range(1, 301):
+        estimate(w, gpu, count, 1 if count <= 8 else None)
+    assert (time.perf_counter() - start) / 300 < 1e-3
