@@ -306,3 +306,10 @@ def test_hung_framework_cannot_hang_the_doctor(stub_torch: Path, monkeypatch: py
 def test_frameworks_not_installed_are_not_probed() -> None:
     frameworks, unreadable = gather.gather_frameworks(None, 5.0, is_installed=lambda _module: False)
     assert frameworks == () and unreadable == []
+
+
+def test_another_interpreter_reports_only_what_it_has(stub_torch: Path) -> None:
+    """With --python every framework is asked; the ones that interpreter lacks are left out, not failures."""
+    frameworks, unreadable = gather.gather_frameworks(sys.executable, 20.0)
+    assert [f.name for f in frameworks] == ["pytorch"]
+    assert unreadable == []

@@ -150,6 +150,10 @@ _PROBE = r"""
 import json, sys, warnings
 name = sys.argv[1]
 out = {"name": name}
+import importlib.util
+if importlib.util.find_spec({"pytorch": "torch"}.get(name, name)) is None:
+    print(json.dumps({"name": name, "absent": True}))
+    sys.exit(0)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     try:
@@ -285,6 +289,8 @@ def gather_frameworks(
                 )
             )
             continue
+        if '"absent": true' in out:
+            continue  # not installed in that interpreter
         fact = _framework_from_json(name, out, err, proc.returncode)
         if name == "pytorch" and fact.nccl_version is None and nccl_wheel:
             fact = FrameworkFacts(**{**vars(fact), "nccl_version": nccl_wheel})
