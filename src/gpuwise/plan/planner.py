@@ -327,8 +327,20 @@ def plan(
                     continue
                 kept.append((offer, nodes, pricing, rate_to_usd, est, costed, spot))
 
+    note_cache: dict[tuple[str, bool], tuple[str, ...]] = {}
     options = [
-        _option(o, nodes=n, pricing=p, rate_to_usd=fx_rate, est=e, c=c, spot=s, data=data, settings=settings)
+        _option(
+            o,
+            nodes=n,
+            pricing=p,
+            rate_to_usd=fx_rate,
+            est=e,
+            c=c,
+            spot=s,
+            data=data,
+            settings=settings,
+            note_cache=note_cache,
+        )
         for (o, n, p, fx_rate, e, c, s) in kept
     ]
     options = _mark_pareto(options)
@@ -382,6 +394,21 @@ def _spot_rate(
     return rate
 
 
+def _provider_notes(provider: str, list_rates: bool, data: DataNeeds) -> tuple[str, ...]:
+    rates = rates_for(provider)
+    notes = [rates.billing_text()]
+    if rates.storage_usd_per_gb_month is not None and list_rates:
+        notes.append(
+            f"storage: {rates.storage_kind} at ${rates.storage_usd_per_gb_month:.4g}/GB-month "
+            f"({rates.source}, {rates.as_of}; {rates.note or 'list price'})"
+        )
+    if rates.egress_usd_per_gb is not None and list_rates and data.egress_gb > 0:
+        notes.append(f"egress: ${rates.egress_usd_per_gb:.4g}/GB to the internet")
+    if not list_rates:
+        notes.append(f"{provider} China regions: storage and egress rates are not in gpuwise's (USD) table")
+    return tuple(notes)
+
+
 def _option(
     offer: Offer,
     *,
@@ -393,18 +420,16 @@ def _option(
     spot: InterruptionRate | None,
     data: DataNeeds,
     settings: Settings,
+    note_cache: dict[tuple[str, bool], tuple[str, ...]],
 ) -> Option:
-    rates = rates_for(offer.provider)
     as_of = offer.spot_price_as_of if (pricing == "spot" and offer.spot_price_as_of) else offer.price_as_of
     stale = (not offer.price_date_exact) or (settings.today - as_of).days > settings.stale_after_days
-    notes: list[str] = [rates.billing_text()]
-    if rates.storage_usd_per_gb_month is not None and region_has_list_rates(offer.provider, offer.region):
-        notes.append(
-            f"storage: {rates.storage_kind} at ${rates.storage_usd_per_gb_month:.4g}/GB-month "
-            f"({rates.source}, {rates.as_of})"
-        )
-    if rates.egress_usd_per_gb is not None and data.egress_gb > 0:
-        notes.append(f"egress: ${rates.egress_usd_per_gb:.4g}/GB to the internet")
+    list_rates = region_has_list_rates(offer.provider, offer.region)
+    # The provider's notes are the same for all its options: format them once per plan.
+    static = note_cache.get((offer.provider, list_rates))
+    if static is None:
+        static = note_cache[(offer.provider, list_rates)] = _provider_notes(offer.provider, list_rates, data)
+    notes = list(static)
     if c.unknown:
         notes.append("unknown, counted as $0: " + ", ".join(c.unknown))
     if spot is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
+from functools import cache
 
 GB_PER_GIB = 1.073741824  # 2**30 / 10**9: for prices quoted per GiB
 
@@ -154,8 +155,11 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
 def rates_for(provider: str) -> ProviderRates:
     """The provider's row, or an all-unknown row that says so."""
     found = PROVIDER_RATES.get(provider)
-    if found is not None:
-        return found
+    return found if found is not None else _unknown_rates(provider)
+
+
+@cache
+def _unknown_rates(provider: str) -> ProviderRates:
     return ProviderRates(
         provider=provider,
         storage_usd_per_gb_month=None,
