@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpuwise.errors import ReplayError
 from gpuwise.gpu.kernel_log import parse_xid_events
@@ -338,3 +340,39 @@ def test_traces(trace_fixtures: Path) -> None:
     assert len(rec2.snapshots) == 464
     with pytest.raises(ReplayError, match="Weights & Biases"):
         load_recording(trace_fixtures / "wandb_gb10_sweep_cpu_tail_15s.csv")
+
+
+_ALL_TEXTS: list[tuple[str, str]] = []
+
+
+def _texts(smi_fixtures: Path) -> list[tuple[str, str]]:
+    if not _ALL_TEXTS:
+        _ALL_TEXTS.extend((rel, (smi_fixtures / rel).read_text()) for rel in sorted(EXPECTED_FORMATS))
+    return _ALL_TEXTS
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_damaged_recordings_never_raise_anything_but_replay_error(
+    smi_fixtures: Path, data: st.DataObject
+) -> None:
+    """Cut anywhere, lines dropped or indentation mangled: what parses comes back, or a ReplayError —
+    never a traceback (the doctor turns problems into replay.unparsed)."""
+    rel, text = data.draw(st.sampled_from(_texts(smi_fixtures)))
+    lines = text.splitlines(keepends=True)
+    cut = data.draw(st.integers(0, len(text)))
+    mode = data.draw(st.sampled_from(["truncate", "drop", "dedent"]))
+    if mode == "truncate":
+        damaged = text[:cut]
+    else:
+        i = data.draw(st.integers(0, max(0, len(lines) - 1)))
+        j = data.draw(st.integers(i, min(len(lines), i + 20)))
+        middle = [] if mode == "drop" else [ln.lstrip() for ln in lines[i:j]]
+        damaged = "".join(lines[:i] + middle + lines[j:])
+    try:
+        rec = parse_recording_text(damaged, source=rel)
+    except ReplayError:
+        return
+    for snap in rec.snapshots:
+        for s in snap.samples:
+            assert isinstance(s, Sample)
