@@ -133,7 +133,8 @@ def gather_kernel_xids(
     why: Unreadable = []
     for argv in (["dmesg"], ["journalctl", "-k", "-b", "--no-pager", "-q", "-o", "short"]):
         code, out, err = run(argv, timeout_s)
-        if code == 0 and out.strip():
+        # journalctl without access to the kernel's messages exits 0 with nothing (or "-- No entries --").
+        if code == 0 and any(line.strip() and not line.startswith("-- ") for line in out.splitlines()):
             return parse_xid_lines(out), []
         reason = (err.strip().splitlines() or [f"exit {code}" if code else "no output"])[-1]
         why.append(f"{argv[0]}: {reason}")
