@@ -330,6 +330,13 @@ def test_arch_supported(capability: str, archs: list[str], expected: bool) -> No
     assert arch_supported(capability, archs) is expected
 
 
+def test_fix_names_the_affected_gpu(tables: Tables) -> None:
+    facts = replace(
+        healthy_facts(), gpus=_gpus(healthy_sample(0), healthy_sample(1, remapped_rows_pending=True))
+    )
+    assert "nvidia-smi -r -i 1" in _raised(diagnose(facts, tables), "gpu.remap_pending")[0].fix
+
+
 def test_pcie_gen_drop_at_idle_is_power_saving(tables: Tables) -> None:
     idle = replace(healthy_facts(), gpus=_gpus(healthy_sample(0, pcie_gen_current=1, util_gpu_pct=0.0)))
     assert _raised(diagnose(idle, tables), "gpu.pcie_degraded") == []

@@ -314,13 +314,13 @@ def _per_gpu(
     rule_id: str,
     judge: Callable[[Sample], tuple[str, str] | None],
     applicable: Callable[[Sample], bool],
-) -> tuple[dict[str, list[str]], int]:
-    """Run ``judge`` over every sample of every snapshot; returns {severity: [evidence per GPU]} (one entry
-    per GPU, the most severe seen) and how many samples the check applied to."""
+) -> tuple[dict[str, list[tuple[str, Sample]]], int]:
+    """Run ``judge`` over every sample of every snapshot; returns {severity: [(evidence, sample) per GPU]}
+    (one entry per GPU, the most severe seen) and how many samples the check applied to."""
     gpus = facts.gpus
     if gpus is None:
         return {}, 0
-    worst: dict[str, tuple[str, str]] = {}  # GPU key -> (severity, evidence)
+    worst: dict[str, tuple[str, str, Sample]] = {}  # GPU key -> (severity, evidence, sample)
     checked = 0
     for snapshot in gpus.snapshots:
         for sample in snapshot.samples:
@@ -334,10 +334,10 @@ def _per_gpu(
                 continue
             key = str(sample.uuid) if has_value(sample.uuid) else f"{sample.index}/{sample.bus_id}"
             if key not in worst or SEVERITY_RANK[verdict_[0]] > SEVERITY_RANK[worst[key][0]]:
-                worst[key] = verdict_
-    grouped: dict[str, list[str]] = {}
-    for severity, evidence in worst.values():
-        grouped.setdefault(severity, []).append(evidence)
+                worst[key] = (*verdict_, sample)
+    grouped: dict[str, list[tuple[str, Sample]]] = {}
+    for severity, evidence, sample in worst.values():
+        grouped.setdefault(severity, []).append((evidence, sample))
     return grouped, checked
 
 
@@ -355,10 +355,14 @@ def _gpu_rule(  # noqa: PLR0917 - every per-GPU rule passes the same seven parts
         return []
     if not grouped:
         return [_ok(rule_id, ok_title, f"{checked} reading(s) checked")]
-    return [
-        Finding(rule_id, severity, title, "; ".join(evidence), fix)
-        for severity, evidence in sorted(grouped.items(), key=lambda kv: -SEVERITY_RANK[kv[0]])
-    ]
+    found = []
+    for severity, items in sorted(grouped.items(), key=lambda kv: -SEVERITY_RANK[kv[0]]):
+        first = items[0][1]  # the fix names the first affected GPU
+        exact = fix.replace("<index>", str(first.index))
+        if isinstance(first.bus_id, str):
+            exact = exact.replace("<bus id>", first.bus_id)
+        found.append(Finding(rule_id, severity, title, "; ".join(e for e, _ in items), exact))
+    return found
 
 
 def check_lost(facts: Facts, _tables: Tables) -> list[Finding]:
