@@ -18,7 +18,7 @@ from gpuwise.gpu.smi import Parsed, parse_smi_time
 __all__ = ["looks_like_table", "parse_table"]
 
 _HEADER = re.compile(
-    r"NVIDIA-SMI\s+(?P<smi>\S+)\s+Driver Version:\s*(?P<driver>\S+)\s+CUDA Version:\s*(?P<cuda>[\w.]+)"
+    r"NVIDIA-SMI\s+(?P<smi>\S+)\s+Driver Version:\s*(?P<driver>\S+)\s+CUDA Version:\s*(?P<cuda>[^\s|]+)"
 )
 _LINE1 = re.compile(r"^\s*(?P<index>\d+)\s+(?P<name>.*?)\s+(?P<persist>On|Off)\s*$")
 _BUS = re.compile(
