@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import nvml_stub
 import pytest
 from nvml_stub import (
     FakeGpu,
@@ -215,3 +216,19 @@ def test_close_shuts_nvml_down_once() -> None:
     assert stub.shutdowns == 1
     with pytest.raises(GpuError):
         probe.read()
+
+
+def test_stub_matches_the_installed_pynvml_names_and_constants() -> None:
+    """The stub must not drift from nvidia-ml-py: every function and constant it offers (and so every one
+    NvmlProbe may call) exists in the real module with the same value. Reads names only; loads no library."""
+    import pynvml
+
+    offered = [n for n in dir(StubNvml) if n.startswith(("nvml", "NVML_", "NVMLError"))]
+    assert len(offered) > 40
+    for name in offered:
+        assert hasattr(pynvml, name), name
+        if name.startswith("NVML_"):
+            assert getattr(pynvml, name) == getattr(StubNvml, name), name
+    for name in dir(nvml_stub):
+        if name.startswith("NVML_ERROR_"):
+            assert getattr(pynvml, name) == getattr(nvml_stub, name), name
