@@ -160,3 +160,17 @@ def test_help_mentions_every_option() -> None:
     assert done.returncode == 0
     for option in ("--replay", "--json", "--all", "--path", "--fingerprint", "--compare", "--python"):
         assert option in done.stdout
+
+
+def test_report_lists_what_could_not_be_read(capsys: pytest.CaptureFixture[str]) -> None:
+    """Checks that could not run are named in the text report, not silently dropped."""
+    from gpuwise.cli.doctor import _print_report
+    from gpuwise.doctor.facts import Facts
+
+    facts = Facts(
+        unreadable=("kernel log (Xid errors): dmesg: read kernel buffer failed: Operation not permitted",)
+    )
+    _print_report(facts, [], [])
+    out = capsys.readouterr().out
+    assert "Could not read" in out and "Operation not permitted" in out
+    assert "Verdict: OK" in out
