@@ -218,7 +218,7 @@ def _print_report(facts: Facts, shown: list[Finding], findings: list[Finding]) -
     if facts.unreadable:
         console.print(Text("Could not read (these checks did not run):", style="bold"))
         for line in facts.unreadable:
-            console.print(Text(f"  - {line}"))
+            console.print(Text(f"  - {line}"), soft_wrap=True)  # whole lines: people copy them
     line = verdict(findings)
     style = "bold red" if line.startswith("NOT OK") else ("yellow" if "warning" in line else "bold green")
     console.print(Text(f"Verdict: {line}", style=style))
