@@ -12,6 +12,7 @@ library and gpuwise.catalog.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from dataclasses import dataclass
 
@@ -59,7 +60,7 @@ def read_vms_csv(text: str, filename: str, *, strict: bool) -> tuple[list[CsvRow
     problems: list[RowProblem] = []
     if text.startswith("\ufeff"):
         text = text[1:]
-    reader = csv.reader(text.splitlines())
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)
     except StopIteration:

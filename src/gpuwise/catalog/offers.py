@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import fnmatch
+import io
 import json
 import re
 from collections import Counter
@@ -595,7 +596,7 @@ def build_catalog(files: Iterable[SourceFile], *, location: str = "bundled") -> 
             aws_json[info.file] = json.loads(src.text)
             continue
         if info.file == "aws-gpu-spot.csv":
-            aws_json[info.file] = list(csv.DictReader(src.text.splitlines()))
+            aws_json[info.file] = list(csv.DictReader(io.StringIO(src.text, newline="")))
             continue
         rows, problems = read_vms_csv(src.text, info.file, strict=False)
         tally.rows[info.file] += len(rows) + len(problems)
@@ -656,7 +657,7 @@ def bundled_source_infos() -> list[SourceInfo]:
             date_exact=r["date_exact"].strip().lower() == "true",
             origin=r["origin"],
         )
-        for r in csv.DictReader(text.splitlines())
+        for r in csv.DictReader(io.StringIO(text, newline=""))
     ]
 
 

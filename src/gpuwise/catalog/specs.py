@@ -16,6 +16,7 @@ the CLI, pydantic or anything outside the standard library and ``gpuwise.errors`
 from __future__ import annotations
 
 import csv
+import io
 import re
 from functools import cache
 from importlib import resources
@@ -48,7 +49,7 @@ def alias_key(name: str) -> str:
 
 def _read_csv(filename: str) -> list[dict[str, str]]:
     text = resources.files("gpuwise.catalog").joinpath("data", filename).read_text(encoding="utf-8")
-    return list(csv.DictReader(text.splitlines()))
+    return list(csv.DictReader(io.StringIO(text, newline="")))
 
 
 def _number(text: str | None) -> float | None:

@@ -10,6 +10,7 @@ Reads package data only; must not import the CLI or anything outside the standar
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
@@ -50,7 +51,7 @@ def _rates() -> dict[tuple[str, str], SpotRate]:
         resources.files("gpuwise.catalog").joinpath("data", "offers", SPOT_FILE).read_text(encoding="utf-8")
     )
     rates: dict[tuple[str, str], SpotRate] = {}
-    for row in csv.DictReader(text.splitlines()):
+    for row in csv.DictReader(io.StringIO(text, newline="")):
         bucket = row.get("pct_interrupt", "").strip()
         if bucket not in BUCKETS:
             continue

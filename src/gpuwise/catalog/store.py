@@ -290,9 +290,9 @@ def _gpu_rows_only(provider: str, text: str, display_name: str) -> tuple[str, in
     rows, problems = read_vms_csv(text, display_name, strict=True)
     if problems:
         return "", 0, problems
-    first_line = text.lstrip("\ufeff").splitlines()[0] if text.strip() else ""
-    header = next(csv.reader([first_line]))
-    header = [h.strip() for h in header]
+    if not rows:
+        return "", 0, [RowProblem(display_name, 1, "no rows")]
+    header = list(rows[0].fields)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
