@@ -51,6 +51,8 @@ def _naive(row: dict[str, Any], workload: Any, gpu: Any) -> float:
         return 0.40
     if metric == "tokens_per_s_per_gpu":
         return 0.40 * peak / (6 * n)
+    if metric == "samples_per_s_per_gpu":  # the rule read literally: 6·N FLOPs per sample
+        return 0.40 * peak / (6 * n)
     if metric == "output_tokens_per_s":
         return 0.40 * peak * row["count"] / (2 * n)
     t = workload.train
@@ -64,7 +66,7 @@ def _gpuwise(row: dict[str, Any], est: Any) -> float:
         return float(est.gpu_hours)
     if metric == "hours":
         return float(est.hours)
-    if metric == "tokens_per_s_per_gpu":
+    if metric in ("tokens_per_s_per_gpu", "samples_per_s_per_gpu"):
         return float(est.throughput_per_gpu)
     if metric == "mfu":
         return float(est.mfu)

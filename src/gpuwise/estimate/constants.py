@@ -98,7 +98,7 @@ NCCL_BUFFERS_GIB = _c(
 # Best sustained fraction of dense tensor peak for large transformer GEMM-bound training with a mature
 # stack (Megatron/TE, FSDP). MFU = this × size factor × batch factor.
 ARCH_EFFICIENCY = {
-    "ampere": 0.65,
+    "ampere": 0.68,
     "hopper": 0.50,
     "blackwell": 0.45,
     "ada lovelace": 0.50,
@@ -111,20 +111,28 @@ ARCH_EFFICIENCY = {
 ARCH_EFFICIENCY_DEFAULT = 0.40
 ARCH_EFFICIENCY_SOURCE = _c(
     "max_training_efficiency",
-    0.65,
+    0.68,
     "of dense peak (Ampere)",
     "Narayanan et al. 2021 / Korthikanti et al. 2022 (Megatron-LM: 52-56% MFU on A100); Hopper 0.50 from "
     "Llama 3 herd §3.3 (38-43% BF16 MFU at 16k H100s) and MosaicML LLM Foundry H100 tables; "
     "Ada/Turing/Volta/CDNA3/Gaudi2 from vendor MLPerf-era GEMM efficiency, less certain",
-    ("llama2-7b-gpuhours", "llama2-70b-gpuhours", "megatron-1t-a100", "llama31-405b-gpuhours"),
+    (
+        "llama2-7b-gpuhours",
+        "llama2-70b-gpuhours",
+        "megatron-1t-a100",
+        "llama31-405b-gpuhours",
+        "mpt-7b-a100-2k",
+        "mpt-7b-h100-2k",
+    ),
 )
 # MFU falls for narrow models (small GEMMs, more non-GEMM time): factor hidden / (hidden + H0).
 SIZE_HIDDEN_H0 = _c(
     "size_factor_h0",
-    1024,
+    256,
     "hidden units",
-    "GEMM efficiency falls for narrow models: GPT-2/BERT-size MFU (~25-35%) vs 70B-class (~50%) "
-    "in Megatron and nanoGPT reports (not fitted on a validation row)",
+    "GEMM efficiency falls for narrow models: MPT-125M reaches ~0.7× the MFU of MPT-7B on A100 "
+    "(MosaicML LLM Foundry benchmark tables)",
+    ("mpt-125m-a100-2k",),
 )
 # MFU falls when a GPU gets few tokens per micro step (kernel launch and non-GEMM time dominate).
 BATCH_TOKENS_T0 = _c(
@@ -136,18 +144,21 @@ BATCH_TOKENS_T0 = _c(
 # Achieved FP8 speed-up over BF16 end to end (peak is 2×; non-GEMM work and casts do not speed up).
 FP8_SPEEDUP = _c(
     "fp8_speedup",
-    1.35,
+    1.5,
     "× bf16 throughput",
-    "NVIDIA Transformer Engine / NeMo Llama 2 70B and GPT-3 FP8 results (1.3-1.5× over BF16 on H100)",
+    "NVIDIA NeMo 24.07 FP8 pre-training tables and LLM Foundry FP8 vs BF16 tables on H100 "
+    "(1.3-1.6× over BF16)",
+    ("nemo-llama2-7b-fp8-pretrain",),
 )
 # LoRA: frozen base has no weight-gradient GEMMs (≈ 4N FLOPs/token instead of 6N) but adapter and
 # dequantization kernels are less efficient than large GEMMs.
 LORA_EFFICIENCY = _c(
     "lora_efficiency_factor",
-    0.85,
+    0.95,
     "× full-training efficiency",
-    "Hu et al. 2021 (LoRA) §4: ~25% faster per step than full fine-tuning on GPT-3 "
-    "(4N/6N FLOPs at ~0.85 of the efficiency)",
+    "NeMo 24.07 Llama 2 LoRA vs SFT tables: LoRA reaches ~1.47× SFT tokens/s, i.e. 4N vs 6N FLOPs at "
+    "nearly the same efficiency (Hugging Face PEFT is likely slower: no public table to fit)",
+    ("nemo-llama2-7b-fp8-lora",),
 )
 QLORA_EFFICIENCY = _c(
     "qlora_efficiency_factor",
@@ -162,14 +173,25 @@ FULL_RECOMPUTE_FLOPS = _c(
     "× params FLOPs/token",
     "Korthikanti et al. 2022 §5: full recomputation adds one forward pass (6N → 8N hardware FLOPs)",
 )
+# FP32 without tensor cores (V100/T4 fp32, or any GPU told precision = "fp32"): the CUDA cores run dense
+# kernels near their peak, unlike the tensor-core paths above.
+FP32_SIMT_EFFICIENCY = _c(
+    "fp32_cuda_core_efficiency",
+    0.55,
+    "of FP32 (non-tensor) peak",
+    "NVIDIA DeepLearningExamples ResNet-50 v1.5 FP32 on V100: 367 img/s × 24.6 GFLOP = 57% of 15.7 TFLOPS",
+    ("dle-resnet50-v100-fp32-1gpu",),
+)
 # Non-transformer models: fraction of dense peak reached in training (data loading, convolutions, BN).
 KIND_EFFICIENCY = {"cnn": 0.22, "diffusion": 0.35, "generic": 0.35}
 KIND_EFFICIENCY_SOURCE = _c(
     "non_transformer_efficiency",
     0.22,
-    "of dense peak (cnn)",
-    "MLPerf Training ResNet-50 (NVIDIA DGX A100/H100 submissions: ~20-25% of dense BF16 peak); "
-    "diffusion and ViT 0.35 from MLPerf Stable Diffusion and timm throughput tables (no validation row yet)",
+    "of dense peak (cnn, Ampere; scaled by generation)",
+    "NVIDIA DeepLearningExamples ResNet-50 v1.5 AMP on A100: 2470 img/s × 24.6 GFLOP ≈ 20% of 312 TFLOPS "
+    "(BN, data loading and small convolutions keep CNNs far below GEMM efficiency); diffusion and ViT 0.35 "
+    "from their larger GEMM share (no validation row yet)",
+    ("dle-resnet50-a100-amp-1gpu",),
 )
 
 # --- inference -----------------------------------------------------------------------------------

@@ -340,6 +340,9 @@ def _train_estimate(
             gpu, count=count, nodes=nodes, capacity=capacity, unit=unit, reason=reason, notes=notes, mem=mem
         )
     eff = _arch_efficiency(gpu, used_dtype, calibration, notes)
+    simt = used_dtype == "fp32"
+    if simt:
+        eff = notes.const(K.FP32_SIMT_EFFICIENCY)
     if transformer:
         h = (m.hidden or 1) / 1
         h0 = notes.const(K.SIZE_HIDDEN_H0)
@@ -350,7 +353,7 @@ def _train_estimate(
             eff *= notes.const(K.LORA_EFFICIENCY)
         if t.method == "qlora":
             eff *= notes.const(K.QLORA_EFFICIENCY)
-    else:
+    elif not simt:
         notes.const(K.KIND_EFFICIENCY_SOURCE)
         # Non-transformer efficiencies are given for Ampere and scale with the generation's GEMM efficiency.
         eff = K.KIND_EFFICIENCY[m.kind] * eff / K.ARCH_EFFICIENCY["ampere"]
