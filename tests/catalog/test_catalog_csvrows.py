@@ -79,7 +79,8 @@ def test_any_text_gives_rows_or_problems_never_an_exception(text: str) -> None:
 
 
 def test_azure_unquoted_generation_is_joined() -> None:
-    header = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,Generation"
+    header = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,"
+    header += "Generation"
     text = header + "\nStandard_NC6s_v3,V100,1,6,112,V100,3.06,0.6,eastus,V1,V2\n"
     (r,), problems = read_vms_csv(text, "azure.csv", strict=True)
     assert problems == []

@@ -11,7 +11,8 @@ from gpuwise.catalog.models import Offer
 from gpuwise.catalog.offers import SourceFile, SourceInfo, build_catalog, gpuinfo_per_gpu_mib, offer_gpu
 
 SKY_HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice"
-GCP_HEADER = "InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,SpotPrice"
+GCP_HEADER = "InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,"
+GCP_HEADER += "Price,SpotPrice"
 DAY = date(2026, 5, 1)
 
 
@@ -179,7 +180,10 @@ def aws_files(vantage: list[object], spot_csv: str) -> list[SourceFile]:
     ]
 
 
-SPOT_HEADER = "instance_type,GPU,GPU_model,GPU_memory,vCPU,memory,region,ondemand,spot_min,spot_max,spot_avg,pct_interrupt,pct_savings_od"
+SPOT_HEADER = (
+    "instance_type,GPU,GPU_model,GPU_memory,vCPU,memory,region,ondemand,spot_min,spot_max,spot_avg,"
+    "pct_interrupt,pct_savings_od"
+)
 
 
 def test_aws_each_price_from_the_newer_source_with_its_date() -> None:
