@@ -55,8 +55,9 @@ TAIL = [([(0.0, 1.0), (0.0, 1.0)], "quiet")] * 40
 
 @settings(max_examples=150, deadline=None)
 @given(rows=TRACE, data=st.data())
-def test_adding_activity_never_stops_earlier(rows: list[tuple[list[tuple[float, float]], str]],
-                                             data: st.DataObject) -> None:
+def test_adding_activity_never_stops_earlier(
+    rows: list[tuple[list[tuple[float, float]], str]], data: st.DataObject
+) -> None:
     rows = rows + TAIL
     base = build(rows)
     more = list(base)
@@ -81,8 +82,9 @@ def test_adding_activity_never_stops_earlier(rows: list[tuple[list[tuple[float, 
 
 @settings(max_examples=150, deadline=None)
 @given(rows=TRACE, data=st.data())
-def test_missing_data_never_stops_earlier(rows: list[tuple[list[tuple[float, float]], str]],
-                                          data: st.DataObject) -> None:
+def test_missing_data_never_stops_earlier(
+    rows: list[tuple[list[tuple[float, float]], str]], data: st.DataObject
+) -> None:
     rows = rows + TAIL
     base = build(rows)
     worse = list(base)
@@ -90,7 +92,7 @@ def test_missing_data_never_stops_earlier(rows: list[tuple[list[tuple[float, flo
     if kind == "gap":
         start = data.draw(st.integers(1, len(rows) - 6))
         length = data.draw(st.integers(5, 10))  # ≥ 5 steps of 30 s: longer than max_gap_s = 120
-        worse = worse[:start] + worse[start + length:]
+        worse = worse[:start] + worse[start + length :]
     else:
         for k in data.draw(st.lists(st.integers(0, len(rows) - 1), min_size=1, max_size=6)):
             o = worse[k]
@@ -105,8 +107,9 @@ def test_missing_data_never_stops_earlier(rows: list[tuple[list[tuple[float, flo
             elif kind == "processes":
                 new_s = replace(s, processes=Failed("NVML_ERROR_UNKNOWN"))
             elif kind == "lost":
-                new_s = replace(s, lost=True, util_gpu_pct=Failed("GPU is lost"),
-                                memory_used_bytes=Failed("GPU is lost"))
+                new_s = replace(
+                    s, lost=True, util_gpu_pct=Failed("GPU is lost"), memory_used_bytes=Failed("GPU is lost")
+                )
             elif kind == "drop_gpu":
                 new_s = None
             if kind == "signal":
