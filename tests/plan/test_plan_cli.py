@@ -39,10 +39,14 @@ OPTION_KEYS = {
 }
 
 
+LAST_ERR: list[str] = []
+
+
 def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
     code = main(["plan", *args, "--json"])
-    out = capsys.readouterr().out
-    return code, json.loads(out)
+    captured = capsys.readouterr()
+    LAST_ERR[:] = [captured.err]
+    return code, json.loads(captured.out)
 
 
 def test_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> None:
@@ -97,6 +101,27 @@ def test_constraints_from_the_command_line_workload(
         assert o["pricing"] == "on_demand"
     assert doc["rejected"]["provider"] > 0
     assert doc["rejected"]["spot_not_allowed"] > 0
+
+
+def test_currency_needs_an_exchange_rate(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """AWS China prices (CNY) stay out of USD plans unless the user gives a rate; never converted silently."""
+    text = (FIXTURES / "llama3-8b-lora.toml").read_text(encoding="utf-8")
+    path = tmp_path / "cn.toml"
+    path.write_text(text + '\n[constraints]\nregions = ["cn-*"]\n', encoding="utf-8")
+    code, doc = run_json(capsys, str(path))
+    assert code == 1
+    assert doc["options"] == []
+    assert doc["rejected"]["currency"] > 0
+    assert "--exchange-rate" in LAST_ERR[0]
+    code, doc = run_json(capsys, str(path), "--exchange-rate", "cny=0.14", "--top", "100")
+    assert code == 0, doc["rejected"]
+    assert "currency" not in doc["rejected"]
+    assert {o["currency"] for o in doc["options"]} == {"CNY"}
+    o = doc["options"][0]
+    assert any("converted from CNY at 0.14" in a for a in o["assumptions"])
+    assert (
+        "storage" in o["unknown_costs"] or "boot_disk" in o["unknown_costs"]
+    )  # China rates not in the table
 
 
 def test_nothing_qualifies_exits_1_and_says_what_to_relax(capsys: pytest.CaptureFixture[str]) -> None:

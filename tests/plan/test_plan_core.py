@@ -233,3 +233,12 @@ def test_plan_wide_notes_say_availability_is_unknown() -> None:
     result = run([offer()])
     assert any("Availability is not known" in a for a in result.assumptions)
     assert result.sources == {"lambda": date(2026, 10, 1)}
+
+
+def test_serving_slower_than_the_target_rate_is_rejected() -> None:
+    """Guards ranking a replica that needs 3 months to serve a month of traffic as a cheap option."""
+    offers = [offer(gpu="H100", instance_type="fast"), offer(gpu="T4", price=0.3, instance_type="slow")]
+    est = FakeEstimator(work_gpu_hours=30, need_gib=10)  # H100: 10 h, T4: 200 h
+    result = run(offers, estimator=est, service_hours=24.0)
+    assert [o.instance_type for o in result.options] == ["fast"]
+    assert result.rejected == {"below_target_rate": 1}

@@ -110,6 +110,7 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         exchange_rates=fx,
         boot_disk_gb=boot_disk_gb,
         single_gpu_only=prototype,
+        service_hours=None if prototype else inputs.service_hours_from(work),
     )
     result = run_plan(
         catalog.offers,
@@ -260,6 +261,9 @@ def _why(result: PlanResult) -> str:
     return f"Why {where} ({what}): {head}; {tail}."
 
 
+_SHORT_BOTTLENECK = {"memory_bandwidth": "bandwidth", "memory_capacity": "memory", "communication": "comm."}
+
+
 def _split(o: Option) -> str:
     parts = o.cost_breakdown_usd
     total = o.cost_usd or 1.0
@@ -284,12 +288,12 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
             pad_edge=False,
         )
         table.add_column("#", justify="right", no_wrap=True)
-        table.add_column("offer", min_width=20)
-        table.add_column("$/h · date", min_width=11)
+        table.add_column("offer", min_width=18, ratio=1)
+        table.add_column("pricing", min_width=11)
         table.add_column("hours", justify="right")
         table.add_column("total", justify="right")
         table.add_column("free", justify="right")
-        table.add_column("bottleneck")
+        table.add_column("bottleneck", no_wrap=True, min_width=9)
         for i, o in enumerate(shown, 1):
             gpus = o.gpus_per_node * o.nodes
             nodes = f" on {o.nodes} nodes" if o.nodes > 1 else ""
@@ -298,22 +302,22 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
                 day = f"[yellow]{day}?[/]"
             elif o.price_stale:
                 day = f"[yellow]{day} old[/]"
-            total = _money(o.cost_usd) + ("[yellow]+?[/]" if o.unknown_costs else "")
+            unknown = " [yellow]+?[/]" if o.unknown_costs else ""
             table.add_row(
                 f"{i}{'*' if o.pareto else ''}",
                 f"{o.provider} {o.instance_type}\n[dim]{gpus}× {o.gpu}{nodes} · {o.region}[/]",
-                f"{o.pricing.replace('_', '-')} {_money(o.price_usd_per_hour)}\n{day}",
+                f"{o.pricing.replace('_', '-')}\n{_money(o.price_usd_per_hour)}/h\n{day}",
                 f"{o.hours:,.1f}",
-                f"[bold]{total}[/]\n[dim]{_split(o)}[/]",
+                f"[bold]{_money(o.cost_usd)}[/]\n[dim]{_split(o)}[/]{unknown}",
                 f"{o.memory_capacity_gib - o.memory_per_gpu_gib:,.0f}\u00a0GiB",
-                o.bottleneck.replace("_", " "),
+                _SHORT_BOTTLENECK.get(o.bottleneck, o.bottleneck),
             )
         console.print(table)
         console.print(_why(result), soft_wrap=True)
         console.print(
             "[dim]* on the Pareto front (nothing both cheaper and faster). split: c compute, s storage, "
             "e egress, i spot interruptions. +?: some cost parts unknown, counted as $0 (see --json). "
-            "date?: the source gives no price date (collection date shown); old: over 90 days. "
+            "A date ending in ?: the source gives none (collection date shown); old: over 90 days. "
             "free: GPU memory left per GPU (headroom).[/]",
             soft_wrap=True,
         )

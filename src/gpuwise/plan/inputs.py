@@ -54,6 +54,14 @@ def constraints_from(workload: Any, *, canonical_gpu: Callable[[str], str] | Non
     )
 
 
+def service_hours_from(workload: Any) -> float | None:
+    """Serving at a target rate for `duration_hours`: the hours within which the traffic must be served."""
+    inf = workload.inference
+    if inf is None or inf.target_output_tokens_per_s is None:
+        return None
+    return float(inf.duration_hours) if inf.duration_hours is not None else None
+
+
 def _lora_params(model: Any, rank: int) -> float:
     """Adapter parameters for LoRA on every linear layer of a transformer block (q, k, v, o, MLP)."""
     hidden = model.hidden or 0

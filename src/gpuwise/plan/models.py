@@ -25,6 +25,7 @@ REASONS = (
     "spot_not_allowed",
     "no_estimate",
     "does_not_fit",
+    "below_target_rate",
     "over_deadline",
     "over_budget",
 )
@@ -80,6 +81,9 @@ class Settings:
     boot_disk_gb: float = 100.0
     stale_after_days: int = 90
     single_gpu_only: bool = False  # --phase prototype
+    # serving at a target rate for a fixed time: a configuration slower than the rate needs more hours than
+    # this to serve the traffic, so it does not meet the target (None: no such target)
+    service_hours: float | None = None
 
 
 @dataclass(frozen=True)

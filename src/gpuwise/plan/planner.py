@@ -230,6 +230,7 @@ def plan(
     gpus_allowed = frozenset(constraints.gpus) if constraints.gpus is not None else None
     max_nodes = 1 if settings.single_gpu_only else max(1, constraints.max_nodes)
     fx = settings.exchange_rates
+    service_hours = settings.service_hours
     seen_sources: dict[str, date] = {}
 
     def reject(fails: list[str], cost: float | None = None, hours: float | None = None) -> None:
@@ -302,6 +303,9 @@ def plan(
                     continue
                 if not est.fits:
                     reject([*fails, "does_not_fit"])
+                    continue
+                if service_hours is not None and est.hours > service_hours * (1 + 1e-9):
+                    reject([*fails, "below_target_rate"])
                     continue
                 spot: InterruptionRate | None = None
                 if pricing == "spot":
