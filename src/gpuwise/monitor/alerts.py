@@ -74,11 +74,11 @@ def alerts_config(section: dict[str, Any], source: str = "config") -> AlertsConf
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(
-            f"{source}: [alerts] {where}: {first['msg']}",
-            fix="correct or remove that key (see `gpuwise monitor --help` for the [alerts] keys)",
+            f"{source}: alerts.{where}: {first['msg']}",
+            fix="correct or remove that key of the alerts section (its keys are listed in the README)",
         ) from exc
     if cfg.webhook_url is not None and urllib.parse.urlsplit(cfg.webhook_url).scheme not in ("http", "https"):
-        raise ConfigError(f"{source}: [alerts] webhook_url must be an http:// or https:// URL")
+        raise ConfigError(f"{source}: alerts.webhook_url must be an http:// or https:// URL")
     return cfg
 
 

@@ -102,9 +102,11 @@ class Sampler:
                 self._last_history_s = now
                 self.history.add_snapshot(snapshot)
             active = {(h.id, h.gpu) for h in hints}
+            # Events carry the samples' own time (a replay's clock), like the sample rows.
+            ts = max((s.timestamp_s for s in snapshot.samples), default=now)
             for h in hints:
                 if (h.id, h.gpu) not in self._active_hints:  # store a hint when it appears, not every tick
-                    self.history.add_event(now, "hint", h.gpu, h.id, h.severity, h.message)
+                    self.history.add_event(ts, "hint", h.gpu, h.id, h.severity, h.message)
             self._active_hints = active
             for ev in events:
                 self.history.add_event(ev.timestamp_s, "alert", ev.gpu, ev.rule, ev.state, ev.message)

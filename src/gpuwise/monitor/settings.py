@@ -64,6 +64,6 @@ def section(config: Config, name: str, model: type[M]) -> M:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(
-            f"{config.path or 'config'}: [{name}] {where}: {first['msg']}",
-            fix=f"correct or remove that key in [{name}]",
+            f"{config.path or 'config'}: {name}.{where}: {first['msg']}",
+            fix=f"correct or remove that key in the {name} section",
         ) from exc
