@@ -21,6 +21,7 @@ NVML_ERROR_DRIVER_NOT_LOADED = 9
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_ERROR_FUNCTION_NOT_FOUND = 13
 NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_TIMEOUT = 10
 NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
 NVML_ERROR_UNKNOWN = 999
 
@@ -30,6 +31,7 @@ _MESSAGES = {
     NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
     NVML_ERROR_FUNCTION_NOT_FOUND: "Function Not Found",
     NVML_ERROR_GPU_IS_LOST: "GPU is lost",
+    NVML_ERROR_TIMEOUT: "Timeout",
     NVML_ERROR_LIB_RM_VERSION_MISMATCH: "RM has detected an NVML/RM version mismatch.",
     NVML_ERROR_UNKNOWN: "Unknown Error",
 }
@@ -64,6 +66,10 @@ class NVMLError_GpuIsLost(NVMLError):  # noqa: N801, N818
 
 class NVMLError_LibRmVersionMismatch(NVMLError):  # noqa: N801, N818
     value = NVML_ERROR_LIB_RM_VERSION_MISMATCH
+
+
+class NVMLError_Timeout(NVMLError):  # noqa: N801, N818
+    value = NVML_ERROR_TIMEOUT
 
 
 class NVMLError_Unknown(NVMLError):  # noqa: N801, N818
@@ -106,6 +112,7 @@ class FakeGpu:
     raise_on: dict[str, type[NVMLError]] = field(default_factory=dict)  # function name -> error
     lost: bool = False  # every call raises GpuIsLost
     handle_error: type[NVMLError] | None = None  # nvmlDeviceGetHandleByIndex raises this
+    xid_events_supported: bool = True  # nvmlDeviceRegisterEvents for Xids succeeds
 
 
 def _val(r: Any) -> Any:
@@ -198,7 +205,9 @@ class StubNvml:
     NVMLError_GpuIsLost = NVMLError_GpuIsLost
     NVMLError_LibRmVersionMismatch = NVMLError_LibRmVersionMismatch
     NVMLError_Unknown = NVMLError_Unknown
+    NVMLError_Timeout = NVMLError_Timeout
 
+    nvmlEventTypeXidCriticalError = 0x8  # noqa: N815 - pynvml's name
     NVML_TEMPERATURE_GPU = 0
     NVML_CLOCK_SM = 1
     NVML_CLOCK_MEM = 2
@@ -225,6 +234,9 @@ class StubNvml:
         self.missing = missing  # functions this driver generation lacks: calling raises FunctionNotFound
         self.calls: list[str] = []
         self.shutdowns = 0
+        self.pending_events: list[tuple[int, int]] = []  # (GPU index, Xid) delivered on the next wait
+        self.registered: set[int] = set()
+        self.freed = 0
 
     # --- plumbing: every device call goes through _dev ------------------------------------------
 
@@ -380,3 +392,29 @@ class StubNvml:
     def nvmlDeviceGetGraphicsRunningProcesses(self, h: int) -> list[Any]:  # noqa: N802
         procs = self._some(self._dev("nvmlDeviceGetGraphicsRunningProcesses", h).graphics_procs)
         return [SimpleNamespace(pid=p, usedGpuMemory=m, gpuInstanceId=0xFFFFFFFF) for p, m in procs]
+
+    # --- events ---------------------------------------------------------------------------------
+
+    def nvmlEventSetCreate(self) -> str:  # noqa: N802
+        return "event-set"
+
+    def nvmlDeviceRegisterEvents(self, h: int, types: int, event_set: str) -> None:  # noqa: N802
+        assert types == self.nvmlEventTypeXidCriticalError and event_set == "event-set"
+        if not self.gpus[h].xid_events_supported:
+            raise NVMLError_NotSupported()
+        self.registered.add(h)
+
+    def nvmlEventSetWait_v2(self, event_set: str, timeout_ms: int) -> Any:  # noqa: N802
+        assert event_set == "event-set"
+        assert timeout_ms == 0  # the probe must never block
+        if not self.pending_events:
+            raise NVMLError_Timeout()
+        index, xid = self.pending_events.pop(0)
+        return SimpleNamespace(device=index, eventType=self.nvmlEventTypeXidCriticalError, eventData=xid)
+
+    def nvmlDeviceGetIndex(self, h: int) -> int:  # noqa: N802
+        return h
+
+    def nvmlEventSetFree(self, event_set: str) -> None:  # noqa: N802
+        assert event_set == "event-set"
+        self.freed += 1

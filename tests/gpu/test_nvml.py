@@ -232,3 +232,17 @@ def test_stub_matches_the_installed_pynvml_names_and_constants() -> None:
     for name in dir(nvml_stub):
         if name.startswith("NVML_ERROR_"):
             assert getattr(pynvml, name) == getattr(nvml_stub, name), name
+
+
+def test_xid_events_are_counted_per_gpu_without_waiting() -> None:
+    stub = StubNvml([FakeGpu(), FakeGpu(xid_events_supported=False), FakeGpu()])
+    probe = _probe(stub)
+    first = probe.read()
+    assert [s.xid_errors for s in first.samples] == [0, NOT_SUPPORTED, 0]
+    assert first.samples[0].xid_last == NOT_SUPPORTED
+    stub.pending_events += [(2, 79), (2, 119), (0, 13)]
+    second = probe.read()
+    assert [s.xid_errors for s in second.samples] == [1, NOT_SUPPORTED, 2]
+    assert (second.samples[0].xid_last, second.samples[2].xid_last) == (13, 119)
+    probe.close()
+    assert stub.freed == 1

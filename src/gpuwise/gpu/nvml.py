@@ -65,7 +65,9 @@ def _text(value: Any) -> str:
 class NvmlProbe:
     """Reads every GPU through NVML. `nvml_module`: an object with pynvml's API (default: `import pynvml`)."""
 
-    def __init__(self, nvml_module: Any = None, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, nvml_module: Any = None, *, clock: Callable[[], float] = time.time, watch_xids: bool = True
+    ) -> None:
         if nvml_module is None:
             try:
                 nvml_module = importlib.import_module("pynvml")
@@ -89,6 +91,12 @@ class NvmlProbe:
         self.driver_version: Reading[str] = self._call_str(nvml_module.nvmlSystemGetDriverVersion)
         self.cuda_driver_version: Reading[str] = self._cuda_version()
         self._closed = False
+        # Xid events (nvmlEventTypeXidCriticalError) counted per GPU index since the probe opened
+        self._watch_xids = watch_xids
+        self._event_set: Any = None
+        self._xid_registered: set[int] = set()
+        self._xid_count: dict[int, int] = {}
+        self._xid_last: dict[int, int] = {}
 
     # --- errors ---------------------------------------------------------------------------------
 
@@ -174,6 +182,7 @@ class NvmlProbe:
         if self._closed:
             raise GpuError("the NVML probe is closed", fix="open a new probe")
         now = self._clock()
+        self._drain_xids()
         samples = []
         for index in range(self.count):
             try:
@@ -279,6 +288,10 @@ class NvmlProbe:
         disp = c(n.nvmlDeviceGetDisplayActive, h)
         f["display_active"] = disp if isinstance(disp, NotSupported | Failed) else bool(disp)
         f["processes"] = self._processes(h)
+        if index in self._xid_registered:
+            f["xid_errors"] = self._xid_count.get(index, 0)
+            if index in self._xid_last:
+                f["xid_last"] = self._xid_last[index]
         return Sample(timestamp_s=now, index=index, **f)
 
     @staticmethod
@@ -352,8 +365,54 @@ class NvmlProbe:
         except OSError:
             return ""
 
+    # --- Xid events ---------------------------------------------------------------------------
+
+    def _drain_xids(self) -> None:
+        """Register for Xid events once, then take what arrived since the last read (never waits)."""
+        if not self._watch_xids:
+            return
+        n = self.nvml
+        xid_type = int(getattr(n, "nvmlEventTypeXidCriticalError", 0))
+        if self._event_set is None:
+            needed = (
+                "nvmlEventSetCreate",
+                "nvmlDeviceRegisterEvents",
+                "nvmlEventSetWait_v2",
+                "nvmlDeviceGetIndex",
+            )
+            if not xid_type or any(self._fn(name) is None for name in needed):
+                self._watch_xids = False
+                return
+            try:
+                self._event_set = n.nvmlEventSetCreate()
+            except self._error:
+                self._watch_xids = False  # e.g. not supported on this platform: xid_errors stays unknown
+                return
+            for index in range(self.count):
+                try:
+                    n.nvmlDeviceRegisterEvents(self._handle(index), xid_type, self._event_set)
+                except self._error:
+                    continue  # this GPU cannot report Xids through NVML
+                self._xid_registered.add(index)
+        for _ in range(1000):  # bounded: a storm of events must not stall a sample
+            try:
+                data = n.nvmlEventSetWait_v2(self._event_set, 0)
+            except self._error:
+                break  # NVMLError_Timeout: nothing pending (or the set broke: try again next read)
+            if not int(getattr(data, "eventType", 0)) & xid_type:
+                continue
+            try:
+                index = int(n.nvmlDeviceGetIndex(data.device))
+            except self._error:
+                continue
+            self._xid_count[index] = self._xid_count.get(index, 0) + 1
+            self._xid_last[index] = int(data.eventData)
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            if self._event_set is not None:
+                with contextlib.suppress(self._error):
+                    self.nvml.nvmlEventSetFree(self._event_set)
             with contextlib.suppress(self._error):
                 self.nvml.nvmlShutdown()
