@@ -1,1 +1,13 @@
-"""GPU probes: one `Sample` per GPU per instant, from NVML, nvidia-smi output or a recording."""
+"""GPU probes: one `Sample` per GPU per instant, from NVML, nvidia-smi output or a recording.
+
+    sample.py      data model: Sample, Snapshot, GpuProcess, MigDevice, NotSupported, Failed, ParseProblem
+    probe.py       Probe protocol, open_probe(replay=None, clock=…, loop=…), ReplayProbe
+    nvml.py        NvmlProbe (nvidia-ml-py, imported lazily; no subprocess per sample)
+    smi_probe.py   SmiProbe: `nvidia-smi -q -x` subprocess fallback
+    replay.py      load_recording(path) -> Recording, format detected from content (CONTRACTS §4)
+    smi_csv.py     --query-gpu CSV: parse_query_csv, read_query_csv, format_trace_time
+    smi.py         -q -x XML, -q text, failure messages; smi_table.py the default table
+    capture.py     multi-section capture files; kernel_log.py Xid lines
+
+Importing this package imports nothing heavy; pynvml is loaded only when a live NVML probe opens.
+"""
