@@ -192,9 +192,10 @@ def _train_memory(
         grads = n / shard * compute_b
         optimizer = n / shard * (opt_state + (K.MASTER_WEIGHT_BYTES if mixed else 0.0))
         if mixed:
+            per_param = 2 * compute_b + opt_state + K.MASTER_WEIGHT_BYTES
             notes.add(
-                f"mixed precision: {t.precision} weights and gradients + fp32 master weights "
-                "(16 B/param with AdamW, ZeRO paper accounting)"
+                f"mixed precision: {t.precision} weights and gradients + fp32 master weights and "
+                f"{t.optimizer} states = {per_param:g} B/param before sharding (ZeRO paper accounting)"
             )
         if t.precision == "fp8":
             notes.add("FP8 training keeps BF16 weights (Transformer Engine casts per GEMM)")
