@@ -230,6 +230,7 @@ def offers(
 
 
 def _print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: int) -> None:
+    from rich import box
     from rich.table import Table
 
     from gpuwise.cli.output import console
@@ -240,14 +241,19 @@ def _print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: i
         )
         return
     shown = found if limit == 0 else found[:limit]
-    table = Table(title=f"{len(found)} offer(s), cheapest {'spot ' if spot else ''}first")
-    right = ("vCPU/GiB", "on-demand/h", "spot/h")
-    for col in ("provider", "instance", "region", "GPUs", "vCPU/GiB", "on-demand/h", "spot/h", "price date"):
+    table = Table(
+        title=f"{len(found)} offer(s), cheapest {'spot ' if spot else ''}first",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    for col in ("provider", "instance (vCPU, GiB)", "region", "GPUs", "price/h", "spot/h", "price date"):
         table.add_column(
             col,
-            justify="right" if col in right else "left",
+            justify="right" if col in ("price/h", "spot/h") else "left",
             overflow="fold",
-            no_wrap=col in ("GPUs", "on-demand/h", "spot/h"),
+            no_wrap=col in ("price/h", "spot/h"),
+            # "date unknown" must stay readable in an 80-column terminal
+            min_width=12 if col == "price date" else None,
         )
     for o in shown:
         place = o.region or "—"
@@ -255,14 +261,13 @@ def _print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: i
             place = f"{place} ({o.zone})"
         price = _money(o.price_usd_per_hour, o.currency)
         if o.gpu_only_price:
-            price += " GPU-only"
-        gpus_text = f"{_num(o.gpus, 3)}× {o.gpu}"
+            price += "\nGPU-only"
+        host = f"{_num(o.vcpus)} vCPU, {_num(o.memory_gib)} GiB" if o.vcpus or o.memory_gib else ""
         table.add_row(
             o.provider,
-            o.instance_type or "—",
+            f"{o.instance_type or '—'}\n[dim]{host}[/]" if host else (o.instance_type or "—"),
             place,
-            gpus_text,
-            f"{_num(o.vcpus)}/{_num(o.memory_gib)}",
+            f"{_num(o.gpus, 3)}× {o.gpu}",
             price,
             _money(o.spot_price_usd_per_hour, o.currency),
             _age_text(o, today),
