@@ -156,6 +156,7 @@ def test_html_is_written_atomically(capsys: pytest.CaptureFixture[str], tmp_path
     page = target.read_text(encoding="utf-8")
     assert 'id="cost-time-chart"' in page
     assert [p.name for p in tmp_path.iterdir()] == ["plan.html"]  # no temp file left behind
+    assert target.stat().st_mode & 0o044  # readable like any file the user writes, not mkstemp's 0600
 
 
 @pytest.mark.parametrize(

@@ -195,6 +195,10 @@ def _write_atomic(path: Path, text: str) -> None:
             fix="check that the folder exists and is writable",
         ) from exc
     try:
+        # mkstemp creates 0600; a report is an ordinary file: honour the umask like open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        Path(tmp).chmod(0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         Path(tmp).replace(path)
@@ -234,33 +238,6 @@ def _money(x: float) -> str:
     return format_money(x)
 
 
-def _why(result: PlanResult) -> str:
-    best = result.options[0]
-    rest = result.options[1:]
-    where = f"{best.provider} {best.instance_type}" + (f" ×{best.nodes}" if best.nodes > 1 else "")
-    pricing = best.pricing.replace("_", "-")
-    if result.objective == "time":
-        head = f"fastest: {best.hours:,.1f} h for {_money(best.cost_usd)}"
-        if rest:
-            nxt = rest[0]
-            head += f"; the next fastest ({nxt.provider} {nxt.instance_type}) takes {nxt.hours:,.1f} h"
-    else:
-        head = f"cheapest in total: {_money(best.cost_usd)} for {best.hours:,.1f} h"
-        if rest:
-            nxt = rest[0]
-            pct = (nxt.cost_usd - best.cost_usd) / best.cost_usd * 100 if best.cost_usd else 0.0
-            gap = f"{pct:.0f}% below" if pct >= 0.5 else "level with"
-            head += f", {gap} the next ({nxt.provider} {nxt.instance_type}, {_money(nxt.cost_usd)})"
-    headroom = best.memory_capacity_gib - best.memory_per_gpu_gib
-    tail = f"fits with {headroom:,.1f} GiB headroom per GPU; bottleneck: {best.bottleneck}"
-    if best.pricing == "spot":
-        tail += f"; includes {best.expected_interruptions:.2g} expected spot preemptions"
-    if best.unknown_costs:
-        tail += "; not counted: " + ", ".join(best.unknown_costs)
-    what = f"{best.gpus_per_node * best.nodes}× {best.gpu}, {pricing}, {best.region}"
-    return f"Why {where} ({what}): {head}; {tail}."
-
-
 _SHORT_BOTTLENECK = {"memory_bandwidth": "bandwidth", "memory_capacity": "memory", "communication": "comm."}
 
 
@@ -273,16 +250,18 @@ def _split(o: Option) -> str:
 
 def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: Path | None) -> None:
     from rich import box
+    from rich.markup import escape
     from rich.table import Table
 
     from gpuwise.cli.output import console
+    from gpuwise.plan.output import why_this_one
 
     for note in notes:
-        console.print(note)
+        console.print(escape(note), soft_wrap=True)
     shown = result.options[:top]
     if shown:
         table = Table(
-            title=f"{name}: top {len(shown)} of {len(result.options)} options by {result.objective}",
+            title=f"{escape(name)}: top {len(shown)} of {len(result.options)} options by {result.objective}",
             title_justify="left",
             box=box.SIMPLE_HEAD,
             pad_edge=False,
@@ -305,7 +284,8 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
             unknown = " [yellow]+?[/]" if o.unknown_costs else ""
             table.add_row(
                 f"{i}{'*' if o.pareto else ''}",
-                f"{o.provider} {o.instance_type}\n[dim]{gpus}× {o.gpu}{nodes} · {o.region}[/]",
+                f"{escape(o.provider)} {escape(o.instance_type)}\n"
+                f"[dim]{gpus}× {o.gpu}{nodes} · {escape(o.region)}[/]",
                 f"{o.pricing.replace('_', '-')}\n{_money(o.price_usd_per_hour)}/h\n{day}",
                 f"{o.hours:,.1f}",
                 f"[bold]{_money(o.cost_usd)}[/]\n[dim]{_split(o)}[/]{unknown}",
@@ -313,7 +293,7 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
                 _SHORT_BOTTLENECK.get(o.bottleneck, o.bottleneck),
             )
         console.print(table)
-        console.print(_why(result), soft_wrap=True)
+        console.print(escape(why_this_one(result)), soft_wrap=True)
         console.print(
             "[dim]* on the Pareto front (nothing both cheaper and faster). split: c compute, s storage, "
             "e egress, i spot interruptions. +?: some cost parts unknown, counted as $0 (see --json). "
@@ -330,6 +310,6 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
     dates = ", ".join(f"{p} {d.isoformat()}" for p, d in result.sources.items())
     console.print(f"[dim]Prices as of: {dates}[/]", soft_wrap=True)
     for a in result.assumptions:
-        console.print(f"[dim]- {a}[/]", soft_wrap=True)
+        console.print(f"[dim]- {escape(a)}[/]", soft_wrap=True)
     if html is not None:
-        console.print(f"HTML report: {html}")
+        console.print(f"HTML report: {escape(str(html))}", soft_wrap=True)

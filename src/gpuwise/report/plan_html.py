@@ -11,6 +11,7 @@ import html
 from collections.abc import Sequence
 
 from gpuwise.plan.models import Option, PlanResult
+from gpuwise.plan.output import why_this_one
 
 _COLORS = {"on_demand": "#1f77b4", "spot": "#ff7f0e", "reserved": "#2ca02c"}
 _LABELS = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved"}
@@ -20,7 +21,7 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2r
 h1 { font-size: 1.4rem; } h2 { font-size: 1.1rem; margin-top: 2rem; }
 table { border-collapse: collapse; font-size: 0.85rem; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.3rem 0.6rem; text-align: right; }
-th { background: #f4f4f4; } td.l, th.l { text-align: left; }
+th { background: #f4f4f4; } td.l, th.l { text-align: left; } td.d { white-space: nowrap; }
 tr.pareto td:first-child { font-weight: bold; }
 .warn { color: #b35900; } .muted { color: #666; font-size: 0.85rem; }
 """
@@ -112,23 +113,30 @@ def _table(options: Sequence[Option]) -> str:
         p = o.cost_breakdown_usd
         date_cell = o.price_as_of.isoformat()
         if not o.price_date_exact:
-            date_cell = f'<span class="warn">date unknown (collected {date_cell})</span>'
+            date_cell = (
+                f'<span class="warn" title="the source gives no date: collection date">{date_cell}?</span>'
+            )
         elif o.price_stale:
-            date_cell = f'<span class="warn">{date_cell} (stale)</span>'
+            date_cell = f'<span class="warn" title="over 90 days old">{date_cell} old</span>'
         instance = html.escape(o.instance_type) + (f" ×{o.nodes}" if o.nodes > 1 else "")
         rows.append(
             f'<tr class="{"pareto" if o.pareto else ""}"><td>{i}</td>'
             f"<td class=l>{html.escape(o.provider)}</td>"
             f"<td class=l>{instance}</td><td class=l>{html.escape(o.region)}</td>"
             f"<td class=l>{_LABELS.get(o.pricing, o.pricing)}</td><td>{_money(o.price_usd_per_hour)}</td>"
-            f"<td class=l>{date_cell}</td><td>{o.hours:,.2f}</td><td><b>{_money(o.cost_usd)}</b></td>"
+            f"<td class='l d'>{date_cell}</td><td>{o.hours:,.2f}</td><td><b>{_money(o.cost_usd)}</b></td>"
             f"<td>{_money(p['compute'])}</td><td>{_money(p['storage'])}</td><td>{_money(p['egress'])}</td>"
             f"<td>{_money(p['interruption_overhead'])}</td>"
             f"<td class=l>{html.escape(', '.join(o.unknown_costs)) or '–'}</td>"
             f"<td>{o.memory_capacity_gib - o.memory_per_gpu_gib:,.1f}</td>"
             f"<td class=l>{html.escape(o.bottleneck)}</td><td class=l>{'yes' if o.pareto else ''}</td></tr>"
         )
-    return f"<table>{head}{''.join(rows)}</table>"
+    legend = (
+        "<p class=muted>Bold row number: on the Pareto front. A price date ending in ? is the date the data "
+        "was collected (the source gives none); old: over 90 days. Unknown: cost parts whose rate gpuwise "
+        "does not know, counted as $0. Headroom: GPU memory left per GPU.</p>"
+    )
+    return f"<table>{head}{''.join(rows)}</table>{legend}"
 
 
 def render_plan_html(
@@ -147,6 +155,8 @@ def render_plan_html(
     plan_notes = "".join(f"<li>{html.escape(a)}</li>" for a in result.assumptions)
     option_notes = "".join(f"<li>{html.escape(a)}</li>" for a in assumptions)
     header_notes = "".join(f"<p>{html.escape(n)}</p>" for n in notes)
+    if result.options:
+        header_notes += f"<p><b>{html.escape(why_this_one(result))}</b></p>"
     return (
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
