@@ -55,15 +55,15 @@ class AlertsConfig(BaseModel):
     enabled: bool = True
     temperature_c: float = 85.0
     temperature_clear_c: float = 80.0
-    memory_pct: float = Field(98.0, gt=0, le=100)
-    memory_clear_pct: float = Field(90.0, gt=0, le=100)
-    for_samples: int = Field(3, ge=1)
-    clear_samples: int = Field(3, ge=1)
+    memory_pct: float = Field(default=98.0, gt=0, le=100)
+    memory_clear_pct: float = Field(default=90.0, gt=0, le=100)
+    for_samples: int = Field(default=3, ge=1)
+    clear_samples: int = Field(default=3, ge=1)
     webhook_url: str | None = None
     webhook_headers: dict[str, str] = Field(default_factory=dict)
-    webhook_timeout_s: float = Field(5.0, gt=0, le=120)
+    webhook_timeout_s: float = Field(default=5.0, gt=0, le=120)
     command: list[str] | str | None = None
-    command_timeout_s: float = Field(10.0, gt=0, le=600)
+    command_timeout_s: float = Field(default=10.0, gt=0, le=600)
 
 
 def alerts_config(section: dict[str, Any], source: str = "config") -> AlertsConfig:

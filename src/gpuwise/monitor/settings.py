@@ -33,27 +33,27 @@ M = TypeVar("M", bound=BaseModel)
 class MonitorSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    interval_s: float = Field(1.0, gt=0, le=3600)
+    interval_s: float = Field(default=1.0, gt=0, le=3600)
     history: bool = True
-    history_interval_s: float = Field(5.0, gt=0, le=86400)
-    history_retention_days: float = Field(7.0, gt=0, le=3650)
+    history_interval_s: float = Field(default=5.0, gt=0, le=86400)
+    history_retention_days: float = Field(default=7.0, gt=0, le=3650)
 
 
 class ExporterSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     bind: str = "127.0.0.1"
-    port: int = Field(9400, ge=0, le=65535)
+    port: int = Field(default=9400, ge=0, le=65535)
     token_file: Path | None = None
-    idle_threshold_pct: float = Field(5.0, ge=0, le=100)
-    interval_s: float = Field(5.0, gt=0, le=3600)
+    idle_threshold_pct: float = Field(default=5.0, ge=0, le=100)
+    interval_s: float = Field(default=5.0, gt=0, le=3600)
 
 
 class MachineSettings(BaseModel):
     # Other rooms own more [machine] keys (provider, instance_type, …): allow them here.
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    price_usd_per_hour: float | None = Field(None, ge=0)
+    price_usd_per_hour: float | None = Field(default=None, ge=0)
 
 
 def section(config: Config, name: str, model: type[M]) -> M:
