@@ -49,9 +49,14 @@ def wait_for(
     pytest.fail(f"timed out after {timeout_s} s waiting for {what} (last: {last!r})")
 
 
-def http_get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=3) as resp:
+def http_get(url: str, token: str | None = None) -> str:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    with urllib.request.urlopen(req, timeout=3) as resp:
         return str(resp.read().decode())
+
+
+TOKEN = "prom-scrape-token-0123"
+AUTH = f"    authorization:\n      type: Bearer\n      credentials: {TOKEN}\n"
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -66,28 +71,30 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.stdout.close()
 
 
-def start_exporter(replay: Path, port: int, env: dict[str, str], *extra: str) -> subprocess.Popen[bytes]:
+def start_exporter(
+    replay: Path, port: int, env: dict[str, str], *extra: str, token: str | None = None
+) -> subprocess.Popen[bytes]:
     cli = [sys.executable, "-c", "from gpuwise.cli.main import run; run()"]
     cmd = [*cli, "exporter", "--replay", str(replay), "--port", str(port), *extra]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    wait_for(
-        "the exporter",
-        lambda: "DCGM_FI_DEV_GPU_UTIL" in http_get(f"http://127.0.0.1:{port}/metrics"),
-        20,
-        proc,
-    )
+    url = f"http://127.0.0.1:{port}/metrics"
+    wait_for("the exporter", lambda: "DCGM_FI_DEV_GPU_UTIL" in http_get(url, token), 20, proc)
     return proc
 
 
 @pytest.fixture
 def exporters(tmp_path: Path, smi_fixtures: Path) -> Iterator[dict[str, int]]:
-    env = dict(os.environ)
     ports = {"series": free_port(), "h100": free_port()}
     procs = []
+    # the series exporter wants a bearer token (from the environment); its price comes from the config file
+    config = tmp_path / "config.toml"
+    config.write_text("[machine]\nprice_usd_per_hour = 98.32\n")
+    token_env = {**os.environ, "GPUWISE_EXPORTER_TOKEN": TOKEN}
     try:
-        procs.append(start_exporter(EIGHT_GPU_CSV, ports["series"], env, "--price-usd-per-hour", "98.32"))
+        args = ("--config", str(config))
+        procs.append(start_exporter(EIGHT_GPU_CSV, ports["series"], token_env, *args, token=TOKEN))
         h100 = smi_fixtures / "query-text" / "8x-h100__sw-power-cap-sw-thermal__535.183.01.txt"
-        procs.append(start_exporter(h100, ports["h100"], env))
+        procs.append(start_exporter(h100, ports["h100"], dict(os.environ)))
         yield ports
     finally:
         for p in procs:
@@ -106,6 +113,7 @@ def prometheus(
         "scrape_configs:\n"
         + "".join(
             f"  - job_name: {job}\n    static_configs:\n      - targets: ['127.0.0.1:{p}']\n"
+            + (AUTH if job == "series" else "")
             for job, p in exporters.items()
         )
     )
@@ -126,6 +134,16 @@ def query(base: str, promql: str) -> list[dict[str, Any]]:
     body = json.loads(http_get(base + "/api/v1/query?" + urllib.parse.urlencode({"query": promql})))
     assert body["status"] == "success", body
     return list(body["data"]["result"])
+
+
+def test_exporter_refuses_scrapes_without_the_token(exporters: dict[str, int]) -> None:
+    url = f"http://127.0.0.1:{exporters['series']}/metrics"
+    for token in (None, "wrong"):
+        with pytest.raises(urllib.error.HTTPError) as info:
+            http_get(url, token)
+        assert info.value.code == 401
+        info.value.close()
+    assert "gpuwise_gpu_up" in http_get(url, TOKEN)
 
 
 def test_prometheus_reads_back_the_recorded_values(prometheus: str) -> None:
