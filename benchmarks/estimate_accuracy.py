@@ -51,8 +51,8 @@ def _naive(row: dict[str, Any], workload: Any, gpu: Any) -> float:
         return 0.40
     if metric == "tokens_per_s_per_gpu":
         return 0.40 * peak / (6 * n)
-    if metric == "samples_per_s_per_gpu":  # the rule read literally: 6·N FLOPs per sample
-        return 0.40 * peak / (6 * n)
+    if metric == "samples_per_s_per_gpu":  # the rule read literally: 6·N (training) or 2·N FLOPs per sample
+        return 0.40 * peak / ((2 if workload.train is None else 6) * n)
     if metric == "output_tokens_per_s":
         return 0.40 * peak * row["count"] / (2 * n)
     t = workload.train

@@ -284,9 +284,15 @@ STORAGE_READ_GBS_PER_NODE = _c(
 ACT_BYTES_PER_FLOP = _c(
     "activation_bytes_per_flop",
     6e-3,
-    "B/FLOP",
-    "ResNet-50 mixed precision: batch 256 per 16 GB V100 (NVIDIA DeepLearningExamples), ~50 MB per image",
+    "B/FLOP (cnn; diffusion and generic 2e-3)",
+    "ResNet-50 mixed precision: batch 256 per 16 GB V100 (NVIDIA DeepLearningExamples), ~50 MB per image; "
+    "attention-heavy models keep fewer bytes per FLOP (ViT-L/16: ~0.25 GB per 123 GFLOP image by the "
+    "Korthikanti count)",
 )
+ACT_BYTES_PER_FLOP_BY_KIND = {"cnn": 6e-3, "diffusion": 2e-3, "generic": 2e-3}
+# Share of activation memory kept with checkpointing, for models without a per-layer formula
+# (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost": O(sqrt(n)) segments).
+NON_TRANSFORMER_CHECKPOINT_KEEP = {"none": 1.0, "selective": 0.6, "full": 0.25}
 # Gradient-accumulation steps assumed when the workload gives no global_batch.
 TRAIN_EFF_PER_GEMM_FRACTION = _c(
     "training_efficiency_per_gemm_fraction",

@@ -259,8 +259,14 @@ def _train_memory(
         if t.method == "qlora":
             acts += 2 * (m.hidden or 0) * m.n_ffn * 2 / tp  # one dequantized BF16 weight matrix at a time
     else:
-        per_flop = notes.const(K.ACT_BYTES_PER_FLOP)
-        acts = (m.flops_per_sample or 0) * per_flop * t.micro_batch
+        notes.const(K.ACT_BYTES_PER_FLOP)
+        per_flop = K.ACT_BYTES_PER_FLOP_BY_KIND[m.kind]
+        keep = K.NON_TRANSFORMER_CHECKPOINT_KEEP[t.activation_checkpointing]
+        acts = (m.flops_per_sample or 0) * per_flop * t.micro_batch * keep
+        if keep < 1:
+            notes.add(
+                f"{t.activation_checkpointing} checkpointing keeps ~{keep:.0%} of activations (Chen et al. 2016)"
+            )
         if t.precision in ("fp32", "tf32"):
             acts *= 2
 
@@ -511,7 +517,8 @@ def _inference_estimate(
         chunk = min(c * max(inf.prompt_tokens, 1), 8192)
         acts = chunk * ((m.hidden or 0) * 8 + m.n_ffn * 6) / tp + c * (m.vocab or 0) * 4
     else:
-        acts = (m.flops_per_sample or 0) * K.ACT_BYTES_PER_FLOP.value / 3 * c
+        # Inference keeps one layer's activations at a time: a third of the training figure is generous.
+        acts = (m.flops_per_sample or 0) * K.ACT_BYTES_PER_FLOP_BY_KIND[m.kind] / 3 * c
     allocated = weights + kv + acts
     overhead = notes.const(K.CUDA_CONTEXT_GIB) * GIB + allocated * notes.const(K.FRAGMENTATION)
     if tp > 1:
@@ -540,8 +547,14 @@ def _inference_estimate(
         bw_eff = notes.const(K.DECODE_BANDWIDTH_EFFICIENCY)
 
     if not transformer:
+        # Same efficiency as training for this kind (convolutions, norms and data movement, not big GEMMs).
+        notes.const(K.KIND_EFFICIENCY_SOURCE)
+        arch = K.ARCH_EFFICIENCY.get(gpu.architecture.lower(), K.ARCH_EFFICIENCY_DEFAULT)
+        kind_eff = K.KIND_EFFICIENCY[m.kind] * arch / K.ARCH_EFFICIENCY["ampere"]
+        if used == "fp32":
+            kind_eff = notes.const(K.FP32_SIMT_EFFICIENCY)
         flops = (m.flops_per_sample or 0) * c
-        step = max(flops / (peak * prefill_eff * tp), weights / (bw * bw_eff))
+        step = max(flops / (peak * kind_eff * tp), weights / (bw * bw_eff))
         thr_replica = c / step
         total = (
             inf.requests
