@@ -264,9 +264,8 @@ def _train_memory(
         keep = K.NON_TRANSFORMER_CHECKPOINT_KEEP[t.activation_checkpointing]
         acts = (m.flops_per_sample or 0) * per_flop * t.micro_batch * keep
         if keep < 1:
-            notes.add(
-                f"{t.activation_checkpointing} checkpointing keeps ~{keep:.0%} of activations (Chen et al. 2016)"
-            )
+            mode = t.activation_checkpointing
+            notes.add(f"{mode} checkpointing keeps ~{keep:.0%} of activations (Chen et al. 2016)")
         if t.precision in ("fp32", "tf32"):
             acts *= 2
 
