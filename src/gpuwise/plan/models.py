@@ -6,6 +6,7 @@ Must not import anything outside the standard library and gpuwise's own models.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -129,7 +130,7 @@ class Relaxation:
 
 @dataclass(frozen=True)
 class PlanResult:
-    options: tuple[Option, ...]  # every qualifying option, sorted by the objective
+    options: Sequence[Option]  # every qualifying option, sorted by the objective
     considered: int
     rejected: dict[str, int]
     relaxations: tuple[Relaxation, ...]  # most options first

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date
 from fnmatch import fnmatchcase
+from typing import overload
 
 from gpuwise.catalog.models import Offer
 from gpuwise.estimate.models import Estimate
@@ -331,9 +332,14 @@ def plan(
                     continue
                 kept.append((offer, nodes, pricing, rate_to_usd, est, costed, spot))
 
+    # Rank and mark the front on plain numbers; `Option` objects (with their notes) are built only when
+    # read: `--json` reads the top N, the HTML chart reads all.
+    pareto = _pareto_flags([(k[5].total, k[5].hours) for k in kept])
     note_cache: dict[tuple[str, bool], tuple[str, ...]] = {}
-    options = [
-        _option(
+
+    def build(i: int) -> Option:
+        o, n, p, fx_rate, e, c, s = kept[i]
+        return _option(
             o,
             nodes=n,
             pricing=p,
@@ -344,14 +350,16 @@ def plan(
             data=data,
             settings=settings,
             note_cache=note_cache,
+            pareto=pareto[i],
         )
-        for (o, n, p, fx_rate, e, c, s) in kept
-    ]
-    options = _mark_pareto(options)
-    if settings.objective == "time":
-        options.sort(key=lambda o: (o.hours, o.cost_usd, o.provider, o.instance_type, o.region, o.pricing))
-    else:
-        options.sort(key=lambda o: (o.cost_usd, o.hours, o.provider, o.instance_type, o.region, o.pricing))
+
+    def order_key(i: int) -> tuple[float, float, str, str, str, str]:
+        o, _, p, _, _, c, _ = kept[i]
+        first, second = (c.hours, c.total) if settings.objective == "time" else (c.total, c.hours)
+        return (first, second, o.provider, o.instance_type, o.region, p)
+
+    order = sorted(range(len(kept)), key=order_key)
+    options = OptionList(order, build)
 
     assumptions = [*data.assumptions]
     assumptions.append(
@@ -365,7 +373,7 @@ def plan(
         )
     assumptions += [RESERVED_NOTE, AVAILABILITY_NOTE]
     return PlanResult(
-        options=tuple(options),
+        options=options,
         considered=considered,
         rejected={r: rejected[r] for r in REASONS if r in rejected},
         relaxations=relax.results(constraints),
@@ -425,6 +433,7 @@ def _option(
     data: DataNeeds,
     settings: Settings,
     note_cache: dict[tuple[str, bool], tuple[str, ...]],
+    pareto: bool,
 ) -> Option:
     as_of = offer.spot_price_as_of if (pricing == "spot" and offer.spot_price_as_of) else offer.price_as_of
     stale = (not offer.price_date_exact) or (settings.today - as_of).days > settings.stale_after_days
@@ -475,25 +484,62 @@ def _option(
         bottleneck=est.bottleneck,
         expected_interruptions=c.interruptions,
         source=offer.source,
+        pareto=pareto,
     )
 
 
-def _mark_pareto(options: Sequence[Option]) -> list[Option]:
-    """Mark options no other option beats on both cost and time (ties on both stay on the front)."""
-    order = sorted(range(len(options)), key=lambda i: (options[i].cost_usd, options[i].hours))
-    marked = list(options)
+def _pareto_flags(points: Sequence[tuple[float, float]]) -> list[bool]:
+    """For (cost, hours) points: True where no other point is both cheaper and faster (ties stay on)."""
+    order = sorted(range(len(points)), key=points.__getitem__)
+    flags = [False] * len(points)
     best_hours = math.inf
     prev_key: tuple[float, float] | None = None
-    prev_pareto = False
+    prev_flag = False
     for i in order:
-        o = options[i]
-        key = (o.cost_usd, o.hours)
-        pareto = prev_pareto if key == prev_key else o.hours < best_hours
-        best_hours = min(best_hours, o.hours)
-        prev_key, prev_pareto = key, pareto
-        if pareto:
-            marked[i] = replace(o, pareto=True)
-    return marked
+        key = points[i]
+        flag = prev_flag if key == prev_key else key[1] < best_hours
+        best_hours = min(best_hours, key[1])
+        prev_key, prev_flag = key, flag
+        flags[i] = flag
+    return flags
+
+
+class OptionList(Sequence[Option]):
+    """The ranked options, each built on first access (a plan may hold thousands; most are never shown)."""
+
+    def __init__(self, order: list[int], build: Callable[[int], Option]) -> None:
+        self._order = order
+        self._build = build
+        self._built: dict[int, Option] = {}
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def _get(self, rank: int) -> Option:
+        found = self._built.get(rank)
+        if found is None:
+            found = self._built[rank] = self._build(self._order[rank])
+        return found
+
+    @overload
+    def __getitem__(self, index: int) -> Option: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Option, ...]: ...
+    def __getitem__(self, index: int | slice) -> Option | tuple[Option, ...]:
+        if isinstance(index, slice):
+            return tuple(self._get(r) for r in range(*index.indices(len(self._order))))
+        if index < 0:
+            index += len(self._order)
+        if not 0 <= index < len(self._order):
+            raise IndexError(index)
+        return self._get(index)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable cache inside; compare by content only
 
 
 __all__ = ["DEFAULT_RESTART_HOURS", "Estimator", "SpotLookup", "billed_hours", "plan"]
