@@ -145,6 +145,12 @@ def main() -> int:
         ours = f"gpuwise median error {med:.1%}, within 2× {w2:.0%}"
         naive = f"naive median error {nmed:.1%}, within 2× {nw2:.0%}"
         print(f"{label:12} n={n:2}  {ours}   |   {naive}")
+    print("\nby metric (median error, gpuwise vs naive):")
+    for metric in sorted({r.metric for r in results}):
+        rs = [r for r in results if r.metric == metric]
+        ours = statistics.median(r.error for r in rs)
+        naive = statistics.median(r.naive_error for r in rs)
+        print(f"  {metric:22} n={len(rs):2}  gpuwise {ours:6.1%}   naive {naive:8.1%}")
     return 0
 
 

@@ -72,3 +72,14 @@ def test_gpuwise_beats_the_naive_rule() -> None:
     assert s["all_median"] < s["naive_all_median"]
     assert s["held_out_median"] < s["naive_held_out_median"]
     assert s["all_within_2x"] > s["naive_all_within_2x"]
+
+
+def test_benchmark_script_prints_both_medians(capsys: object) -> None:
+    import pytest
+
+    assert isinstance(capsys, pytest.CaptureFixture)
+    assert _bench().main() == 0
+    out = capsys.readouterr().out
+    assert "held_out" in out
+    assert "naive median error" in out
+    assert "by metric" in out
