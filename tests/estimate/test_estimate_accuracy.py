@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -74,10 +76,7 @@ def test_gpuwise_beats_the_naive_rule() -> None:
     assert s["all_within_2x"] > s["naive_all_within_2x"]
 
 
-def test_benchmark_script_prints_both_medians(capsys: object) -> None:
-    import pytest
-
-    assert isinstance(capsys, pytest.CaptureFixture)
+def test_benchmark_script_prints_both_medians(capsys: pytest.CaptureFixture[str]) -> None:
     assert _bench().main() == 0
     out = capsys.readouterr().out
     assert "held_out" in out
