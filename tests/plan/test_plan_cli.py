@@ -159,6 +159,26 @@ def test_html_is_written_atomically(capsys: pytest.CaptureFixture[str], tmp_path
     assert target.stat().st_mode & 0o044  # readable like any file the user writes, not mkstemp's 0600
 
 
+def test_calibration_changes_the_calibrated_gpu_only(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A bench result measured on an H100 (here: a slow one) must reach the estimates the plan ranks."""
+    text = (FIXTURES / "llama3-8b-lora.toml").read_text(encoding="utf-8")
+    path = tmp_path / "h.toml"
+    path.write_text(text + '\n[constraints]\ngpus = ["H100", "H200"]\n', encoding="utf-8")
+
+    def hours(*extra: str) -> dict[tuple[str, str, str], float]:
+        _, doc = run_json(capsys, str(path), "--top", "1000", *extra)
+        return {(o["gpu"], o["provider"], o["instance_type"]): o["hours"] for o in doc["options"]}
+
+    plain = hours()
+    slow = hours("--calibration", str(FIXTURES / "bench-h100-slow.json"))
+    both = set(plain) & set(slow)
+    assert any(k[0] == "H100" for k in both) and any(k[0] == "H200" for k in both)
+    assert all(slow[k] > plain[k] for k in both if k[0] == "H100")
+    assert all(slow[k] == plain[k] for k in both if k[0] == "H200")
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -168,6 +188,7 @@ def test_html_is_written_atomically(capsys: pytest.CaptureFixture[str], tmp_path
         ["--exchange-rate", "CNY=-1"],
         ["--spot-interruptions-per-hour", "often"],
         ["--top", "0"],
+        ["--calibration", "/nonexistent/bench.json"],
     ],
 )
 def test_bad_options_exit_2(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
