@@ -216,3 +216,24 @@ def test_empty_token_file_is_bad_input(tmp_path, capsys: pytest.CaptureFixture[s
 def test_loopback_detection() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.5") and not is_loopback("example.com")
+
+
+def test_idle_seconds_follow_the_idle_policy_when_tracked() -> None:
+    """The exporter's gpuwise_idle_seconds is the idle room's policy answer, fed by the sampler."""
+    from gpuwise.idle.policy import IdlePolicy
+    from gpuwise.monitor.exporter import IdleTracker
+    from gpuwise.monitor.sampler import Sampler
+
+    clock = FakeClock(1000.0)
+    idle_gpu = snap(gpu(0, util_gpu_pct=0.0, processes=(), memory_used_bytes=0))
+    probe = FakeProbe([snap(gpu(0))] + [idle_gpu] * 20)
+    tracker = IdleTracker(IdlePolicy(), clock=clock)
+    sampler = Sampler(probe, observers=[tracker.observe], clock=clock)
+    collector = GpuCollector(probe, clock=clock, hostname="h", idle_seconds=tracker.seconds)
+    sampler.tick()  # busy at t=1000
+    for _ in range(10):
+        clock.advance(30)
+        sampler.tick()
+    # the job's memory was released at the first idle read (t=1030): the policy counts that as activity
+    assert tracker.seconds() == 270.0
+    assert scrape(collector)["gpuwise_idle_seconds"][0][1] == 270.0

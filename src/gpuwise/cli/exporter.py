@@ -82,8 +82,10 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
     """
     from gpuwise import paths
     from gpuwise.config import load_config
+    from gpuwise.idle.policy import IdlePolicy
+    from gpuwise.idle.settings import load_settings
     from gpuwise.monitor.alerts import AlertDelivery, AlertEngine, alerts_config
-    from gpuwise.monitor.exporter import ExporterServer, GpuCollector, is_loopback, make_registry
+    from gpuwise.monitor.exporter import ExporterServer, GpuCollector, IdleTracker, is_loopback, make_registry
     from gpuwise.monitor.history import HistoryStore
     from gpuwise.monitor.sampler import Sampler, run_loop
     from gpuwise.monitor.settings import ExporterSettings, MachineSettings, MonitorSettings, section
@@ -104,10 +106,14 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
             fix=f"pass --token-file FILE (or set ${TOKEN_ENV}), or --no-auth to serve openly on purpose",
         )
     price = price_usd_per_hour if price_usd_per_hour is not None else machine.price_usd_per_hour
+    # gpuwise_idle_seconds follows the same idle policy (and [idle] thresholds) as `gpuwise idle`.
+    idle = IdleTracker(IdlePolicy(load_settings(cfg.sections).policy))
 
     _setup_logging()
     probe = _LockedProbe(open_source(replay, loop=True))
-    collector = GpuCollector(probe, price_usd_per_hour=price, idle_threshold_pct=ex.idle_threshold_pct)
+    collector = GpuCollector(
+        probe, price_usd_per_hour=price, idle_threshold_pct=ex.idle_threshold_pct, idle_seconds=idle.seconds
+    )
     registry = make_registry(collector)
     try:
         server = ExporterServer((host, the_port), registry, token)
@@ -131,6 +137,7 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
         delivery=AlertDelivery(alerts_cfg) if alerts_cfg.enabled else None,
         history=store,
         history_every_s=mon.history_interval_s,
+        observers=[idle.observe],
     )
     stop = threading.Event()
     background = threading.Thread(

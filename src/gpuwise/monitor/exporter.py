@@ -209,12 +209,16 @@ class GpuCollector(Collector):
         price_usd_per_hour: float | None = None,
         idle_threshold_pct: float = 5.0,
         on_snapshot: Callable[[Snapshot], None] | None = None,
+        idle_seconds: Callable[[], float | None] | None = None,
     ) -> None:
         self.probe = probe
         self.clock = clock
         self.hostname = hostname if hostname is not None else socket.gethostname()
         self.price_usd_per_hour = price_usd_per_hour
         self.idle_threshold_pct = idle_threshold_pct
+        # When given (the CLI passes the idle policy's tracker), gpuwise_idle_seconds is the idle
+        # policy's own answer; otherwise a simple "every GPU at or below the threshold" clock.
+        self.idle_seconds = idle_seconds
         self.on_snapshot = on_snapshot
         self.started_s = clock()
         self._last_busy_s = self.started_s
@@ -305,12 +309,21 @@ class GpuCollector(Collector):
                 up.add_metric(labels, 0.0)
         if busy:
             self._last_busy_s = now
-        idle = GaugeMetricFamily(
-            "gpuwise_idle_seconds",
-            f"Seconds since any GPU was last above {self.idle_threshold_pct:g}% utilization "
-            "(or its video engines were busy), counted from exporter start.",
-        )
-        idle.add_metric([], max(0.0, now - self._last_busy_s))
+        policy_idle = self.idle_seconds() if self.idle_seconds is not None else None
+        if policy_idle is not None:
+            idle = GaugeMetricFamily(
+                "gpuwise_idle_seconds",
+                "Seconds the machine has been idle by gpuwise's idle policy (GPU util, memory, processes"
+                " and signals), counted from exporter start.",
+            )
+            idle.add_metric([], max(0.0, policy_idle))
+        else:
+            idle = GaugeMetricFamily(
+                "gpuwise_idle_seconds",
+                f"Seconds since any GPU was last above {self.idle_threshold_pct:g}% utilization "
+                "(or its video engines were busy), counted from exporter start.",
+            )
+            idle.add_metric([], max(0.0, now - self._last_busy_s))
         out: list[Metric] = [f for f in families.values() if f.samples]
         out += [up, throttled, proc_mem, nprocs, idle]
         if self.price_usd_per_hour is not None:
@@ -346,6 +359,29 @@ def exposition(registry: CollectorRegistry) -> bytes:
     for old, new in _COUNTER_FIXES:
         body = body.replace(old, new)
     return body
+
+
+class IdleTracker:
+    """Feeds snapshots to the idle room's policy (`gpuwise.idle.policy.IdlePolicy`) and remembers its
+    latest idle time, so the exporter reports the same idleness `gpuwise idle` would act on.
+    Thread-safe: the background sampler observes, scrapes read."""
+
+    def __init__(self, policy: Any, *, clock: Callable[[], float] = time.time) -> None:
+        self._policy = policy
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._idle_s: float | None = None
+
+    def observe(self, snapshot: Snapshot) -> None:
+        from gpuwise.idle.policy import Observation
+
+        with self._lock:
+            decision = self._policy.observe(Observation.from_snapshot(self._clock(), snapshot))
+            self._idle_s = float(decision.idle_s)
+
+    def seconds(self) -> float | None:
+        with self._lock:
+            return self._idle_s
 
 
 def make_registry(collector: Collector) -> CollectorRegistry:

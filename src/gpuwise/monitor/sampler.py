@@ -48,6 +48,7 @@ class Sampler:
     history: HistoryStore | None = None
     history_every_s: float = 5.0
     recorder: Recorder | None = None
+    observers: list[Callable[[Snapshot], None]] = field(default_factory=list)  # e.g. the idle tracker
     clock: Callable[[], float] = time.time
     _snaps: deque[Snapshot] = field(default_factory=deque)
     _hosts: deque[HostStats] = field(default_factory=deque)
@@ -82,6 +83,8 @@ class Sampler:
                     self.delivery.deliver(ev)
         if self.recorder is not None and fresh:
             self.recorder.write(snapshot.samples, host)
+        for observe in self.observers:
+            observe(snapshot)
         if self.history is not None:
             self._to_history(snapshot, hints, events, now, fresh)
         return Tick(
