@@ -349,6 +349,12 @@ class IdlePolicy:
         self.last_decision = decision
         return decision
 
+    def mark_activity(self, t: float, cause: str) -> None:
+        """Count an event outside the observations (a dry-run stop, a restart) as activity at `t`."""
+        if self.state.last_activity_s is None or t >= self.state.last_activity_s:
+            self.state.last_activity_s, self.state.last_activity_cause = t, cause
+        self.state.warn_since_s = None
+
     def stop_due_s(self) -> float:
         """When the stop condition (without the warning period) first holds if nothing changes."""
         cfg, st = self.config, self.state

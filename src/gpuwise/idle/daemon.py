@@ -1,0 +1,267 @@
+"""The idle daemon: every interval, read the GPUs and the signals, feed the policy, warn, run the pre-stop
+hook, stop the machine — and persist its evidence so a restart never stops a busy machine.
+
+Clock, sleep, probe, gatherers, command runner and metadata endpoints are injected; tests drive it with a
+fake clock, a replayed recording, recording stub commands and a fake metadata server on loopback.
+
+Failure rules:
+* a probe that raises (NVML gone, driver reloading) gives an observation with an error: busy;
+* a gatherer that raises gives an "unknown" signal: busy;
+* the pre-stop hook's failure (non-zero exit or timeout) is logged and sent to the webhook; by default the
+  stop goes ahead, because every stop action here (cloud stop/deallocate, shutdown) keeps the disks, and an
+  idle machine held up by a broken sync script would bill forever. With `hook_blocks` the stop is cancelled
+  and the whole sequence is retried after `warn_min`;
+* a stop action that fails is logged and retried after `warn_min` (auto mode falls back to shutdown -h now).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuwise.gpu.sample import Snapshot
+from gpuwise.idle.actions import (
+    MetadataEndpoints,
+    MetadataError,
+    Runner,
+    plan_stop,
+    post_webhook,
+    safe_url,
+    wall,
+)
+from gpuwise.idle.policy import Decision, IdlePolicy, IdleState, Observation, PolicyState
+from gpuwise.idle.settings import IdleSettings
+from gpuwise.idle.signals import Gatherer, gather_all
+from gpuwise.idle.state import load_state, save_state
+
+log = logging.getLogger("gpuwise.idle")
+
+
+@dataclass
+class IdleDaemon:
+    settings: IdleSettings
+    probe: Any  # has .read() -> Snapshot
+    gatherers: Sequence[Gatherer]
+    state_file: Path
+    keepalive_hint: str = "touch the keep-alive file"
+    dry_run: bool = False
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    runner: Runner = field(default_factory=Runner)
+    endpoints: MetadataEndpoints = field(default_factory=MetadataEndpoints)
+    host: str = field(default_factory=socket.gethostname)
+    policy: IdlePolicy = field(init=False)
+    _data: dict[str, Any] = field(init=False, default_factory=dict)
+    _prev_state: IdleState = field(init=False, default=IdleState.BUSY)
+    _retry_at: float | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        data = load_state(self.state_file) or {}
+        restored: PolicyState | None = None
+        if isinstance(data.get("policy"), dict):
+            try:
+                restored = PolicyState.from_json(data["policy"])
+            except (ValueError, TypeError, KeyError):
+                log.warning(
+                    "idle state file %s holds unreadable evidence: the idle clock starts over",
+                    self.state_file,
+                )
+        if restored is not None and restored.last_ts is not None:
+            log.info(
+                "resuming from persisted evidence: last activity %s (%s)",
+                _ago(self.clock(), restored.last_activity_s),
+                restored.last_activity_cause,
+            )
+        self.policy = IdlePolicy(self.settings.policy, restored)
+        self._data = {
+            "stops": list(data.get("stops", []))[-200:],
+            "boots": [*list(data.get("boots", []))[-200:], self.clock()],
+        }
+
+    # -- one observation
+    def step(self) -> Decision:
+        now = self.clock()
+        try:
+            snapshot = self.probe.read()
+        except Exception as exc:
+            log.warning("GPU read failed (counts as busy): %s", exc)
+            snapshot = Snapshot(samples=(), errors=(f"{type(exc).__name__}: {exc}",))
+        signals = gather_all(self.gatherers, now, snapshot)
+        decision = self.policy.observe(Observation.from_snapshot(now, snapshot, signals))
+        self._transition(decision)
+        if decision.state == IdleState.STOPPING:
+            self._stop(decision)
+        self._prev_state = decision.state
+        self._persist(decision)
+        return decision
+
+    def run(self, max_steps: int | None = None) -> None:
+        """Loop until interrupted (or `max_steps` observations, for tests)."""
+        log.info(
+            "gpuwise idle %s: %s; every %g s",
+            "dry run" if self.dry_run else "running",
+            self.settings.policy.describe(),
+            self.settings.interval_s,
+        )
+        steps = 0
+        while max_steps is None or steps < max_steps:
+            started = self.clock()
+            d = self.step()
+            log.debug("%s", d.reason)
+            steps += 1
+            if max_steps is not None and steps >= max_steps:
+                break
+            self.sleep(max(0.0, self.settings.interval_s - (self.clock() - started)))
+
+    # -- notices
+    def _notify(self, event: str, decision: Decision, **extra: Any) -> None:
+        url = self.settings.webhook
+        if not url:
+            return
+        payload = {
+            "event": event,
+            "host": self.host,
+            "reason": decision.reason,
+            "idle_min": round(decision.idle_s / 60, 1),
+            "stop_due_unix": decision.stop_due_s,
+            "dry_run": self.dry_run,
+            **extra,
+        }
+        error = post_webhook(url, payload)
+        if error:
+            log.warning("%s", error)
+        else:
+            log.info("webhook %s: sent %s", safe_url(url), event)
+
+    def _wall(self, text: str) -> None:
+        if self.dry_run:
+            log.info("dry run: would wall: %s", text)
+            return
+        res = wall(text, self.runner)
+        if not res.ok:
+            log.warning("wall message not sent: %s", res.detail)
+
+    def _transition(self, d: Decision) -> None:
+        prev = self._prev_state
+        if d.state == IdleState.WARNING and prev != IdleState.WARNING:
+            minutes = max(0.0, d.stop_due_s - d.timestamp_s) / 60
+            text = (
+                f"gpuwise idle: this machine will be stopped in {minutes:.0f} min. {d.reason}. "
+                f"To keep it running: {self.keepalive_hint}"
+            )
+            log.warning("%s", text)
+            self._wall(text)
+            self._notify("warning", d, stop_in_min=round(minutes, 1))
+        elif prev in (IdleState.WARNING, IdleState.STOPPING) and d.state in (
+            IdleState.BUSY,
+            IdleState.IDLE_CANDIDATE,
+        ):
+            log.info("stop cancelled: %s", d.reason)
+            self._wall(f"gpuwise idle: stop cancelled ({d.reason})")
+            self._notify("cancelled", d)
+            self._retry_at = None
+
+    # -- stopping
+    def _stop(self, d: Decision) -> None:
+        now = d.timestamp_s
+        if self._retry_at is not None and now < self._retry_at:
+            return
+        s = self.settings
+        retry_s = max(s.policy.warn_s, s.interval_s)
+        if s.pre_stop_hook:
+            if self.dry_run:
+                log.info("dry run: would run the pre-stop hook: %s", s.pre_stop_hook)
+            else:
+                log.info("running the pre-stop hook (timeout %g s)", s.hook_timeout_s)
+                res = self.runner.run_shell(s.pre_stop_hook, timeout_s=s.hook_timeout_s)
+                if not res.ok:
+                    log.error("pre-stop hook failed: %s", res.detail)
+                    self._notify("hook_failed", d, detail=res.detail[-500:])
+                    if s.hook_blocks:
+                        log.error("stop postponed by %g min (hook_blocks = true)", retry_s / 60)
+                        self._retry_at = now + retry_s
+                        return
+                    log.warning("stopping anyway: the stop keeps the disks (set hook_blocks = true to wait)")
+        try:
+            plans, note, provider = plan_stop(
+                s.action, command=s.command, endpoints=self.endpoints, runner=self.runner
+            )
+        except MetadataError as exc:
+            log.error("cannot find this instance for action %s: %s", s.action, exc)
+            self._record(now, d, ok=False, description=f"{s.action} (metadata failed)", provider=s.action)
+            self._notify("stop_failed", d, detail=str(exc))
+            self._retry_at = now + retry_s
+            return
+        log.info("stop plan: %s", note)
+        if self.dry_run:
+            shown = " || ".join(" ".join(p) for p in plans)
+            log.warning("dry run: would stop now with: %s — %s", shown, d.reason)
+            self._record(now, d, ok=True, description=shown, provider=provider)
+            self._notify("stopping", d, action=shown)
+            # pretend the stop happened: the idle clock starts over so the log is not flooded
+            self.policy.mark_activity(now, "dry-run stop")
+            return
+        if any(x.get("ok") and not x.get("dry_run") for x in self._data["stops"][-1:]):
+            log.warning(
+                "the machine is still up %g min after a successful stop call: trying again", retry_s / 60
+            )
+        self._wall(f"gpuwise idle: stopping this machine now. {d.reason}")
+        self._notify("stopping", d, action=" ".join(plans[0]))
+        for argv in plans:
+            res = self.runner.run(argv)
+            if res.ok:
+                log.warning("stopped with %s: %s", res.description, d.reason)
+                self._record(now, d, ok=True, description=res.description, provider=provider)
+                self._notify("stopped", d, action=res.description)
+                self._retry_at = now + retry_s  # if the machine is still up then, try again
+                return
+            log.error("stop action %s failed: %s", res.description, res.detail)
+        self._record(now, d, ok=False, description=" || ".join(" ".join(p) for p in plans), provider=provider)
+        self._notify("stop_failed", d)
+        self._retry_at = now + retry_s
+
+    def _record(self, now: float, d: Decision, *, ok: bool, description: str, provider: str | None) -> None:
+        self._data["stops"].append(
+            {
+                "at": now,
+                "ok": ok,
+                "dry_run": self.dry_run,
+                "action": description,
+                "provider": provider,
+                "reason": d.reason,
+                "idle_s": d.idle_s,
+            }
+        )
+
+    def _persist(self, d: Decision) -> None:
+        data = {
+            **self._data,
+            "updated_at": self.clock(),
+            "dry_run": self.dry_run,
+            "interval_s": self.settings.interval_s,
+            "price_usd_per_hour": self.settings.price_usd_per_hour,
+            "policy": self.policy.state.to_json(),
+            "decision": {
+                "timestamp_s": d.timestamp_s,
+                "state": d.state.value,
+                "reason": d.reason,
+                "idle_s": d.idle_s,
+                "window_s": d.window_s,
+                "stop_due_s": d.stop_due_s,
+            },
+        }
+        try:
+            save_state(self.state_file, data)
+        except Exception as exc:
+            log.error("cannot save idle state: %s", exc)
+
+
+def _ago(now: float, when: float | None) -> str:
+    if when is None:
+        return "unknown"
+    return f"{max(0.0, now - when) / 60:.0f} min ago"

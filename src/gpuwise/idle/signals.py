@@ -1,0 +1,282 @@
+"""Signal gatherers (the edge): what besides the GPUs says someone is using the machine.
+
+Each gatherer returns one `Signal` per observation: "active", "quiet" or "unknown" (counts as busy), with
+`last_active_s` when the source knows when it was last used. They read the system through injected
+callables so tests feed them recorded data:
+
+* gpu_processes — CPU time (with children: data-loader workers) and read/write chars (files, pipes and
+  sockets: /proc/PID/io rchar/wchar) of the processes that hold GPU memory; a CPU-bound evaluation or
+  a job downloading its next shard is busy although its GPU sits at 0 %.
+* ssh — remote logins from utmp; each counts from its terminal's last input (the tty's atime, as `w`
+  shows it), so a forgotten terminal does not keep a machine forever.
+* jupyter — the Jupyter server's /api/kernels: a busy kernel is active; `last_activity` moves the clock.
+* gpuwise_run — a `gpuwise run` job alive: a `*.pid` file under <data dir>/run whose pid exists.
+* keepalive — a file whose mtime the user or a hook touches (`touch <data dir>/idle/keepalive`).
+
+psutil is imported inside the functions that need it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from gpuwise.gpu.sample import Failed, NotSupported, Snapshot
+from gpuwise.idle.policy import Signal
+
+
+class Gatherer(Protocol):
+    name: str
+
+    def gather(self, now: float, snapshot: Snapshot) -> Signal: ...
+
+
+@dataclass(frozen=True)
+class ProcCounters:
+    cpu_s: float  # user + system, including children still alive
+    io_chars: int | None  # rchar + wchar, None when not readable (another user's process)
+
+
+def read_proc_counters(pid: int) -> ProcCounters | None:
+    """CPU seconds and I/O chars of `pid` and its live children; None when the pid is not visible."""
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        procs = [p, *p.children(recursive=True)]
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+    cpu = 0.0
+    io: int | None = 0
+    for q in procs:
+        try:
+            t = q.cpu_times()
+            cpu += t.user + t.system
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        try:
+            c = q.io_counters()
+            chars = getattr(c, "read_chars", c.read_bytes) + getattr(c, "write_chars", c.write_bytes)
+            io = None if io is None else io + int(chars)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, AttributeError, NotImplementedError):
+            if q is p:
+                io = None
+    return ProcCounters(cpu, io)
+
+
+@dataclass
+class GpuProcessActivity:
+    cpu_pct: float = 10.0
+    io_kib_per_s: float = 64.0
+    read: Callable[[int], ProcCounters | None] = read_proc_counters
+    name: str = "gpu_processes"
+    _prev: dict[int, tuple[float, ProcCounters]] = field(default_factory=dict)
+
+    def gather(self, now: float, snapshot: Snapshot) -> Signal:
+        pids: set[int] = set()
+        unknown_lists = 0
+        for s in snapshot.samples:
+            if isinstance(s.processes, NotSupported | Failed):
+                unknown_lists += 1
+                continue
+            pids.update(p.pid for p in s.processes if p.kind != "graphics")
+        if not pids:
+            self._prev.clear()
+            detail = "no GPU processes" if not unknown_lists else "GPU process list not reported"
+            return Signal(self.name, "quiet", detail)
+        busy: list[str] = []
+        seen: dict[int, tuple[float, ProcCounters]] = {}
+        hidden = 0
+        for pid in sorted(pids):
+            c = self.read(pid)
+            if c is None:
+                hidden += 1  # another PID namespace (a container): the GPU side still sees its memory
+                continue
+            seen[pid] = (now, c)
+            prev = self._prev.get(pid)
+            if prev is None or now <= prev[0]:
+                continue
+            dt = now - prev[0]
+            cpu = 100.0 * max(0.0, c.cpu_s - prev[1].cpu_s) / dt
+            if cpu >= self.cpu_pct:
+                busy.append(f"pid {pid} at {cpu:.0f}% CPU")
+            elif c.io_chars is not None and prev[1].io_chars is not None:
+                kib_s = max(0, c.io_chars - prev[1].io_chars) / 1024 / dt
+                if kib_s >= self.io_kib_per_s:
+                    busy.append(f"pid {pid} doing {kib_s:.0f} KiB/s of I/O")
+        self._prev = seen
+        n = len(pids)
+        what = f"{n} GPU process{'es' if n > 1 else ''}"
+        if busy:
+            return Signal(self.name, "active", f"{what}: " + ", ".join(busy))
+        note = f" ({hidden} not visible here)" if hidden else ""
+        return Signal(self.name, "quiet", f"{what} with CPU < {self.cpu_pct:g}% and little I/O{note}")
+
+
+@dataclass(frozen=True)
+class Login:
+    user: str
+    terminal: str | None
+    host: str | None
+
+
+def read_logins() -> list[Login]:
+    import psutil
+
+    return [Login(u.name, u.terminal, u.host) for u in psutil.users()]
+
+
+@dataclass
+class SshSessions:
+    users: Callable[[], Sequence[Login]] = read_logins
+    tty_atime: Callable[[str], float] = lambda term: Path("/dev", term).stat().st_atime
+    name: str = "ssh"
+
+    def gather(self, now: float, snapshot: Snapshot) -> Signal:  # noqa: ARG002 - the Gatherer protocol
+        try:
+            remote = [u for u in self.users() if u.host and u.host not in ("localhost", ":0", ":0.0")]
+        except Exception as exc:
+            return Signal(self.name, "unknown", f"cannot list logins: {exc}")
+        if not remote:
+            return Signal(self.name, "quiet", "no SSH sessions")
+        latest: float | None = None
+        for u in remote:
+            if not u.terminal:
+                return Signal(self.name, "active", f"SSH session of {u.user} without a terminal")
+            try:
+                t = self.tty_atime(u.terminal)
+            except OSError:
+                return Signal(self.name, "unknown", f"cannot read the terminal of {u.user}'s SSH session")
+            latest = t if latest is None else max(latest, t)
+        who = ", ".join(sorted({u.user for u in remote}))
+        ago = "" if latest is None else f", last input {max(0.0, now - latest) / 60:.0f} min ago"
+        return Signal(
+            self.name,
+            "quiet",
+            f"{len(remote)} SSH session{'s' if len(remote) > 1 else ''} ({who}{ago})",
+            last_active_s=latest,
+        )
+
+
+def _iso_to_epoch(text: str) -> float | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except (ValueError, AttributeError):
+        return None
+
+
+def fetch_json(url: str, headers: dict[str, str], timeout_s: float) -> Any:
+    req = urllib.request.Request(url, headers=headers)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # a local server: no proxy
+    with opener.open(req, timeout=timeout_s) as resp:
+        return json.loads(resp.read(5_000_000))
+
+
+@dataclass
+class JupyterKernels:
+    url: str
+    token: str | None = None
+    fetch: Callable[[str, dict[str, str], float], Any] = fetch_json
+    timeout_s: float = 5.0
+    name: str = "jupyter"
+
+    def gather(self, now: float, snapshot: Snapshot) -> Signal:  # noqa: ARG002 - the Gatherer protocol
+        headers = {"Authorization": f"token {self.token}"} if self.token else {}
+        try:
+            kernels = self.fetch(self.url.rstrip("/") + "/api/kernels", headers, self.timeout_s)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            return Signal(self.name, "unknown", f"Jupyter server did not answer: {reason}")
+        if not isinstance(kernels, list):
+            return Signal(self.name, "unknown", "Jupyter /api/kernels did not return a list")
+        if not kernels:
+            return Signal(self.name, "quiet", "no Jupyter kernels")
+        busy = [k for k in kernels if isinstance(k, dict) and k.get("execution_state") == "busy"]
+        if busy:
+            return Signal(self.name, "active", f"{len(busy)} Jupyter kernel(s) busy")
+        times = [_iso_to_epoch(str(k.get("last_activity", ""))) for k in kernels if isinstance(k, dict)]
+        known = [t for t in times if t is not None]
+        if len(known) < len(kernels):
+            return Signal(self.name, "unknown", "a Jupyter kernel without last_activity")
+        latest = max(known)
+        return Signal(
+            self.name,
+            "quiet",
+            f"{len(kernels)} idle Jupyter kernel(s), last activity {max(0.0, now - latest) / 60:.0f} min ago",
+            last_active_s=latest,
+        )
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    return True
+
+
+@dataclass
+class GpuwiseRunJobs:
+    """`gpuwise run` writes <data dir>/run/<run id>.pid holding the job's pid while it runs."""
+
+    run_dir: Path
+    alive: Callable[[int], bool] = pid_alive
+    name: str = "gpuwise_run"
+
+    def gather(self, now: float, snapshot: Snapshot) -> Signal:  # noqa: ARG002 - the Gatherer protocol
+        try:
+            files = sorted(self.run_dir.glob("*.pid")) if self.run_dir.is_dir() else []
+        except OSError as exc:
+            return Signal(self.name, "unknown", f"cannot list {self.run_dir}: {exc.strerror}")
+        live: list[str] = []
+        for f in files:
+            try:
+                pid = int(f.read_text(encoding="utf-8").split()[0])
+            except (OSError, ValueError, IndexError):
+                return Signal(self.name, "unknown", f"unreadable pid file {f.name}")
+            if self.alive(pid):
+                live.append(f"{f.stem} (pid {pid})")
+        if live:
+            return Signal(self.name, "active", "gpuwise run job alive: " + ", ".join(live))
+        return Signal(self.name, "quiet", "no gpuwise run job")
+
+
+@dataclass
+class KeepAliveFile:
+    path: Path
+    name: str = "keepalive"
+
+    def gather(self, now: float, snapshot: Snapshot) -> Signal:  # noqa: ARG002 - the Gatherer protocol
+        try:
+            mtime = self.path.stat().st_mtime
+        except FileNotFoundError:
+            return Signal(self.name, "quiet", f"keep-alive file {self.path} not touched")
+        except OSError as exc:
+            return Signal(self.name, "unknown", f"cannot stat keep-alive file {self.path}: {exc.strerror}")
+        ago = max(0.0, now - mtime) / 60
+        return Signal(self.name, "quiet", f"keep-alive touched {ago:.0f} min ago", last_active_s=mtime)
+
+
+def gather_all(gatherers: Iterable[Gatherer], now: float, snapshot: Snapshot) -> list[Signal]:
+    """Every gatherer's signal; a gatherer that raises gives an "unknown" signal (counted busy)."""
+    out: list[Signal] = []
+    for g in gatherers:
+        try:
+            out.append(g.gather(now, snapshot))
+        except Exception as exc:
+            out.append(Signal(g.name, "unknown", f"{type(exc).__name__}: {exc}"))
+    return out
+
+
+def now_s() -> float:
+    return time.time()
