@@ -242,3 +242,9 @@ def test_serving_slower_than_the_target_rate_is_rejected() -> None:
     result = run(offers, estimator=est, service_hours=24.0)
     assert [o.instance_type for o in result.options] == ["fast"]
     assert result.rejected == {"below_target_rate": 1}
+
+
+def test_region_patterns_are_case_blind() -> None:
+    offers = [offer(region="FIN-03", instance_type="a"), offer(region="eastus", instance_type="b")]
+    result = run(offers, constraints=Constraints(regions=("fin-*", "EAST*")))
+    assert sorted(o.instance_type for o in result.options) == ["a", "b"]

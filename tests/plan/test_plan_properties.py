@@ -110,7 +110,7 @@ def test_plan_invariants(  # type: ignore[no-untyped-def]
         if constraints.providers is not None:
             assert o.provider in constraints.providers
         if constraints.regions is not None:
-            assert any(fnmatchcase(o.region, p) for p in constraints.regions)
+            assert any(fnmatchcase(o.region.lower(), p.lower()) for p in constraints.regions)
         if constraints.gpus is not None:
             assert o.gpu in constraints.gpus
         if constraints.max_gpus is not None:

@@ -99,7 +99,7 @@ def test_real_plans_keep_every_invariant(
         assert c.budget_usd is None or o.cost_usd <= c.budget_usd
         assert c.interruptible or o.pricing != "spot"
         assert c.providers is None or o.provider in c.providers
-        assert c.regions is None or any(fnmatchcase(o.region, p) for p in c.regions)
+        assert c.regions is None or any(fnmatchcase(o.region.lower(), p.lower()) for p in c.regions)
         assert c.gpus is None or o.gpu in c.gpus
         assert c.max_gpus is None or o.gpus_per_node * o.nodes <= c.max_gpus
         assert o.nodes <= c.max_nodes

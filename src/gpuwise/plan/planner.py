@@ -227,7 +227,8 @@ def plan(
     kept: list[tuple[Offer, int, str, float, Estimate, _Costed, InterruptionRate | None]] = []
 
     providers = frozenset(constraints.providers) if constraints.providers is not None else None
-    region_patterns = constraints.regions
+    # Region names are compared case-blind: providers spell them "us-east-1", "eastus", "FIN-03".
+    region_patterns = None if constraints.regions is None else tuple(p.lower() for p in constraints.regions)
     gpus_allowed = frozenset(constraints.gpus) if constraints.gpus is not None else None
     max_nodes = 1 if settings.single_gpu_only else max(1, constraints.max_nodes)
     fx = settings.exchange_rates
@@ -265,7 +266,9 @@ def plan(
                 static.append("currency")
         if providers is not None and offer.provider not in providers:
             static.append("provider")
-        if region_patterns is not None and not any(fnmatchcase(offer.region, p) for p in region_patterns):
+        if region_patterns is not None and not any(
+            fnmatchcase(offer.region.lower(), p) for p in region_patterns
+        ):
             static.append("region")
         if gpus_allowed is not None and offer.gpu not in gpus_allowed:
             static.append("gpu")
