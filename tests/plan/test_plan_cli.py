@@ -196,6 +196,16 @@ def test_bad_options_exit_2(capsys: pytest.CaptureFixture[str], args: list[str])
     assert "Traceback" not in capsys.readouterr().err
 
 
+def test_misspelt_provider_exits_2_with_a_close_match(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = (FIXTURES / "llama3-8b-lora.toml").read_text(encoding="utf-8")
+    path = tmp_path / "p.toml"
+    path.write_text(text + '\n[constraints]\nproviders = ["lamda"]\n', encoding="utf-8")
+    assert main(["plan", str(path)]) == 2
+    assert "Did you mean 'lambda'" in capsys.readouterr().err
+
+
 def test_missing_workload_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["plan", str(tmp_path / "nope.toml")]) == 2
 

@@ -70,7 +70,7 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
     from gpuwise.catalog.offers import load_catalog
     from gpuwise.catalog.specs import resolve_gpu
     from gpuwise.cli.output import print_json
-    from gpuwise.errors import GpuwiseError, UsageError
+    from gpuwise.errors import GpuwiseError, NotFoundError, UsageError
     from gpuwise.estimate import load_calibration
     from gpuwise.plan import inputs
     from gpuwise.plan.models import Settings
@@ -102,6 +102,16 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         notes.append(f"Prototype phase: {definition}. Shown: the cheapest single GPU that runs it.")
     data = inputs.data_needs_from(work, smoke=prototype)
     catalog = load_catalog(catalog_dir)
+    known = set(catalog.sources)
+    for provider in constraints.providers or ():
+        if provider not in known:
+            raise NotFoundError(
+                "provider",
+                provider,
+                sorted(known),
+                why=f"[constraints] providers in {workload} names a provider the catalog does not have",
+                fix="use the ids `gpuwise catalog offers` lists: " + ", ".join(sorted(known)),
+            )
     settings = Settings(
         today=date.today(),
         objective=objective,
