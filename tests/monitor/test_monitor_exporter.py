@@ -237,3 +237,21 @@ def test_idle_seconds_follow_the_idle_policy_when_tracked() -> None:
     # the job's memory was released at the first idle read (t=1030): the policy counts that as activity
     assert tracker.seconds() == 270.0
     assert scrape(collector)["gpuwise_idle_seconds"][0][1] == 270.0
+
+
+def test_a_probe_that_fails_marks_every_gpu_down_and_the_scrape_still_answers() -> None:
+    from gpuwise.errors import GpuError
+
+    class Flaky(FakeProbe):
+        def read(self):  # type: ignore[no-untyped-def]
+            if self.reads == 1:
+                self.reads += 1
+                raise GpuError("NVML: Unknown Error")
+            return super().read()
+
+    collector = GpuCollector(Flaky([snap(gpu(0), gpu(1))]), hostname="h")
+    assert scrape(collector)["gpuwise_probe_up"][0][1] == 1
+    failed = scrape(collector)
+    assert failed["gpuwise_probe_up"][0][1] == 0
+    assert by_gpu(failed["gpuwise_gpu_up"]) == {"0": 0, "1": 0}
+    assert "DCGM_FI_DEV_GPU_UTIL" not in failed

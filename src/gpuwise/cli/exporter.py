@@ -36,6 +36,8 @@ def read_token(token_file: Path | None) -> str | None:
             raise ConfigError(
                 f"The token file {token_file} is empty", fix="write the token on its first line"
             )
+        if token_file.stat().st_mode & 0o077:
+            log.warning("token file %s is readable by other users; chmod 600 it", token_file)
         return token
     env = os.environ.get(TOKEN_ENV, "").strip()
     return env or None

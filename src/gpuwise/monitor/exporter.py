@@ -21,26 +21,22 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol
+from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
+from gpuwise.errors import GpuwiseError
 from gpuwise.gpu.sample import Sample, Snapshot, value_or_none
 from gpuwise.monitor.record import throttle_mask
+from gpuwise.monitor.source import Probe
 
 log = logging.getLogger("gpuwise.monitor.exporter")
 
 LABELS = ["gpu", "UUID", "pci_bus_id", "device", "modelName", "hostname"]
 MIB = 2**20
-
-
-class Probe(Protocol):
-    def read(self) -> Snapshot: ...
-
-    def close(self) -> None: ...
 
 
 def _num(reading: object) -> float | None:
@@ -174,6 +170,7 @@ DCGM_METRICS: list[tuple[str, str, str, Callable[[Sample], float | None]]] = [
 
 GPUWISE_METRICS = [
     "gpuwise_gpu_up",
+    "gpuwise_probe_up",
     "gpuwise_idle_seconds",
     "gpuwise_price_usd_per_hour",
     "gpuwise_cost_usd_total",
@@ -232,7 +229,13 @@ class GpuCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         start = time.perf_counter()
         with self._lock:
-            snapshot = self.probe.read()
+            try:
+                snapshot = self.probe.read()
+            except GpuwiseError as exc:
+                # The driver stopped answering: every GPU is down for this scrape, the scrape itself
+                # still succeeds so Prometheus records the outage instead of a gap.
+                log.warning("reading the GPUs failed: %s", exc.render())
+                snapshot = Snapshot(samples=(), errors=(exc.message,))
             now = self.clock()
             families = self._families(snapshot, now)
         if self.on_snapshot is not None:
@@ -324,8 +327,14 @@ class GpuCollector(Collector):
                 "(or its video engines were busy), counted from exporter start.",
             )
             idle.add_metric([], max(0.0, now - self._last_busy_s))
+        probe_up = GaugeMetricFamily(
+            "gpuwise_probe_up",
+            "1 when the last read of the GPUs succeeded without errors "
+            "(0: NVML or nvidia-smi failed, or found no GPU).",
+        )
+        probe_up.add_metric([], 0.0 if snapshot.errors or not snapshot.samples else 1.0)
         out: list[Metric] = [f for f in families.values() if f.samples]
-        out += [up, throttled, proc_mem, nprocs, idle]
+        out += [up, throttled, proc_mem, nprocs, idle, probe_up]
         if self.price_usd_per_hour is not None:
             price = GaugeMetricFamily(
                 "gpuwise_price_usd_per_hour", "Configured price of this machine (USD/hour)."

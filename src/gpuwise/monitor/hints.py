@@ -189,8 +189,9 @@ def compute_hints(
                     index,
                     "info",
                     f"GPU {index} is busy with video work: its {which} (NVENC/NVDEC) is {video:.0f}% busy "
-                    f"while the GPU utilization reads {util or 0:.0f}%. GPU utilization understates this "
-                    "load; the video engine is the bottleneck.",
+                    "while the GPU utilization reads "
+                    + ("nothing" if util is None else f"{util:.0f}%")
+                    + ". GPU utilization understates this load; the video engine is the bottleneck.",
                     f"mean {which} util {video:.0f}%, mean GPU util "
                     + ("unknown" if util is None else f"{util:.0f}%"),
                 )
