@@ -63,7 +63,9 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
     price_usd_per_hour: Annotated[
         float | None,
         typer.Option(
-            "--price-usd-per-hour", min=0, help="Machine price; default [machine] price_usd_per_hour."
+            "--price-usd-per-hour",
+            min=0,
+            help="Machine price; default machine.price_usd_per_hour in the config.",
         ),
     ] = None,
     history: Annotated[

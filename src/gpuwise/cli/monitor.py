@@ -46,7 +46,9 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
     ] = None,
     interval: Annotated[
         float | None,
-        typer.Option("--interval", help="Seconds between refreshes (default 1, or [monitor] interval_s)."),
+        typer.Option(
+            "--interval", help="Seconds between refreshes (default 1, or monitor.interval_s in the config)."
+        ),
     ] = None,
     history: Annotated[
         bool | None,
@@ -66,7 +68,7 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
     clocks, throttle reasons, processes, host CPU/RAM/I-O, and bottleneck hints.
 
     --once prints one snapshot; --since 2h summarises what happened while you were away (from the history
-    that monitor, exporter and idle write). Alerts come from the [alerts] section of the config.
+    that monitor, exporter and idle write). Alerts come from the alerts section of config.toml.
     JSON readings that have no value are null with a "<field>_status" of "not supported" or "failed: why".
     """
     from gpuwise import paths
