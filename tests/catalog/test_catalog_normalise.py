@@ -224,3 +224,9 @@ def test_undated_source_keeps_collection_date_and_flag() -> None:
         src("x.csv", "x", SKY_HEADER + "\na,L4,1,4,16,0.5,r,,\n", exact=False, as_of=date(2026, 3, 1))
     )
     assert (o.price_as_of, o.price_date_exact) == (date(2026, 3, 1), False)
+
+
+def test_tpu_rows_are_not_gpu_offers() -> None:
+    catalog = build_catalog([gcp(",,,tpu-v2-8,1,,us-central1,us-central1-b,700.0,700.0")])
+    assert catalog.offers == ()
+    assert catalog.stats.skipped_rows == {"not a GPU (TPU)": 1}

@@ -259,3 +259,13 @@ def test_update_reports_a_server_without_catalogs(catalog_server: tuple[str, Pat
     base, _ = catalog_server
     with pytest.raises(CatalogError):
         download_catalog(base + "/nothing-here", urllib_fetch(5.0), today=TODAY)
+
+
+def test_damaged_user_catalog_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "catalog"
+    target.mkdir()
+    (target / "manifest.json").write_text('{"providers": {"lambda": {"file": "lambda.csv"}}}')
+    with pytest.raises(CatalogError):
+        load_catalog(target)
+    assert main(["catalog", "offers", "--catalog-dir", str(target)]) == 1
+    assert "cannot be read" in capsys.readouterr().err

@@ -253,6 +253,10 @@ def _skypilot_offers(group: _ProviderRows, tally: _Tally) -> list[Offer]:
             else:
                 tally.skipped["no_accelerator_name"] += 1
             continue
+        if name.lower().startswith("tpu-"):
+            # Google TPUs share gcp's vms.csv; they are not GPUs (and some carry a 700.0 placeholder).
+            tally.skipped["not a GPU (TPU)"] += 1
+            continue
         accel_rows.append((file, row))
     for _file, row in accel_rows:
         f = row.fields
