@@ -248,3 +248,14 @@ def test_region_patterns_are_case_blind() -> None:
     offers = [offer(region="FIN-03", instance_type="a"), offer(region="eastus", instance_type="b")]
     result = run(offers, constraints=Constraints(regions=("fin-*", "EAST*")))
     assert sorted(o.instance_type for o in result.options) == ["a", "b"]
+
+
+def test_nothing_fits_on_one_node_suggests_more_nodes() -> None:
+    """A model too big for one 8-GPU node: the answer must say that two nodes would hold it."""
+    est = FakeEstimator(need_gib=300)  # per GPU: need / sqrt(count): 106 GiB on 8, 75 GiB on 16
+    result = run([offer(gpu="H100", gpus=8, price=30)], estimator=est)
+    assert result.options == ()
+    assert result.rejected == {"does_not_fit": 1}
+    (relax,) = result.relaxations
+    assert relax.constraint == "max_nodes"
+    assert relax.suggestion.startswith("raising max_nodes to 2 would allow")

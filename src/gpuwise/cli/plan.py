@@ -255,7 +255,8 @@ def _split(o: Option) -> str:
     parts = o.cost_breakdown_usd
     total = o.cost_usd or 1.0
     labels = (("compute", "c"), ("storage", "s"), ("egress", "e"), ("interruption_overhead", "i"))
-    return " ".join(f"{short}{parts[k] / total * 100:.0f}" for k, short in labels if parts[k] > 0) or "–"
+    shares = ((short, parts[k] / total * 100) for k, short in labels)
+    return " ".join(f"{short}{pct:.0f}" for short, pct in shares if pct >= 0.5) or "–"
 
 
 def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: Path | None) -> None:
@@ -277,7 +278,7 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
             pad_edge=False,
         )
         table.add_column("#", justify="right", no_wrap=True)
-        table.add_column("offer", min_width=18, ratio=1)
+        table.add_column("offer", min_width=18, ratio=1, overflow="fold")
         table.add_column("pricing", min_width=11)
         table.add_column("hours", justify="right")
         table.add_column("total", justify="right")
@@ -290,7 +291,7 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
             if not o.price_date_exact:
                 day = f"[yellow]{day}?[/]"
             elif o.price_stale:
-                day = f"[yellow]{day} old[/]"
+                day = f"[yellow]{day}![/]"
             unknown = " [yellow]+?[/]" if o.unknown_costs else ""
             table.add_row(
                 f"{i}{'*' if o.pareto else ''}",
@@ -307,7 +308,7 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
         console.print(
             "[dim]* on the Pareto front (nothing both cheaper and faster). split: c compute, s storage, "
             "e egress, i spot interruptions. +?: some cost parts unknown, counted as $0 (see --json). "
-            "A date ending in ?: the source gives none (collection date shown); old: over 90 days. "
+            "A date ending in ?: the source gives none (collection date shown); !: over 90 days old. "
             "free: GPU memory left per GPU (headroom).[/]",
             soft_wrap=True,
         )

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from fnmatch import fnmatchcase
 from typing import overload
@@ -187,8 +187,12 @@ class _Relax:
             else:
                 text = f"removing the {key} constraint would allow {n} {plural}"
             out.append(Relaxation(reason=reason, constraint=key, options=n, suggestion=text))
-        out.sort(key=lambda r: (-r.options, REASONS.index(r.reason)))
+        out.sort(key=lambda r: (-r.options, _reason_rank(r.reason)))
         return tuple(out)
+
+
+def _reason_rank(reason: str) -> int:
+    return REASONS.index(reason) if reason in REASONS else len(REASONS)
 
 
 def _raise_text(key: str, lo: str, hi: str, n: int, differ: bool) -> str:
@@ -240,7 +244,9 @@ def plan(
         if len(fails) == 1 and fails[0] in _RELAXABLE:
             relax.add(fails[0], cost, hours)
 
+    offers_seen: list[Offer] = []
     for offer in offers:
+        offers_seen.append(offer)
         day = offer.price_as_of
         if offer.spot_price_as_of is not None and offer.spot_price_as_of > day:
             day = offer.spot_price_as_of
@@ -375,15 +381,53 @@ def plan(
             f"boot disk of {settings.boot_disk_gb:g} GB per node, billed where the provider charges it"
         )
     assumptions += [RESERVED_NOTE, AVAILABILITY_NOTE]
+    relaxations = relax.results(constraints)
+    if not options and not settings.single_gpu_only and constraints.max_nodes < WHAT_IF_MAX_NODES:
+        relaxations = _more_nodes(
+            offers_seen,
+            estimator,
+            constraints=constraints,
+            data=data,
+            settings=settings,
+            spot_lookup=spot_lookup,
+            relaxations=relaxations,
+        )
     return PlanResult(
         options=options,
         considered=considered,
         rejected={r: rejected[r] for r in REASONS if r in rejected},
-        relaxations=relax.results(constraints),
+        relaxations=relaxations,
         sources=dict(sorted((sources if sources is not None else seen_sources).items())),
         assumptions=tuple(assumptions),
         objective=settings.objective,
     )
+
+
+WHAT_IF_MAX_NODES = 4  # when nothing qualifies, look this far for "raising max_nodes would allow …"
+
+
+def _more_nodes(
+    offers: Sequence[Offer],
+    estimator: Estimator,
+    *,
+    constraints: Constraints,
+    data: DataNeeds,
+    settings: Settings,
+    spot_lookup: SpotLookup | None,
+    relaxations: tuple[Relaxation, ...],
+) -> tuple[Relaxation, ...]:
+    """What spreading the work over more nodes would give, when nothing qualifies on `max_nodes`."""
+    wider = replace(constraints, max_nodes=WHAT_IF_MAX_NODES)
+    found = plan(offers, estimator, constraints=wider, data=data, settings=settings, spot_lookup=spot_lookup)
+    nodes = sorted(o.nodes for o in found.options)
+    if not nodes:
+        return relaxations
+    n = len(nodes)
+    text = f"raising max_nodes to {nodes[0]} would allow {'1 option' if n == 1 else f'{n} options'}"
+    if n > 1 and nodes[-1] > nodes[0]:
+        text = f"raising max_nodes to {nodes[0]} would allow some options, to {nodes[-1]} all {n}"
+    extra = Relaxation(reason="max_nodes", constraint="max_nodes", options=n, suggestion=text)
+    return tuple(sorted((*relaxations, extra), key=lambda r: (-r.options, _reason_rank(r.reason))))
 
 
 def _spot_rate(
