@@ -37,7 +37,7 @@ def _snap(*pids: int, kind: str = "compute") -> Snapshot:
 
 def test_gpu_process_cpu_and_io_activity() -> None:
     counters = {4242: ProcCounters(10.0, 1000)}
-    g = GpuProcessActivity(cpu_pct=10, io_kib_per_s=64, read=lambda pid: counters.get(pid))
+    g = GpuProcessActivity(cpu_pct=10, io_kib_per_s=64, read=counters.get)
     assert g.gather(NOW, _snap(4242)).state == "quiet"  # first sight: no delta yet
     counters[4242] = ProcCounters(10.0 + 27.0, 1000)  # 27 CPU-s in 30 s = 90 %
     sig = g.gather(NOW + 30, _snap(4242))
@@ -50,7 +50,7 @@ def test_gpu_process_cpu_and_io_activity() -> None:
 
 
 def test_gpu_process_signal_ignores_graphics_and_hidden_pids() -> None:
-    g = GpuProcessActivity(read=lambda pid: None)
+    g = GpuProcessActivity(read=lambda _pid: None)
     assert g.gather(NOW, _snap(1, kind="graphics")).detail == "no GPU processes"
     sig = g.gather(NOW, _snap(99))
     assert sig.state == "quiet" and "not visible" in sig.detail
@@ -80,7 +80,7 @@ def test_ssh_sessions_count_from_last_input() -> None:
     g = SshSessions(users=lambda: logins, tty_atime=lambda t: atimes[t])
     sig = g.gather(NOW, EMPTY)
     assert sig.state == "quiet" and sig.last_active_s == NOW - 600
-    assert "1 SSH session (alice, last input 10 min ago)" == sig.detail
+    assert sig.detail == "1 SSH session (alice, last input 10 min ago)"
     assert SshSessions(users=lambda: [logins[1]]).gather(NOW, EMPTY).detail == "no SSH sessions"
 
     def broken(term: str) -> float:
@@ -97,7 +97,7 @@ def test_jupyter_kernels_against_a_local_server() -> None:
         def log_message(self, *args: Any) -> None:  # noqa: ARG002 - silence the request log
             return
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:
             seen_auth.append(self.headers.get("Authorization"))
             body = json.dumps(kernels).encode() if self.path == "/api/kernels" else b"{}"
             self.send_response(200 if self.path == "/api/kernels" else 404)
@@ -125,7 +125,7 @@ def test_gpuwise_run_pid_files(tmp_path: Path) -> None:
     assert g.gather(NOW, EMPTY).state == "quiet"
     (tmp_path / "run").mkdir()
     done = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
     )
     (tmp_path / "run" / "old.pid").write_text(done.stdout, encoding="utf-8")
     assert g.gather(NOW, EMPTY).state == "quiet"  # a stale pid file
@@ -150,7 +150,7 @@ def test_a_raising_gatherer_is_unknown_not_fatal() -> None:
     class Broken:
         name = "broken"
 
-        def gather(self, now: float, snapshot: Snapshot) -> Any:
+        def gather(self, now: float, snapshot: Snapshot) -> Any:  # noqa: ARG002 - the Gatherer protocol
             raise RuntimeError("boom")
 
     (sig,) = gather_all([Broken()], NOW, EMPTY)
