@@ -115,3 +115,30 @@ def test_missing_readings_never_produce_a_hint_on_their_gpu(utils: list[float | 
         }
         for h in hints
     )
+
+
+def test_hints_on_every_real_recording(smi_fixtures) -> None:  # type: ignore[no-untyped-def]
+    """Real nvidia-smi outputs: only the throttled H100 and the two NVENC loads deserve a hint."""
+    from gpuwise.errors import ReplayError
+    from gpuwise.gpu.replay import load_recording
+    from gpuwise.monitor.hints import HintThresholds
+
+    expected = {
+        "8x-h100__sw-power-cap-sw-thermal__535.183.01.txt": {("throttled", 2)},
+        "linux-x86_64__nvidia-l40s__595.80.txt": {("encoder_bound", 0)},
+        "linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt": {("encoder_bound", 0)},
+    }
+    seen = 0
+    for path in sorted(smi_fixtures.glob("*/*")):
+        if path.name == "README.md":
+            continue
+        try:
+            rec = load_recording(path)
+        except ReplayError:
+            continue
+        got: set[tuple[str, int | None]] = set()
+        for s in rec.snapshots:
+            got |= _ids(compute_hints([s], thresholds=HintThresholds(min_samples=1)))
+        assert got == expected.get(path.name, set()), path.name
+        seen += 1
+    assert seen >= 15
