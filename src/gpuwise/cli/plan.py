@@ -283,7 +283,7 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
         table.add_column("hours", justify="right")
         table.add_column("total", justify="right")
         table.add_column("free", justify="right")
-        table.add_column("bottleneck", no_wrap=True, min_width=9)
+        table.add_column("bottleneck", no_wrap=True, min_width=10)
         for i, o in enumerate(shown, 1):
             gpus = o.gpus_per_node * o.nodes
             nodes = f" on {o.nodes} nodes" if o.nodes > 1 else ""
