@@ -55,7 +55,7 @@ class Sampler:
     _utils: dict[int, deque[float | None]] = field(default_factory=dict)
     _active_hints: set[tuple[str, int | None]] = field(default_factory=set)
     _last_history_s: float = float("-inf")
-    _last_snapshot_id: int | None = None
+    _last_snapshot: Snapshot | None = None
 
     def tick(self) -> Tick:
         snapshot = self.probe.read()
@@ -74,8 +74,8 @@ class Sampler:
         now = self.clock()
         events: list[AlertEvent] = []
         # A replay serves the same snapshot until its next sample is due; count it once.
-        fresh = id(snapshot) != self._last_snapshot_id
-        self._last_snapshot_id = id(snapshot)
+        fresh = snapshot is not self._last_snapshot
+        self._last_snapshot = snapshot
         if self.alerts is not None and fresh:
             events = self.alerts.update(snapshot)
             for ev in events:
