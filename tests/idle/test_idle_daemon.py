@@ -312,3 +312,18 @@ def test_savings_count_only_stops_the_machine_came_back_from(tmp_path: Path) -> 
 def test_policy_config_validation_reaches_settings() -> None:
     with pytest.raises(Exception, match="interval_s"):
         IdleSettings(interval_s=100, policy=replace(PolicyConfig(), max_gap_s=120)).validate()
+
+
+def test_live_runs_write_the_monitor_history(tmp_path: Path) -> None:
+    from gpuwise.monitor.history import HistoryStore
+
+    clock = FakeClock()
+    store = HistoryStore(tmp_path / "history.sqlite")
+    d = _daemon(tmp_path, EmptyGpu(clock), clock)
+    d.history = store
+    d.run(max_steps=122)
+    rows = store._db.execute("SELECT COUNT(*) FROM monitor_samples").fetchone()[0]
+    events = [r[0] for r in store._db.execute("SELECT event_id FROM monitor_events ORDER BY ts")]
+    store.close()
+    assert rows == 122
+    assert events == ["idle.warning", "idle.stopped"]

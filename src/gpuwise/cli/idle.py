@@ -262,6 +262,9 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     held_window_min: HeldWindowOpt = None,
     noise_floor_pct: NoiseOpt = None,
     max_gap_s: GapOpt = None,
+    no_history: Annotated[
+        bool, typer.Option("--no-history", help="Do not write samples to the monitor history database.")
+    ] = False,
     max_steps: Annotated[int | None, typer.Option("--max-steps", hidden=True)] = None,
     metadata_url: Annotated[str | None, typer.Option("--metadata-url", hidden=True)] = None,
 ) -> None:
@@ -299,6 +302,11 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     probe = open_probe(replay_path)
     endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
     keepalive = _keepalive_path(settings)
+    history = None
+    if replay_path is None and not no_history:  # a replay's old timestamps must not enter the history
+        from gpuwise.monitor.history import HistoryStore
+
+        history = HistoryStore(paths.history_db())
     daemon = IdleDaemon(
         settings,
         probe,
@@ -307,6 +315,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
         keepalive_hint=f"touch {keepalive}" if "keepalive" in settings.signals else "log in and use a GPU",
         dry_run=dry_run,
         endpoints=endpoints,
+        history=history,
     )
 
     def _term(signum: int, frame: object) -> None:  # noqa: ARG001 - signal handler signature
@@ -321,6 +330,8 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
         signal_mod.signal(signal_mod.SIGTERM, previous)
         logger.removeHandler(handler)
         probe.close()
+        if history is not None:
+            history.close()
 
 
 UNIT_NAME = "gpuwise-idle.service"

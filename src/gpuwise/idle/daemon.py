@@ -55,6 +55,7 @@ class IdleDaemon:
     runner: Runner = field(default_factory=Runner)
     endpoints: MetadataEndpoints = field(default_factory=MetadataEndpoints)
     host: str = field(default_factory=socket.gethostname)
+    history: Any = None  # a gpuwise.monitor.history.HistoryStore (live runs only), or None
     policy: IdlePolicy = field(init=False)
     _data: dict[str, Any] = field(init=False, default_factory=dict)
     _prev_state: IdleState = field(init=False, default=IdleState.BUSY)
@@ -91,6 +92,7 @@ class IdleDaemon:
         except Exception as exc:
             log.warning("GPU read failed (counts as busy): %s", exc)
             snapshot = Snapshot(samples=(), errors=(f"{type(exc).__name__}: {exc}",))
+        self._history(snapshot, now)
         signals = gather_all(self.gatherers, now, snapshot)
         decision = self.policy.observe(Observation.from_snapshot(now, snapshot, signals))
         self._transition(decision)
@@ -117,6 +119,26 @@ class IdleDaemon:
             if max_steps is not None and steps >= max_steps:
                 break
             self.sleep(max(0.0, self.settings.interval_s - (self.clock() - started)))
+
+    # -- monitor history (CONTRACTS §9a: `idle run` writes it too)
+    def _history(self, snapshot: Snapshot, now: float) -> None:
+        if self.history is None:
+            return
+        try:
+            self.history.add_snapshot(snapshot)
+            self.history.prune(now)
+        except Exception as exc:  # history is a convenience; never let it stop the daemon
+            log.error("monitor history disabled: %s", exc)
+            self.history = None
+
+    def _event(self, d: Decision, event: str) -> None:
+        if self.history is None:
+            return
+        try:
+            self.history.add_event(d.timestamp_s, "idle", None, f"idle.{event}", d.state.value, d.reason)
+        except Exception as exc:  # history is a convenience, as above
+            log.error("monitor history disabled: %s", exc)
+            self.history = None
 
     # -- notices
     def _notify(self, event: str, decision: Decision, **extra: Any) -> None:
@@ -157,6 +179,7 @@ class IdleDaemon:
             log.warning("%s", text)
             self._wall(text)
             self._notify("warning", d, stop_in_min=round(minutes, 1))
+            self._event(d, "warning")
         elif prev in (IdleState.WARNING, IdleState.STOPPING) and d.state in (
             IdleState.BUSY,
             IdleState.IDLE_CANDIDATE,
@@ -164,6 +187,7 @@ class IdleDaemon:
             log.info("stop cancelled: %s", d.reason)
             self._wall(f"gpuwise idle: stop cancelled ({d.reason})")
             self._notify("cancelled", d)
+            self._event(d, "cancelled")
             self._retry_at = None
 
     # -- stopping
@@ -218,6 +242,7 @@ class IdleDaemon:
                 log.warning("stopped with %s: %s", res.description, d.reason)
                 self._record(now, d, ok=True, description=res.description, provider=provider)
                 self._notify("stopped", d, action=res.description)
+                self._event(d, "stopped")
                 self._retry_at = now + retry_s  # if the machine is still up then, try again
                 return
             log.error("stop action %s failed: %s", res.description, res.detail)
