@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuwise.plan.models import Option, PlanResult
+from gpuwise.units import format_hours as _hours
 from gpuwise.units import format_money as _money
 
 
@@ -75,12 +76,12 @@ def why_this_one(result: PlanResult) -> str:
     where = f"{best.provider} {best.instance_type}" + (f" ×{best.nodes}" if best.nodes > 1 else "")
     pricing = best.pricing.replace("_", "-")
     if result.objective == "time":
-        head = f"fastest: {best.hours:,.1f} h for {_money(best.cost_usd)}"
+        head = f"fastest: {_hours(best.hours)} for {_money(best.cost_usd)}"
         if rest:
             nxt = rest[0]
-            head += f"; the next fastest ({nxt.provider} {nxt.instance_type}) takes {nxt.hours:,.1f} h"
+            head += f"; the next fastest ({nxt.provider} {nxt.instance_type}) takes {_hours(nxt.hours)}"
     else:
-        head = f"cheapest in total: {_money(best.cost_usd)} for {best.hours:,.1f} h"
+        head = f"cheapest in total: {_money(best.cost_usd)} for {_hours(best.hours)}"
         if rest:
             nxt = rest[0]
             pct = (nxt.cost_usd - best.cost_usd) / best.cost_usd * 100 if best.cost_usd else 0.0
