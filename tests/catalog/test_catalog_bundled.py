@@ -210,3 +210,10 @@ def test_sources_give_each_providers_newest_date(catalog: Catalog) -> None:
 
 def test_load_is_cached(tmp_path: Path) -> None:
     assert load_catalog(tmp_path) is load_catalog(tmp_path)
+
+
+def test_region_without_wildcard_is_exact(catalog: Catalog) -> None:
+    exact = query_offers(catalog, gpu="T4", provider="aws", region="us-east-1")
+    assert exact and {o.region for o in exact} == {"us-east-1"}  # not the us-east-1-atl-1 Local Zone
+    local = query_offers(catalog, gpu="T4", provider="aws", region="us-east-1-*")
+    assert local and all(o.region.startswith("us-east-1-") for o in local)

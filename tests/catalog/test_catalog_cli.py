@@ -75,7 +75,9 @@ def test_gpus_json_lists_figures_with_sources(capsys: pytest.CaptureFixture[str]
     assert by["A10G"]["tflops"]["bf16"]["value"] is None
     assert "not published" in by["A10G"]["tflops"]["bf16"]["source"]
     assert main(["catalog", "gpus"]) == 0
-    assert "not published" in capsys.readouterr().out
+    table = capsys.readouterr().out
+    assert "n/p = not published" in table
+    assert "NVIDIA H100 Tensor Core GPU datasheet" in table  # the sources are listed under the table
 
 
 def test_stats_json(capsys: pytest.CaptureFixture[str]) -> None:

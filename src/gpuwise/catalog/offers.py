@@ -769,7 +769,7 @@ def query_offers(
     """Offers matching every given filter, cheapest first (by spot price with ``spot``).
 
     ``gpu`` matches the canonical GPU exactly (an ``H100-PCIe`` offer is not an ``H100``); ``count`` means
-    exactly that many GPUs per instance; ``region`` is a glob (``us-*``) or a region/zone prefix,
+    exactly that many GPUs per instance; ``region`` is a region or zone name, or a glob (``us-*``),
     case-insensitive; ``spot`` keeps offers that have a spot price. USD offers come before other currencies
     (never compared), offers without the sorted price last.
     """
@@ -797,7 +797,7 @@ def query_offers(
             if is_glob:
                 if not any(fnmatch.fnmatchcase(p, pattern) for p in places if p):
                     continue
-            elif not any(p.startswith(pattern) for p in places if p):
+            elif pattern not in places:
                 continue
         if spot and o.spot_price_usd_per_hour is None:
             continue

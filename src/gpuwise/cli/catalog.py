@@ -62,11 +62,17 @@ def _num(value: float | None, digits: int = 1) -> str:
         return "unknown"
     if value == int(value):
         return f"{int(value)}"
-    return f"{value:.{digits}f}"
+    text = f"{value:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+_UNPUBLISHED = "n/p"
 
 
 def _fig(fig: Figure, digits: int = 1) -> str:
-    return "not published" if fig.value is None else _num(fig.value, digits)
+    if fig.value is None:
+        return _UNPUBLISHED
+    return _num(fig.value, 0 if abs(fig.value) >= 100 else digits)
 
 
 # ---------------------------------------------------------------- gpus
@@ -75,6 +81,7 @@ def _fig(fig: Figure, digits: int = 1) -> str:
 @app.command("gpus")
 def gpus(json_out: JsonOption = False) -> None:
     """The GPU spec table: memory, bandwidth, dense tensor TFLOPS, NVLink, power, each with its source."""
+    from rich import box
     from rich.table import Table
 
     from gpuwise.catalog.specs import load_gpu_specs
@@ -84,38 +91,39 @@ def gpus(json_out: JsonOption = False) -> None:
     if json_out:
         print_json([_spec_json(s) for s in specs.values()])
         return
-    table = Table(title="GPU specs (dense tensor TFLOPS; 'not published' = the vendor gives no figure)")
-    for col in (
-        "GPU",
-        "arch",
-        "mem GiB",
-        "GB/s",
-        "FP32",
-        "TF32",
-        "BF16",
-        "FP16",
-        "FP8",
-        "NVLink GB/s",
-        "TDP W",
-    ):
-        table.add_column(col, justify="left" if col in ("GPU", "arch") else "right")
-    table.add_column("source", overflow="fold")
+    table = Table(
+        title="GPU specs: dense TFLOPS (no sparsity), memory as nvidia-smi shows it",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    columns = ("GPU", "GiB", "GB/s", "FP32", "BF16", "FP16", "FP8", "NVLink", "TDP W", "src")
+    for col in columns:
+        table.add_column(col, justify="left" if col == "GPU" else "right", no_wrap=True)
+    sources: dict[str, int] = {}
     for s in specs.values():
+        source = s.memory_bandwidth_gbs.source
+        if source.startswith("not published ("):
+            source = source.removeprefix("not published (").removesuffix(")")
+        ref = sources.setdefault(source, len(sources) + 1)
         table.add_row(
             s.name,
-            s.architecture,
-            _num(s.memory_gib, 2),
+            _num(s.memory_gib, 1),
             _fig(s.memory_bandwidth_gbs, 0),
             _fig(s.tflops["fp32"]),
-            _fig(s.tflops["tf32"]),
             _fig(s.tflops["bf16"]),
             _fig(s.tflops["fp16"]),
             _fig(s.tflops["fp8"]),
             "none" if s.nvlink_bidir_gbs.value is None else _num(s.nvlink_bidir_gbs.value),
             _fig(s.tdp_watts, 0),
-            s.memory_bandwidth_gbs.source.removeprefix("not published (").removesuffix(")"),
+            f"[{ref}]",
         )
     console.print(table)
+    console.print(
+        f"{_UNPUBLISHED} = the vendor publishes no such figure (or it is not entered until checked)."
+    )
+    console.print("Sources:")
+    for source, ref in sources.items():
+        console.print(f"  [{ref}] {source}", markup=False)
     console.print(
         "Aliases are accepted case-insensitively (h100-sxm, A100 80GB, a100-40gb, …). "
         "`gpuwise catalog gpus --json` lists every figure with its own source."
@@ -190,7 +198,7 @@ def offers(
         str | None, typer.Option("--provider", help="Provider id: aws, gcp, lambda, …")
     ] = None,
     region: Annotated[
-        str | None, typer.Option("--region", help="Region or zone: a prefix (us-east) or a glob (eu-*).")
+        str | None, typer.Option("--region", help="Region or zone name, or a glob (europe-*, us-east-1*).")
     ] = None,
     spot: Annotated[
         bool, typer.Option("--spot", help="Only offers with a spot price, sorted by it.")
