@@ -119,7 +119,8 @@ def gpus(json_out: JsonOption = False) -> None:
         )
     console.print(table)
     console.print(
-        f"{_UNPUBLISHED} = the vendor publishes no such figure (or it is not entered until checked)."
+        f"{_UNPUBLISHED} = not published by the vendor (or not entered until checked). TF32, FP64, INT8, "
+        "FP4 and each figure's own source: --json."
     )
     console.print("Sources:")
     for source, ref in sources.items():
