@@ -214,3 +214,28 @@ def test_impossible_options_are_config_errors(kwargs: dict[str, float]) -> None:
 
 def test_mib_constant() -> None:
     assert MIB == 1024 * 1024
+
+
+def test_gap_limit_follows_the_sampling_interval() -> None:
+    """A trace logged every 5 min is not 'missing data' between its samples; a hole of 30 min in it is."""
+    obs = series([90.0] * 10 + [0.0] * 40, step_s=300)  # 4 h: 50 min busy, then 3h20 idle
+    r = replay(obs)
+    assert r.config.gap_limit_s == 1200
+    assert r.stop_at_s is not None and r.stop_at_s - T0 == pytest.approx((9 + 12) * 300)
+    assert replay(obs, PolicyConfig(max_gap_s=120)).stop_at_s is None  # every step is a gap
+    holed = obs[:20] + obs[27:]  # a 40-min hole
+    r = replay(holed)
+    assert r.stop_at_s is not None and r.stop_at_s - T0 == pytest.approx((27 + 12) * 300)
+
+
+def test_group_samples_keeps_a_slow_poll_together() -> None:
+    """nvidia-smi stamps each GPU's row; a poll of 8 GPUs may spread over ~0.7 s."""
+    from gpuwise.idle.policy import group_samples
+
+    samples = [gpu(i, T0 + k * 30 + 0.1 * i, 0.0) for k in range(20) for i in range(8)]
+    groups = group_samples(samples)
+    assert len(groups) == 20 and all(len(g.samples) == 8 for g in groups)
+    # a poll missing GPU 5 is still one observation, and the policy sees GPU 5 missing
+    samples = [s for s in samples if not (s.index == 5 and s.timestamp_s < T0 + 31)]
+    groups = group_samples(samples)
+    assert len(groups) == 20 and len(groups[1].samples) == 7

@@ -63,7 +63,10 @@ NoiseOpt = Annotated[
 ]
 GapOpt = Annotated[
     float | None,
-    typer.Option("--max-gap-s", help="A longer gap between samples counts as busy [default: 120]."),
+    typer.Option(
+        "--max-gap-s",
+        help="A longer gap between samples counts as busy [default: 4 sampling intervals, at least 120].",
+    ),
 ]
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", help="Config file (default: the user config.toml).")
@@ -105,7 +108,7 @@ def _replay_json(result: ReplayResult, gpus: list[int]) -> dict[str, Any]:
             "mem_change_mib": cfg.mem_change_mib,
             "baseline_mem_mib": cfg.baseline_mem_mib,
             "noise_floor_pct": cfg.noise_floor_pct,
-            "max_gap_s": cfg.max_gap_s,
+            "max_gap_s": cfg.gap_limit_s,
         },
         "idle_stretches": [
             {

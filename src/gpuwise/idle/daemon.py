@@ -78,7 +78,7 @@ class IdleDaemon:
                 _ago(self.clock(), restored.last_activity_s),
                 restored.last_activity_cause,
             )
-        self.policy = IdlePolicy(self.settings.policy, restored)
+        self.policy = IdlePolicy(self.settings.policy.resolve_gap(self.settings.interval_s), restored)
         self._data = {
             "stops": list(data.get("stops", []))[-200:],
             "boots": [*list(data.get("boots", []))[-200:], self.clock()],

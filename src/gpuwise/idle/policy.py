@@ -37,6 +37,7 @@ sample model and errors.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -47,6 +48,8 @@ from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample, Snapshot
 
 MIB = 1024**2
+MIN_GAP_S = 120.0
+GAP_INTERVALS = 4.0
 
 SignalStateName = Literal["active", "quiet", "unknown"]
 
@@ -69,7 +72,7 @@ class PolicyConfig:
     mem_change_mib: float = 64.0
     baseline_mem_mib: float = 1024.0
     noise_floor_pct: float = 35.0
-    max_gap_s: float = 120.0
+    max_gap_s: float | None = None  # None: 4 sampling intervals, at least 2 min (see `resolve_gap`)
 
     @property
     def window_s(self) -> float:
@@ -78,6 +81,17 @@ class PolicyConfig:
     @property
     def held_window_s(self) -> float:
         return max(self.held_window_min, self.window_min) * 60.0
+
+    @property
+    def gap_limit_s(self) -> float:
+        return MIN_GAP_S if self.max_gap_s is None else self.max_gap_s
+
+    def resolve_gap(self, interval_s: float) -> PolicyConfig:
+        """Fix an automatic `max_gap_s` for a known sampling interval: a gap is more than
+        `GAP_INTERVALS` missed samples, and never less than `MIN_GAP_S`."""
+        if self.max_gap_s is not None:
+            return self
+        return replace(self, max_gap_s=max(MIN_GAP_S, GAP_INTERVALS * interval_s))
 
     @property
     def warn_s(self) -> float:
@@ -96,6 +110,8 @@ class PolicyConfig:
             if not (math.isfinite(value) and 0 <= value <= 100):
                 raise bad(name, value, "a percentage from 0 to 100")
         for name in ("window_min", "held_window_min", "max_gap_s"):
+            if getattr(self, name) is None:
+                continue
             value = float(getattr(self, name))
             if not (math.isfinite(value) and value > 0):
                 raise bad(name, value, "a positive number")
@@ -288,9 +304,9 @@ class IdlePolicy:
         held: list[str] = []
         if st.last_ts is not None and t < st.last_ts:
             activity.append("clock went backwards (counts as busy)")
-        elif st.last_ts is not None and t - st.last_ts > cfg.max_gap_s:
+        elif st.last_ts is not None and t - st.last_ts > cfg.gap_limit_s:
             activity.append(
-                f"no data for {_fmt_min(t - st.last_ts)} (gap > {cfg.max_gap_s:g} s counts as busy)"
+                f"no data for {_fmt_min(t - st.last_ts)} (gap > {cfg.gap_limit_s:g} s counts as busy)"
             )
         elif st.last_ts is None and st.last_activity_s is None:
             activity.append("start of observation")
@@ -449,13 +465,29 @@ class ReplayResult:
     config: PolicyConfig
 
 
-def group_samples(samples: Iterable[Sample], max_skew_s: float = 0.5) -> list[Observation]:
-    """Time-ordered samples → one observation per instant (a new one when an index repeats or the clock
-    moves on by more than `max_skew_s`: nvidia-smi stamps each GPU's row separately)."""
+_RANK = {IdleState.BUSY: 0, IdleState.IDLE_CANDIDATE: 1, IdleState.WARNING: 2, IdleState.STOPPING: 3}
+
+
+def median_interval_s(timestamps: Sequence[float]) -> float | None:
+    """Median of the positive steps between sorted timestamps (None with fewer than two)."""
+    steps = sorted(b - a for a, b in itertools.pairwise(sorted(timestamps)) if b > a)
+    return steps[len(steps) // 2] if steps else None
+
+
+def group_samples(samples: Iterable[Sample]) -> list[Observation]:
+    """Time-ordered samples → one observation per poll. nvidia-smi stamps each GPU's row separately and a
+    poll of 8 GPUs can take a good fraction of a second, so a poll ends when a GPU index repeats, or when
+    the clock moves on by more than half of one GPU's own sampling interval."""
+    ordered = sorted(samples, key=lambda x: (x.timestamp_s, x.index))
+    by_gpu: dict[int, list[float]] = {}
+    for s in ordered:
+        by_gpu.setdefault(s.index, []).append(s.timestamp_s)
+    steps = [m for ts in by_gpu.values() if (m := median_interval_s(ts)) is not None]
+    max_skew_s = 0.5 * min(steps) if steps else 0.5
     groups: list[list[Sample]] = []
     current: list[Sample] = []
     seen: set[int] = set()
-    for s in sorted(samples, key=lambda x: (x.timestamp_s, x.index)):
+    for s in ordered:
         if current and (s.index in seen or s.timestamp_s - current[0].timestamp_s > max_skew_s):
             groups.append(current)
             current, seen = [], set()
@@ -466,9 +498,6 @@ def group_samples(samples: Iterable[Sample], max_skew_s: float = 0.5) -> list[Ob
     return [Observation(g[0].timestamp_s, tuple(g)) for g in groups]
 
 
-_RANK = {IdleState.BUSY: 0, IdleState.IDLE_CANDIDATE: 1, IdleState.WARNING: 2, IdleState.STOPPING: 3}
-
-
 def replay(
     observations: Sequence[Observation],
     config: PolicyConfig | None = None,
@@ -476,8 +505,11 @@ def replay(
     samples: int | None = None,
     min_stretch_s: float = 300.0,
 ) -> ReplayResult:
-    """Run the policy over a recorded series; stop at the first `stopping` decision."""
-    policy = IdlePolicy(config)
+    """Run the policy over a recorded series; stop at the first `stopping` decision. An automatic
+    `max_gap_s` is fixed from the series' own median sampling interval."""
+    cfg = config or PolicyConfig()
+    step = median_interval_s([o.timestamp_s for o in observations])
+    policy = IdlePolicy(cfg.resolve_gap(step) if step is not None else cfg)
     stretches: list[IdleStretch] = []
     open_start: float | None = None
     peak = IdleState.IDLE_CANDIDATE

@@ -58,7 +58,7 @@ class IdleSettings:
             )
         if not (self.interval_s > 0):
             raise ConfigError(f"interval_s = {self.interval_s} is not valid", fix="use a positive number")
-        if self.interval_s * 2 > self.policy.max_gap_s:
+        if self.policy.max_gap_s is not None and self.interval_s * 2 > self.policy.max_gap_s:
             raise ConfigError(
                 f"interval_s = {self.interval_s:g} is too long for max_gap_s = {self.policy.max_gap_s:g}",
                 why="every interval would count as a gap in the data, and a gap counts as busy",
