@@ -255,3 +255,18 @@ def test_a_probe_that_fails_marks_every_gpu_down_and_the_scrape_still_answers() 
     assert failed["gpuwise_probe_up"][0][1] == 0
     assert by_gpu(failed["gpuwise_gpu_up"]) == {"0": 0, "1": 0}
     assert "DCGM_FI_DEV_GPU_UTIL" not in failed
+
+
+def test_hints_are_served_per_gpu_while_they_hold() -> None:
+    from gpuwise.monitor.hints import Hint
+
+    current = [
+        Hint("gpu_idle_while_peers_busy", 1, "warn", "m", "e"),
+        Hint("throttled", 5, "warn", "gone", ""),
+    ]
+    collector = GpuCollector(FakeProbe([snap(gpu(0), gpu(1))]), hostname="h", hints=lambda: current)
+    (series,) = scrape(collector)["gpuwise_hint"]
+    assert series[0]["gpu"] == "1" and series[0]["hint"] == "gpu_idle_while_peers_busy"
+    assert series[0]["severity"] == "warn" and series[1] == 1
+    current.clear()
+    assert "gpuwise_hint" not in scrape(collector)  # no stale series once the hint clears

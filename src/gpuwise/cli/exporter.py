@@ -116,7 +116,11 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
     _setup_logging()
     probe = _LockedProbe(open_source(replay, loop=True))
     collector = GpuCollector(
-        probe, price_usd_per_hour=price, idle_threshold_pct=ex.idle_threshold_pct, idle_seconds=idle.seconds
+        probe,
+        price_usd_per_hour=price,
+        idle_threshold_pct=ex.idle_threshold_pct,
+        idle_seconds=idle.seconds,
+        hints=lambda: sampler.last_hints,
     )
     registry = make_registry(collector)
     try:

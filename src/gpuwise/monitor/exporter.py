@@ -19,7 +19,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -30,6 +30,7 @@ from prometheus_client.registry import Collector
 
 from gpuwise.errors import GpuwiseError
 from gpuwise.gpu.sample import Sample, Snapshot, value_or_none
+from gpuwise.monitor.hints import Hint
 from gpuwise.monitor.record import throttle_mask
 from gpuwise.monitor.source import Probe
 
@@ -171,6 +172,7 @@ DCGM_METRICS: list[tuple[str, str, str, Callable[[Sample], float | None]]] = [
 GPUWISE_METRICS = [
     "gpuwise_gpu_up",
     "gpuwise_probe_up",
+    "gpuwise_hint",
     "gpuwise_idle_seconds",
     "gpuwise_price_usd_per_hour",
     "gpuwise_cost_usd_total",
@@ -207,6 +209,7 @@ class GpuCollector(Collector):
         idle_threshold_pct: float = 5.0,
         on_snapshot: Callable[[Snapshot], None] | None = None,
         idle_seconds: Callable[[], float | None] | None = None,
+        hints: Callable[[], Sequence[Hint]] | None = None,
     ) -> None:
         self.probe = probe
         self.clock = clock
@@ -216,6 +219,7 @@ class GpuCollector(Collector):
         # When given (the CLI passes the idle policy's tracker), gpuwise_idle_seconds is the idle
         # policy's own answer; otherwise a simple "every GPU at or below the threshold" clock.
         self.idle_seconds = idle_seconds
+        self.hints = hints  # the background sampler's latest bottleneck hints, served as gpuwise_hint
         self.on_snapshot = on_snapshot
         self.started_s = clock()
         self._last_busy_s = self.started_s
@@ -327,6 +331,18 @@ class GpuCollector(Collector):
                 "(or its video engines were busy), counted from exporter start.",
             )
             idle.add_metric([], max(0.0, now - self._last_busy_s))
+        hint_family = GaugeMetricFamily(
+            "gpuwise_hint",
+            "1 while a bottleneck hint holds for a GPU (hint: input_bound, throttled, memory_nearly_full, "
+            "pcie_below_max, gpu_idle_while_peers_busy, encoder_bound).",
+            labels=[*LABELS, "hint", "severity"],
+        )
+        shown: set[tuple[int, str]] = set()
+        for h in self.hints() if self.hints is not None else ():
+            gpu_labels = self._known.get(h.gpu) if h.gpu is not None else None
+            if gpu_labels is not None and h.gpu in present and (h.gpu, h.id) not in shown:
+                shown.add((h.gpu, h.id))
+                hint_family.add_metric([*gpu_labels, h.id, h.severity], 1.0)
         probe_up = GaugeMetricFamily(
             "gpuwise_probe_up",
             "1 when the last read of the GPUs succeeded without errors "
@@ -334,7 +350,7 @@ class GpuCollector(Collector):
         )
         probe_up.add_metric([], 0.0 if snapshot.errors or not snapshot.samples else 1.0)
         out: list[Metric] = [f for f in families.values() if f.samples]
-        out += [up, throttled, proc_mem, nprocs, idle, probe_up]
+        out += [up, throttled, proc_mem, nprocs, idle, probe_up, hint_family]
         if self.price_usd_per_hour is not None:
             price = GaugeMetricFamily(
                 "gpuwise_price_usd_per_hour", "Configured price of this machine (USD/hour)."

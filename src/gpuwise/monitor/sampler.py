@@ -56,6 +56,7 @@ class Sampler:
     _active_hints: set[tuple[str, int | None]] = field(default_factory=set)
     _last_history_s: float = float("-inf")
     _last_snapshot: Snapshot | None = None
+    last_hints: list[Hint] = field(default_factory=list)  # read by the exporter (atomic swap)
 
     def tick(self) -> Tick:
         snapshot = self.probe.read()
@@ -71,6 +72,7 @@ class Sampler:
             hist = self._utils.setdefault(s.index, deque(maxlen=self.spark_len))
             hist.append(None if s.lost else value_or_none(s.util_gpu_pct))
         hints = compute_hints(list(self._snaps), list(self._hosts), self.thresholds)
+        self.last_hints = hints
         now = self.clock()
         events: list[AlertEvent] = []
         # A replay serves the same snapshot until its next sample is due; count it once.
