@@ -147,7 +147,7 @@ def test_grafana_dashboard_uses_only_served_metrics() -> None:
     exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
     assert len(exprs) >= 10
     served = served_metric_names() | {"gpuwise_cost_usd_total"}
-    promql_words = {"sum", "max", "by", "rate", "or", "gpu", "reason", "hostname", "m"}
+    promql_words = {"sum", "max", "min", "by", "rate", "or", "gpu", "reason", "hostname", "m"}
     for expr in exprs:
         stripped = re.sub(r"\{[^}]*\}|\[[^\]]*\]|\"[^\"]*\"", "", expr)
         names = {w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", stripped) if w not in promql_words}
