@@ -239,3 +239,23 @@ def test_group_samples_keeps_a_slow_poll_together() -> None:
     samples = [s for s in samples if not (s.index == 5 and s.timestamp_s < T0 + 31)]
     groups = group_samples(samples)
     assert len(groups) == 20 and len(groups[1].samples) == 7
+
+
+def test_csv_without_index_column_tells_gpus_apart() -> None:
+    """NVIDIA's documented query (timestamp,name,pci.bus_id,…) has no index: every row says GPU 0."""
+    from dataclasses import replace as dc_replace
+
+    from gpuwise.idle.policy import group_samples
+
+    rows = []
+    for k in range(400):
+        for i in range(4):
+            s = gpu(0, T0 + k * 30 + 0.004 * i, 95.0 if (i == 0 and k < 100) else 0.0, 40000 if i == 0 else 1)
+            rows.append(s)
+    by_position = group_samples(rows)
+    assert len(by_position) == 400 and {x.index for x in by_position[0].samples} == {0, 1, 2, 3}
+    with_bus = [dc_replace(s, bus_id=f"00000000:{0x18 + (n % 4):02X}:00.0") for n, s in enumerate(rows)]
+    assert {x.index for x in group_samples(with_bus)[5].samples} == {0, 1, 2, 3}
+    # the job on the first GPU keeps its 40 GB; it stops only after the held-memory window
+    r = replay(by_position)
+    assert r.stop_at_s is not None and r.stop_at_s - T0 == pytest.approx((99 + 240) * 30, abs=1)

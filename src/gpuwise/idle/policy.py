@@ -474,11 +474,33 @@ def median_interval_s(timestamps: Sequence[float]) -> float | None:
     return steps[len(steps) // 2] if steps else None
 
 
+def _reindex(ordered: list[Sample]) -> list[Sample]:
+    """A CSV without an `index` column (NVIDIA's own example query has none) gives every GPU index 0.
+    Tell the GPUs apart by uuid or PCI bus id when present, else by position within a poll (rows of one
+    poll are stamped milliseconds apart, polls at least ~a second apart)."""
+    if not ordered or any(s.index != 0 for s in ordered):
+        return ordered
+    for key in ("uuid", "bus_id"):
+        ids = [getattr(s, key) for s in ordered]
+        if all(isinstance(i, str) for i in ids) and len(set(ids)) > 1:
+            order = {v: n for n, v in enumerate(sorted(set(ids)))}
+            return [replace(s, index=order[i]) for s, i in zip(ordered, ids, strict=True)]
+    out: list[Sample] = []
+    pos = 0
+    for prev, s in zip([None, *ordered[:-1]], ordered, strict=True):
+        pos = pos + 1 if prev is not None and s.timestamp_s - prev.timestamp_s <= _SAME_POLL_S else 0
+        out.append(replace(s, index=pos) if pos else s)
+    return out
+
+
+_SAME_POLL_S = 0.25
+
+
 def group_samples(samples: Iterable[Sample]) -> list[Observation]:
     """Time-ordered samples → one observation per poll. nvidia-smi stamps each GPU's row separately and a
     poll of 8 GPUs can take a good fraction of a second, so a poll ends when a GPU index repeats, or when
     the clock moves on by more than half of one GPU's own sampling interval."""
-    ordered = sorted(samples, key=lambda x: (x.timestamp_s, x.index))
+    ordered = _reindex(sorted(samples, key=lambda x: (x.timestamp_s, x.index)))
     by_gpu: dict[int, list[float]] = {}
     for s in ordered:
         by_gpu.setdefault(s.index, []).append(s.timestamp_s)
