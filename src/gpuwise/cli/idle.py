@@ -26,31 +26,29 @@ app = typer.Typer(
 )
 
 ThresholdOpt = Annotated[
-    float | None, typer.Option("--threshold-pct", help="GPU util above this is activity [default: 5].")
+    float | None, typer.Option("--threshold-pct", help="GPU util above this is activity (default 5).")
 ]
 WindowOpt = Annotated[
     float | None,
-    typer.Option("--window-min", help="Minutes of continuous idleness before a stop [default: 60]."),
+    typer.Option("--window-min", help="Minutes of continuous idleness before a stop (default 60)."),
 ]
 HeldWindowOpt = Annotated[
     float | None,
-    typer.Option("--held-window-min", help="Window while GPU memory is held or not reported [default: 120]."),
+    typer.Option("--held-window-min", help="Window while GPU memory is held or not reported (default 120)."),
 ]
 WarnOpt = Annotated[
-    float | None, typer.Option("--warn-min", help="Warn this many minutes before a stop [default: 10].")
+    float | None, typer.Option("--warn-min", help="Warn this many minutes before a stop (default 10).")
 ]
 MemChangeOpt = Annotated[
     float | None,
-    typer.Option(
-        "--mem-change-mib", help="A change of GPU memory used this large is activity [default: 64]."
-    ),
+    typer.Option("--mem-change-mib", help="A change of GPU memory used this large is activity (default 64)."),
 ]
 BaselineOpt = Annotated[
     float | None,
     typer.Option(
         "--baseline-mem-mib",
         help="GPU memory a GPU uses with no job (driver, desktop); above it memory counts as held "
-        "[default: 1024].",
+        "(default 1024).",
     ),
 ]
 NoiseOpt = Annotated[
@@ -58,14 +56,14 @@ NoiseOpt = Annotated[
     typer.Option(
         "--noise-floor-pct",
         help="On a GPU with no job (no compute process, memory at baseline), util up to this is display "
-        "noise, not activity; 0 turns it off [default: 35].",
+        "noise, not activity; 0 turns it off (default 35).",
     ),
 ]
 GapOpt = Annotated[
     float | None,
     typer.Option(
         "--max-gap-s",
-        help="A longer gap between samples counts as busy [default: 4 sampling intervals, at least 120].",
+        help="A longer gap between samples counts as busy (default 4 sampling intervals, at least 120).",
     ),
 ]
 ConfigOpt = Annotated[
@@ -240,7 +238,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     action: Annotated[
         str | None,
         typer.Option(
-            "--action", help="auto | aws | gcp | azure | alibaba | shutdown | command [default: auto]."
+            "--action", help="auto | aws | gcp | azure | alibaba | shutdown | command (default auto)."
         ),
     ] = None,
     command: Annotated[
@@ -250,7 +248,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
         str | None, typer.Option("--pre-stop-hook", help="Run this (e.g. a checkpoint sync) before stopping.")
     ] = None,
     hook_timeout_s: Annotated[
-        float | None, typer.Option("--hook-timeout-s", help="Kill the hook after this long [default: 300].")
+        float | None, typer.Option("--hook-timeout-s", help="Kill the hook after this long (default 300).")
     ] = None,
     hook_blocks: Annotated[
         bool | None,
@@ -258,7 +256,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     ] = None,
     webhook: Annotated[str | None, typer.Option("--webhook", help="POST JSON notices here.")] = None,
     interval_s: Annotated[
-        float | None, typer.Option("--interval-s", help="Seconds between observations [default: 30].")
+        float | None, typer.Option("--interval-s", help="Seconds between observations (default 30).")
     ] = None,
     threshold_pct: ThresholdOpt = None,
     window_min: WindowOpt = None,
