@@ -65,7 +65,8 @@ def measure(name: str, path: Path, samples: int, scrapes: int) -> float:
     tick_us = cpu_per_call_us(sampler.tick, samples)
     with tempfile.TemporaryDirectory() as tmp:
         store = HistoryStore(Path(tmp) / "h.sqlite")
-        with_history = Sampler(probe, history=store, history_every_s=0.0)
+        alerts = AlertEngine.from_config(AlertsConfig())
+        with_history = Sampler(probe, alerts=alerts, history=store, history_every_s=0.0)
         hist_us = cpu_per_call_us(with_history.tick, samples)
         store.close()
     print(f"  CPU per sample: probe read {read_us:.1f} µs; tick (hints, alerts) {tick_us:.1f} µs;")
