@@ -68,7 +68,10 @@ def test_status_without_and_with_state(tmp_path: Path, capsys: pytest.CaptureFix
                 "stop_due_s": now + 480,
             },
             "stops": [{"at": now - 10 * 3600, "ok": True, "dry_run": False, "action": "shutdown -h now"}],
-            "boots": [now - 20 * 3600, now - 6 * 3600],
+            "boots": [
+                {"daemon_start": now - 20 * 3600 + 60, "system_boot": now - 20 * 3600},
+                {"daemon_start": now - 6 * 3600 + 60, "system_boot": now - 6 * 3600},
+            ],
         },
     )
     cfg = tmp_path / "c.toml"

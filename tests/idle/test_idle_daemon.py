@@ -45,6 +45,7 @@ def _daemon(
     endpoints: MetadataEndpoints = UNREACHABLE,
     dry_run: bool = False,
     fail: tuple[str, ...] = (),
+    boot_time: float | None = 1_000.0,
 ) -> IdleDaemon:
     make_stubs(tmp_path / "bin", tmp_path / "calls.log", fail=fail)
     return IdleDaemon(
@@ -58,6 +59,7 @@ def _daemon(
         runner=Runner(env=stub_env(tmp_path / "bin"), timeout_s=20),
         endpoints=endpoints,
         host="gpu-box",
+        boot_time=lambda: boot_time,
     )
 
 
@@ -298,13 +300,19 @@ def test_savings_count_only_stops_the_machine_came_back_from(tmp_path: Path) -> 
             {"at": 90_000.0, "ok": True, "dry_run": True},
             {"at": 100_000.0, "ok": True, "dry_run": False},
         ],
-        "boots": [0.0, 1000.0 + 7200.0, 200_000.0 - 1],
+        "boots": [
+            {"daemon_start": 30.0, "system_boot": 0.0},
+            {"daemon_start": 8260.0, "system_boot": 1000.0 + 7200.0},
+            {"daemon_start": 150_000.0, "system_boot": 1000.0 + 7200.0},  # daemon restart, same boot
+            {"daemon_start": 200_000.0 + 59, "system_boot": 200_000.0 - 1},
+            {"daemon_start": 210_000.0, "system_boot": None},
+        ],
     }
     s = compute_savings(data, 25.0)
     assert s.stops == 2 and s.counted_stops == 2
     assert s.hours_off == pytest.approx(2 + (99_999.0 / 3600))
     assert s.saved_usd == pytest.approx(round(25.0 * s.hours_off, 2))
-    one = compute_savings({"stops": data["stops"][:1], "boots": [0.0]}, 25.0)
+    one = compute_savings({"stops": data["stops"][:1], "boots": data["boots"][:1]}, 25.0)
     assert one.counted_stops == 0 and one.pending_since_s == 1000.0 and one.saved_usd == 0
     assert compute_savings(data, None).saved_usd is None
 
@@ -327,3 +335,18 @@ def test_live_runs_write_the_monitor_history(tmp_path: Path) -> None:
     store.close()
     assert rows == 122
     assert events == ["idle.warning", "idle.stopped"]
+
+
+def test_a_stop_call_that_did_not_take_the_machine_down_saves_nothing(tmp_path: Path) -> None:
+    """The stop call returned 0 but the machine never rebooted: a daemon restart is not 'hours off'."""
+    clock = FakeClock()
+    _daemon(tmp_path, EmptyGpu(clock), clock).run(max_steps=121)
+    state_file = tmp_path / "state" / "state.json"
+    stop_at = next(s["at"] for s in load_state(state_file)["stops"] if s["ok"])  # type: ignore[index]
+    clock.sleep(4 * 3600)
+    _daemon(tmp_path, EmptyGpu(clock), clock).step()  # restarted, same boot
+    assert compute_savings(load_state(state_file), 25.0).counted_stops == 0
+    clock.sleep(600)
+    _daemon(tmp_path, EmptyGpu(clock), clock, boot_time=stop_at + 3 * 3600).step()  # really rebooted
+    s = compute_savings(load_state(state_file), 25.0)
+    assert s.counted_stops == 1 and s.hours_off == pytest.approx(3.0) and s.saved_usd == 75.0

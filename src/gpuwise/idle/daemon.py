@@ -42,6 +42,16 @@ from gpuwise.idle.state import load_state, save_state
 log = logging.getLogger("gpuwise.idle")
 
 
+def _system_boot_time() -> float | None:
+    """When this machine booted (psutil), or None when unknown: proves a stop really took it down."""
+    try:
+        import psutil
+
+        return float(psutil.boot_time())
+    except Exception:  # psutil cannot read /proc/stat: unknown, so no savings are claimed
+        return None
+
+
 @dataclass
 class IdleDaemon:
     settings: IdleSettings
@@ -56,6 +66,7 @@ class IdleDaemon:
     endpoints: MetadataEndpoints = field(default_factory=MetadataEndpoints)
     host: str = field(default_factory=socket.gethostname)
     history: Any = None  # a gpuwise.monitor.history.HistoryStore (live runs only), or None
+    boot_time: Callable[[], float | None] = _system_boot_time
     policy: IdlePolicy = field(init=False)
     _data: dict[str, Any] = field(init=False, default_factory=dict)
     _prev_state: IdleState = field(init=False, default=IdleState.BUSY)
@@ -81,7 +92,10 @@ class IdleDaemon:
         self.policy = IdlePolicy(self.settings.policy.resolve_gap(self.settings.interval_s), restored)
         self._data = {
             "stops": list(data.get("stops", []))[-200:],
-            "boots": [*list(data.get("boots", []))[-200:], self.clock()],
+            "boots": [
+                *list(data.get("boots", []))[-200:],
+                {"daemon_start": self.clock(), "system_boot": self.boot_time()},
+            ],
         }
 
     # -- one observation

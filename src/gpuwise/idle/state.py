@@ -5,12 +5,13 @@ so a restarted daemon resumes from persisted evidence (never from a longer idle 
 `gpuwise idle status` can show the state without talking to the daemon. An unreadable or foreign file
 is ignored (the idle clock then starts from scratch, which only delays a stop).
 
-Money saved, defined honestly: for every real (not dry-run) stop that succeeded, the hours from the stop
-until this machine's daemon started again (the machine was off, so its compute was not billed), times
-`[machine] price_usd_per_hour`. A stop the machine has not come back from yet is not counted (nobody knows
-yet how long it stays off); storage keeps billing while stopped and is not in the price; and the
-counterfactual — that without the stop the machine would have run idle until then — is an assumption,
-stated in the output. Standard library only.
+Money saved, defined honestly: for every real (not dry-run) stop call that succeeded, the hours from the
+stop until the machine booted again — taken from the system boot time the daemon records when it next
+starts, so a stop call that did not really take the machine down counts nothing — times `[machine]
+price_usd_per_hour`. A stop the machine has not come back from yet is not counted (nobody knows yet how
+long it stays off); storage keeps billing while stopped and is not in the price; and the counterfactual —
+that without the stop the machine would have run idle until then — is an assumption, stated in the
+output. Standard library only.
 """
 
 from __future__ import annotations
@@ -76,7 +77,11 @@ class Savings:
 
 def compute_savings(data: dict[str, Any] | None, price_usd_per_hour: float | None) -> Savings:
     stops = [s for s in (data or {}).get("stops", []) if s.get("ok") and not s.get("dry_run")]
-    boots = sorted(float(b) for b in (data or {}).get("boots", []))
+    boots: list[float] = []
+    for b in (data or {}).get("boots", []):
+        if isinstance(b, dict) and isinstance(b.get("system_boot"), int | float):
+            boots.append(float(b["system_boot"]))
+    boots.sort()
     hours = 0.0
     counted = 0
     pending: float | None = None
@@ -89,7 +94,7 @@ def compute_savings(data: dict[str, Any] | None, price_usd_per_hour: float | Non
         else:
             pending = at
     assumptions = (
-        "hours off = from each gpuwise stop to the next start of this machine's idle daemon",
+        "hours off = from each gpuwise stop to the machine's next boot (recorded by the daemon's next start)",
         "assumes the machine would otherwise have run idle until then",
         "compute price only: disks and reserved IPs keep billing while stopped",
         "a stop the machine has not come back from is not counted yet",
