@@ -90,3 +90,19 @@ def test_missing_file_and_bad_option_are_exit_2(tmp_path: Path, capsys: pytest.C
     cfg.write_text("[idle]\nwindow_mins = 30\n", encoding="utf-8")
     assert main(["idle", "replay", str(path), "--config", str(cfg)]) == 2
     assert "window_min" in capsys.readouterr().err
+
+
+def test_gpus_without_index_sharing_a_timestamp_all_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two GPUs, no index column, identical timestamps: GPU 1 trains the whole time. Keeping only the first
+    row per timestamp would see an idle GPU 0 and stop a busy machine."""
+    lines = ["timestamp, utilization.gpu [%], memory.used [MiB]"]
+    for k in range(400):  # 3h20 at 30 s
+        stamp = f"2024/03/01 {12 + (k * 30) // 3600:02d}:{(k * 30) % 3600 // 60:02d}:{k * 30 % 60:02d}.000"
+        lines += [f"{stamp}, 0 %, 1 MiB", f"{stamp}, 97 %, 40000 MiB"]
+    path = tmp_path / "two_gpus.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = _json(capsys, ["idle", "replay", str(path), "--json"])
+    assert out["stop_at"] is None
+    assert out["samples"] == 800 and out["gpus"] == [0, 1]

@@ -138,7 +138,7 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
 ) -> None:
     """Replay a recorded GPU trace through the idle policy: when would it stop the machine, and why."""
     from gpuwise.cli.output import console, print_json
-    from gpuwise.gpu.smi_csv import format_trace_time, read_query_csv
+    from gpuwise.gpu.smi_csv import format_trace_time
     from gpuwise.idle.policy import group_samples
     from gpuwise.idle.policy import replay as run_replay
     from gpuwise.units import format_duration
@@ -154,10 +154,12 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
         noise_floor_pct=noise_floor_pct,
         max_gap_s=max_gap_s,
     )
-    samples = read_query_csv(trace)
+    from gpuwise.idle.trace import load_trace
+
+    samples = load_trace(trace)
     observations = group_samples(samples)
     result = run_replay(observations, settings.policy, samples=len(samples))
-    gpus = sorted({s.index for s in samples})
+    gpus = sorted({s.index for o in observations for s in o.samples})
     if json_out:
         print_json(_replay_json(result, gpus))
         return
