@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from gpuwise.cli.main import main
 from gpuwise.errors import ConfigError, GpuwiseError, NotFoundError, close_matches
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_version_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
@@ -46,3 +49,14 @@ def test_help_does_not_import_heavy_modules() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "HEAVY:", out.stdout
+
+
+def test_error_text_in_brackets_survives(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Error paragraphs are printed literally: '[idle]' in a message must not vanish as rich markup."""
+    config = tmp_path / "config.toml"
+    config.write_text("[idel]\nx = 1\n")
+    recording = REPO / "tests" / "fixtures" / "monitor" / "8x-h100__training__constructed.csv"
+    code = main(["monitor", "--once", "--config", str(config), "--replay", str(recording)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "[idel]" in err and "[idle]" in err, err

@@ -10,6 +10,7 @@ import sys
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from gpuwise import __version__
 from gpuwise.cli import catalog, doctor, estimate, exporter, idle, monitor, plan
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     except GpuwiseError as exc:
         if debug or _debug:
             err_console.print_exception()
-        err_console.print(f"[bold red]Error:[/] {exc.render()}", soft_wrap=True)
+        err_console.print(f"[bold red]Error:[/] {escape(exc.render())}", soft_wrap=True)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
