@@ -268,6 +268,8 @@ def test_custom_command(tmp_path: Path) -> None:
     d = _daemon(tmp_path, EmptyGpu(clock), clock, settings=settings)
     d.run(max_steps=121)
     assert out.read_text(encoding="utf-8").strip() == "stopped 2"
+    # a user's command line may hold credentials: named, never stored or logged
+    assert "echo" not in (tmp_path / "state" / "state.json").read_text(encoding="utf-8")
 
 
 def test_webhook_events_and_no_secret_in_logs(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -213,7 +213,8 @@ class IdleDaemon:
         retry_s = max(s.policy.warn_s, s.interval_s)
         if s.pre_stop_hook:
             if self.dry_run:
-                log.info("dry run: would run the pre-stop hook: %s", s.pre_stop_hook)
+                # the hook's text may carry credentials: it is never logged
+                log.info("dry run: would run the pre-stop hook (timeout %g s)", s.hook_timeout_s)
             else:
                 log.info("running the pre-stop hook (timeout %g s)", s.hook_timeout_s)
                 res = self.runner.run_shell(s.pre_stop_hook, timeout_s=s.hook_timeout_s)
@@ -237,7 +238,7 @@ class IdleDaemon:
             return
         log.info("stop plan: %s", note)
         if self.dry_run:
-            shown = " || ".join(" ".join(p) for p in plans)
+            shown = " || ".join(self._show(p) for p in plans)
             log.warning("dry run: would stop now with: %s — %s", shown, d.reason)
             self._record(now, d, ok=True, description=shown, provider=provider)
             self._notify("stopping", d, action=shown)
@@ -249,20 +250,29 @@ class IdleDaemon:
                 "the machine is still up %g min after a successful stop call: trying again", retry_s / 60
             )
         self._wall(f"gpuwise idle: stopping this machine now. {d.reason}")
-        self._notify("stopping", d, action=" ".join(plans[0]))
+        self._notify("stopping", d, action=self._show(plans[0]))
         for argv in plans:
             res = self.runner.run(argv)
             if res.ok:
-                log.warning("stopped with %s: %s", res.description, d.reason)
-                self._record(now, d, ok=True, description=res.description, provider=provider)
-                self._notify("stopped", d, action=res.description)
+                log.warning("stopped with %s: %s", self._show(argv), d.reason)
+                self._record(now, d, ok=True, description=self._show(argv), provider=provider)
+                self._notify("stopped", d, action=self._show(argv))
                 self._event(d, "stopped")
                 self._retry_at = now + retry_s  # if the machine is still up then, try again
                 return
-            log.error("stop action %s failed: %s", res.description, res.detail)
-        self._record(now, d, ok=False, description=" || ".join(" ".join(p) for p in plans), provider=provider)
+            log.error("stop action %s failed: %s", self._show(argv), res.detail[-500:])
+        self._record(
+            now, d, ok=False, description=" || ".join(self._show(p) for p in plans), provider=provider
+        )
         self._notify("stop_failed", d)
         self._retry_at = now + retry_s
+
+    def _show(self, argv: list[str]) -> str:
+        """How a stop command appears in logs, notices and the state file: a user's own command line may
+        carry credentials, so it is named, not shown."""
+        if self.settings.action == "command" and argv[:2] == ["/bin/sh", "-c"]:
+            return "the configured stop command"
+        return " ".join(argv)
 
     def _record(self, now: float, d: Decision, *, ok: bool, description: str, provider: str | None) -> None:
         self._data["stops"].append(
