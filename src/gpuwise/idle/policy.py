@@ -587,7 +587,7 @@ def replay(
             f"(last activity: {policy.state.last_activity_cause}), "
             f"short of the {_fmt_min(last.window_s)} window"
             + (
-                f" ({cfg.held_window_min:g} min while GPU memory is held or unknown)"
+                " that applies while GPU memory is held or not reported"
                 if last.window_s > cfg.window_s
                 else ""
             )
