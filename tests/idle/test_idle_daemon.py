@@ -352,3 +352,25 @@ def test_a_stop_call_that_did_not_take_the_machine_down_saves_nothing(tmp_path: 
     _daemon(tmp_path, EmptyGpu(clock), clock, boot_time=stop_at + 3 * 3600).step()  # really rebooted
     s = compute_savings(load_state(state_file), 25.0)
     assert s.counted_stops == 1 and s.hours_off == pytest.approx(3.0) and s.saved_usd == 75.0
+
+
+def test_a_probe_that_cannot_open_is_retried_and_counts_as_busy(tmp_path: Path) -> None:
+    from gpuwise.idle.daemon import RetryingProbe
+
+    clock = FakeClock()
+    attempts = []
+
+    def opener() -> EmptyGpu:
+        attempts.append(clock.now)
+        if len(attempts) < 5:
+            raise GpuError("Failed to initialize NVML: Driver/library version mismatch")
+        return EmptyGpu(clock)
+
+    d = _daemon(tmp_path, RetryingProbe(opener), clock)
+    decisions = []
+    for _ in range(6):
+        decisions.append(d.step())
+        clock.sleep(30)
+    assert [x.state for x in decisions[:4]] == [IdleState.BUSY] * 4 and len(attempts) == 5
+    assert "version mismatch" in decisions[0].reason
+    assert decisions[5].state == IdleState.IDLE_CANDIDATE

@@ -278,7 +278,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     from gpuwise import paths
     from gpuwise.gpu.probe import open_probe
     from gpuwise.idle.actions import MetadataEndpoints
-    from gpuwise.idle.daemon import IdleDaemon
+    from gpuwise.idle.daemon import IdleDaemon, RetryingProbe
     from gpuwise.idle.state import state_path
 
     settings = _settings(
@@ -302,7 +302,9 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     logger = logging.getLogger("gpuwise.idle")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-    probe = open_probe(replay_path)
+    # a recording that cannot be read is bad input (exit 2) now; a live driver that does not answer is
+    # retried at every observation and counts as busy meanwhile
+    probe = open_probe(replay_path) if replay_path is not None else RetryingProbe(open_probe)
     endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
     keepalive = _keepalive_path(settings)
     history = None

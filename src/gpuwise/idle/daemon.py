@@ -42,6 +42,25 @@ from gpuwise.idle.state import load_state, save_state
 log = logging.getLogger("gpuwise.idle")
 
 
+class RetryingProbe:
+    """Opens the live probe lazily and again after it failed to open: a driver/library mismatch after an
+    unattended upgrade must not kill the daemon (each failed read is an error observation: busy)."""
+
+    def __init__(self, opener: Callable[[], Any]) -> None:
+        self._opener = opener
+        self._probe: Any = None
+
+    def read(self) -> Snapshot:
+        if self._probe is None:
+            self._probe = self._opener()
+        snapshot: Snapshot = self._probe.read()
+        return snapshot
+
+    def close(self) -> None:
+        if self._probe is not None:
+            self._probe.close()
+
+
 def _system_boot_time() -> float | None:
     """When this machine booted (psutil), or None when unknown: proves a stop really took it down."""
     try:
