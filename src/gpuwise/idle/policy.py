@@ -419,8 +419,8 @@ class IdlePolicy:
         n = len(obs.samples)
         gpus = f"all {n} GPUs" if n != 1 else "the GPU"
         if state == IdleState.BUSY:
-            more = f" (+{len(activity) - 1} more)" if len(activity) > 1 else ""
-            return f"busy: {activity[0]}{more}"
+            more = f" (+{len(activity) - 3} more)" if len(activity) > 3 else ""
+            return "busy: " + "; ".join(activity[:3]) + more
         quiet = [s for s in obs.signals if s.state == "quiet"]
         quiet_txt = "".join(f", {s.detail or 'no ' + s.name}" for s in quiet)
         held_txt = f"GPU memory held ({held[0]})" if held else "no GPU memory held"
