@@ -48,7 +48,7 @@ BaselineOpt = Annotated[
     typer.Option(
         "--baseline-mem-mib",
         help="GPU memory a GPU uses with no job (driver, desktop); above it memory counts as held "
-        "(default 1024).",
+        "(default 512).",
     ),
 ]
 NoiseOpt = Annotated[
