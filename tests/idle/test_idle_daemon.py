@@ -211,7 +211,11 @@ def test_hook_timeout_is_enforced(tmp_path: Path) -> None:
         ("aws", "aws ec2 stop-instances --instance-ids i-0abc123def4567890 --region us-east-2"),
         ("gcp", "gcloud compute instances stop train-a100 --zone us-central1-a --project my-proj --quiet"),
         ("azure", "az vm deallocate --name vm-gpu --resource-group rg-ml --subscription sub-1 --no-wait"),
-        ("alibaba", "aliyun ecs StopInstance --InstanceId i-bp67acfmxazb4ph1 --region cn-hangzhou"),
+        (
+            "alibaba",
+            "aliyun ecs StopInstance --InstanceId i-bp67acfmxazb4ph1 --StoppedMode StopCharging"
+            " --region cn-hangzhou",
+        ),
     ],
 )
 def test_auto_action_uses_the_providers_own_stop(tmp_path: Path, provider: str, expected: str) -> None:

@@ -157,15 +157,11 @@ def stop_argv(provider: str, ident: Mapping[str, str]) -> list[str]:
             "--resource-group", ident["resource_group"], "--subscription", ident["subscription"], "--no-wait",
         ]  # fmt: skip
     if provider == "alibaba":
+        # StopCharging: a pay-as-you-go instance stops billing for vCPU, memory and GPU while stopped
         return [
-            "aliyun",
-            "ecs",
-            "StopInstance",
-            "--InstanceId",
-            ident["instance_id"],
-            "--region",
-            ident["region"],
-        ]
+            "aliyun", "ecs", "StopInstance", "--InstanceId", ident["instance_id"],
+            "--StoppedMode", "StopCharging", "--region", ident["region"],
+        ]  # fmt: skip
     raise ValueError(f"unknown provider {provider!r}")
 
 
