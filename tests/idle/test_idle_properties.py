@@ -138,3 +138,39 @@ def test_a_stop_always_has_a_reason_and_respects_the_window(
     # and never while activity happened within the last window
     last = replay(obs, CFG).stop_at_s
     assert last == r.stop_at_s  # deterministic
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=TRACE, data=st.data())
+def test_a_restart_from_persisted_state_never_stops_earlier(
+    rows: list[tuple[list[tuple[float, float]], str]], data: st.DataObject
+) -> None:
+    """The daemon saves PolicyState as JSON after each observation; resuming from it at any point (and
+    after any pause, long or short) must not bring the stop forward."""
+    import json
+
+    from gpuwise.idle.policy import IdlePolicy, IdleState, PolicyState
+
+    obs = build(rows + TAIL)
+    cut = data.draw(st.integers(1, len(obs) - 1))
+    pause_s = data.draw(st.sampled_from([0.0, 600.0]))  # none, or longer than max_gap_s
+
+    def first_stop(policy: IdlePolicy, seq: list[Observation]) -> float | None:
+        for o in seq:
+            if policy.observe(o).state == IdleState.STOPPING:
+                return o.timestamp_s
+        return None
+
+    whole = first_stop(IdlePolicy(CFG), obs)
+    p1 = IdlePolicy(CFG)
+    before = first_stop(p1, obs[:cut])
+    if before is not None:
+        assert before == whole
+        return
+    saved = json.loads(json.dumps(p1.state.to_json()))
+    later = [replace(o, timestamp_s=o.timestamp_s + pause_s) for o in obs[cut:]]
+    resumed = first_stop(IdlePolicy(CFG, PolicyState.from_json(saved)), later)
+    if pause_s == 0:
+        assert not_earlier(whole, resumed)
+    else:  # evidence older than the gap is not trusted: the idle clock starts over at the first new read
+        assert resumed is None or resumed >= later[0].timestamp_s + CFG.window_s
