@@ -186,7 +186,8 @@ def test_random_columns_orders_and_na_cells(
     extra: list[str], order_seed: object, rows: list[tuple[int, int, bool, int]], nounits: bool
 ) -> None:
     """Any subset and order of known columns, any N/A spelling: values land on their fields, N/A never
-    becomes a number, and the output is sorted and free of duplicates."""
+    becomes a number, and the output is sorted and free of duplicates (by index, or by row order at one
+    instant when there is no index column)."""
     import random
 
     assert isinstance(order_seed, random.Random)
@@ -194,9 +195,11 @@ def test_random_columns_orders_and_na_cells(
     order_seed.shuffle(header)
     lines = [", ".join(header)]
     expected: dict[tuple[float, int], dict[str, object]] = {}
+    rows_at: dict[int, int] = {}  # without an index column, rows at one instant are GPUs 0, 1, … in order
     for t, n, na, which in rows:
         cells = []
-        index = 0
+        index = rows_at.get(t % 86400, 0)
+        rows_at[t % 86400] = index + 1
         for col in header:
             if col == "timestamp":
                 cells.append(f"2026/01/01 {t // 3600 % 24:02d}:{t // 60 % 60:02d}:{t % 60:02d}.000")
@@ -226,3 +229,17 @@ def test_random_columns_orders_and_na_cells(
             field = _COLUMNS[col][0]
             if field != "index":
                 assert getattr(s, field) != NOT_SUPPORTED
+
+
+def test_rows_sharing_a_timestamp_without_index_are_separate_gpus() -> None:
+    """Without an index column, two GPUs logged at the same instant must not collapse into GPU 0
+    (an idle policy would then miss a busy GPU 1)."""
+    text = (
+        "timestamp, utilization.gpu [%]\n"
+        "2024/03/01 12:00:00.000, 0 %\n"
+        "2024/03/01 12:00:00.000, 97 %\n"
+        "2024/03/01 12:00:01.000, 0 %\n"
+        "2024/03/01 12:00:01.000, 95 %\n"
+    )
+    samples = parse_query_csv(text)
+    assert [(s.index, s.util_gpu_pct) for s in samples] == [(0, 0.0), (1, 97.0), (0, 0.0), (1, 95.0)]

@@ -227,6 +227,9 @@ def parse_query_csv(
         )
     width = len(header)
     samples: dict[tuple[float, int], Sample] = {}
+    # Without an index column, GPUs logged at the same instant are told apart by their order in the file
+    # (nvidia-smi writes one row per GPU, GPU 0 first); keying them all as GPU 0 would drop busy GPUs.
+    rows_at: dict[float, int] = {}
     for lineno, cells in enumerate(rows[1:], start=2):
         # a row cut short (a recording killed mid-write): pad so the known cells still count
         row = cells + [""] * (width - len(cells)) if len(cells) < width else cells
@@ -244,11 +247,12 @@ def parse_query_csv(
         else:
             assert default_timestamp_s is not None
             ts = default_timestamp_s
-        index = 0
-        if plan.index_col is not None:
+        if plan.index_col is None:
+            index = rows_at.get(ts, 0)
+            rows_at[ts] = index + 1
+        else:
             got = v.to_int(row[plan.index_col])
-            if isinstance(got, int):
-                index = got
+            index = got if isinstance(got, int) else 0
         sample = _sample(plan, row, ts, index)
         samples.setdefault((ts, index), sample)
     return [samples[k] for k in sorted(samples)]
