@@ -154,9 +154,9 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
         noise_floor_pct=noise_floor_pct,
         max_gap_s=max_gap_s,
     )
-    from gpuwise.idle.trace import load_trace
+    from gpuwise.gpu.smi_csv import read_query_csv
 
-    samples = load_trace(trace)
+    samples = read_query_csv(trace)
     observations = group_samples(samples)
     result = run_replay(observations, settings.policy, samples=len(samples))
     gpus = sorted({s.index for o in observations for s in o.samples})

@@ -316,14 +316,14 @@ def read_query_csv(path: Path | str, *, default_timestamp_s: float | None = None
     return parse_query_csv(decode_text(data), source=str(path), default_timestamp_s=default_timestamp_s)
 
 
-def iter_snapshot_groups(samples: Iterable[Sample]) -> list[list[Sample]]:
+def iter_snapshot_groups(samples: Iterable[Sample], *, max_skew_s: float = 0.5) -> list[list[Sample]]:
     """Split time-ordered samples into one group per instant: a new group starts when an index repeats
-    or the timestamp moves on by more than half a second (nvidia-smi stamps each GPU's row separately)."""
+    or the timestamp moves on by more than ``max_skew_s`` (nvidia-smi stamps each GPU's row separately)."""
     groups: list[list[Sample]] = []
     current: list[Sample] = []
     seen: set[int] = set()
     for s in samples:
-        if current and (s.index in seen or s.timestamp_s - current[0].timestamp_s > 0.5):
+        if current and (s.index in seen or s.timestamp_s - current[0].timestamp_s > max_skew_s):
             groups.append(current)
             current, seen = [], set()
         current.append(s)

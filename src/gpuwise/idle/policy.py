@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample, Snapshot
+from gpuwise.gpu.smi_csv import iter_snapshot_groups
 
 MIB = 1024**2
 MIN_GAP_S = 120.0
@@ -508,17 +509,7 @@ def group_samples(samples: Iterable[Sample]) -> list[Observation]:
         by_gpu.setdefault(s.index, []).append(s.timestamp_s)
     steps = [m for ts in by_gpu.values() if (m := median_interval_s(ts)) is not None]
     max_skew_s = 0.5 * min(steps) if steps else 0.5
-    groups: list[list[Sample]] = []
-    current: list[Sample] = []
-    seen: set[int] = set()
-    for s in ordered:
-        if current and (s.index in seen or s.timestamp_s - current[0].timestamp_s > max_skew_s):
-            groups.append(current)
-            current, seen = [], set()
-        current.append(s)
-        seen.add(s.index)
-    if current:
-        groups.append(current)
+    groups = iter_snapshot_groups(ordered, max_skew_s=max_skew_s)
     return [Observation(g[0].timestamp_s, tuple(g)) for g in groups]
 
 
