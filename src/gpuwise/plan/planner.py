@@ -40,7 +40,13 @@ from gpuwise.plan.models import (
     Relaxation,
     Settings,
 )
-from gpuwise.plan.rates import HOURS_PER_MONTH, ProviderRates, rates_for, region_has_list_rates
+from gpuwise.plan.rates import (
+    HOURS_PER_MONTH,
+    ProviderRates,
+    rates_for,
+    region_has_list_rates,
+    unknown_text,
+)
 
 Estimator = Callable[[str, int, int], Estimate | None]
 SpotLookup = Callable[[Offer], InterruptionRate | None]
@@ -465,6 +471,10 @@ def _provider_notes(provider: str, list_rates: bool, data: DataNeeds) -> tuple[s
         notes.append(f"egress: ${rates.egress_usd_per_gb:.4g}/GB to the internet")
     if not list_rates:
         notes.append(f"{provider} China regions: storage and egress rates are not in gpuwise's (USD) table")
+    else:
+        why = unknown_text(rates)
+        if why is not None:
+            notes.append(why)
     return tuple(notes)
 
 

@@ -35,6 +35,8 @@ class ProviderRates:
     source: str
     as_of: date
     note: str = ""
+    # why the None figures above are unknown (shown to the user beside "+?")
+    unknown_why: str = ""
 
     def billing_text(self) -> str:
         if self.billing_increment_s is None:
@@ -120,11 +122,14 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
         storage_usd_per_gb_month=0.0147 / GB_PER_GIB,  # Object Storage Standard, per GiB per 730 h
         storage_kind="Object Storage Standard",
         boot_disk_usd_per_gb_month=None,  # network SSD boot disk is billed; rate not taken
+        # docs.nebius.com/legal/specific-terms/compute §2.5 names outgoing traffic among what may be
+        # charged; the stored copy stops before any rate, so egress stays unknown
         egress_usd_per_gb=None,
         billing_increment_s=1,
         minimum_charge_s=1,  # "for GPUs on running VMs, the billing unit is 1 second"
         source="docs.nebius.com/object-storage/resources/pricing",
         as_of=_TAKEN,
+        unknown_why="egress and boot-disk rates not found in the stored Nebius pages",
     ),
     "vast": ProviderRates(
         provider="vast",
@@ -137,6 +142,7 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
         source="docs.vast.ai/documentation/instances/pricing",
         as_of=_TAKEN,
         note="a marketplace: storage and bandwidth are priced per host, not in the catalog",
+        unknown_why="a marketplace: each host sets its own storage ($/GB-month) and bandwidth ($/TB) price",
     ),
     "runpod": ProviderRates(
         provider="runpod",
@@ -149,7 +155,78 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
         source="runpod.io/pricing",
         as_of=_TAKEN,
     ),
+    "hyperstack": ProviderRates(
+        provider="hyperstack",
+        # Cloud-SSD shared storage volume: $0.000096774 per GB per hour (× 730 h ≈ $0.0706/GB-month)
+        storage_usd_per_gb_month=0.000096774 * 730,
+        storage_kind="Cloud-SSD volume",
+        # the VM flavour includes its root and ephemeral disks; a hibernated VM pays only for the root
+        # disk's saved data (docs.hyperstack.cloud/docs/billing/states-and-billing)
+        boot_disk_usd_per_gb_month=0.0,
+        egress_usd_per_gb=0.0,  # "egress / ingress traffic: free"
+        billing_increment_s=60,
+        minimum_charge_s=60,  # billed per minute (rates quoted per hour)
+        source=(
+            "hyperstack.cloud/gpu-pricing (as transcribed from the page on 2026-08-26 in "
+            "api-evangelist/nexgen-cloud plans/nexgen-cloud-plans-pricing.yml)"
+        ),
+        as_of=date(2026, 8, 26),
+        note="storage rate per GB-hour on the page, times 730 h",
+    ),
+    "do": ProviderRates(
+        provider="do",
+        storage_usd_per_gb_month=None,  # Volumes Block Storage rate not in the stored pages read
+        storage_kind="Volumes Block Storage",
+        boot_disk_usd_per_gb_month=None,  # GPU Droplet plans include disks; not stated on the pages read
+        # outbound transfer beyond the plan's pooled free allowance, per GiB (allowance ignored: cautious)
+        egress_usd_per_gb=0.01 / GB_PER_GIB,
+        billing_increment_s=1,
+        minimum_charge_s=60,  # per second, minimum 60 s or $0.01, since 2026-01-01
+        source=(
+            "docs.digitalocean.com/products/droplets/details/pricing (validated 28 May 2026; "
+            "per-second billing stated for Droplets, the page's GPU section was cut in the stored copy)"
+        ),
+        as_of=date(2026, 5, 28),
+        note="egress $0.01/GiB beyond the included transfer pool",
+        unknown_why="the Volumes rate and GPU Droplet disk terms are not in the stored pages read",
+    ),
+    "cudo": ProviderRates(
+        provider="cudo",
+        storage_usd_per_gb_month=None,  # disks are charged ("all resources are chargeable"); rate not found
+        storage_kind="disk",
+        boot_disk_usd_per_gb_month=None,
+        egress_usd_per_gb=None,
+        billing_increment_s=1,
+        minimum_charge_s=1,  # usage recalculated hourly "with precision to the nearest second"
+        source="cudocompute.com/docs/billing",
+        as_of=_TAKEN,
+        unknown_why="storage and network are charged, but no rate was found in the stored pages read",
+    ),
 }
+
+# Providers whose storage, egress and billing stay unknown, and why (shown in every such option's notes).
+UNKNOWN_WHY: dict[str, str] = {
+    "verda": (
+        "Verda (formerly DataCrunch): docs.verda.com/welcome-to-verda/pricing-and-billing links to "
+        "datacrunch.io/products for prices; no storage, egress or billing-increment figure was found in "
+        "the stored pages (third-party summaries disagree and are not used)"
+    ),
+    "primeintellect": (
+        "Prime Intellect is a marketplace reselling other clouds (the instance id names them: "
+        "datacrunch__, hyperstack__, lambdalabs__ …); it bills from its own wallet and publishes no "
+        "storage/egress rate in the stored pages; the underlying cloud's rates need not apply"
+    ),
+    "shadeform": (
+        "Shadeform is a marketplace over other clouds; volume prices come per cloud and region from its "
+        "API (docs.shadeform.ai/api-reference/volumes/volumes-types), not as one published rate"
+    ),
+    "paperspace": (
+        "Paperspace: storage is a monthly subscription by size ('starting at 50GB for $5/month', "
+        "support.paperspace.com VM billing overview), not a per-GB-hour rate; egress not found"
+    ),
+    "jarvislabs": "Jarvislabs: no storage, egress or billing figure found in the stored pages searched",
+}
+NOT_LOOKED_UP = "no public rate looked up for this provider yet"
 
 
 def rates_for(provider: str) -> ProviderRates:
@@ -170,7 +247,19 @@ def _unknown_rates(provider: str) -> ProviderRates:
         minimum_charge_s=None,
         source="no public rate taken for this provider",
         as_of=_TAKEN,
+        unknown_why=UNKNOWN_WHY.get(provider, NOT_LOOKED_UP),
     )
+
+
+def unknown_text(rates: ProviderRates) -> str | None:
+    """Why some of the provider's rates are unknown, for the option's notes (None: all known)."""
+    if None not in (
+        rates.storage_usd_per_gb_month,
+        rates.boot_disk_usd_per_gb_month,
+        rates.egress_usd_per_gb,
+    ):
+        return None
+    return f"{rates.provider}: some rates unknown: {rates.unknown_why or NOT_LOOKED_UP}"
 
 
 def region_has_list_rates(provider: str, region: str) -> bool:
