@@ -119,11 +119,7 @@ def parse_xid_lines(text: str) -> tuple[XidFact, ...]:
     gpuwise.gpu.kernel_log, so live and replayed logs read alike), each with its line as evidence."""
     from gpuwise.gpu.kernel_log import parse_xid_events
 
-    events = parse_xid_events(text)
-    lines = [line.strip() for line in text.splitlines() if "NVRM: Xid" in line]
-    if len(lines) != len(events):
-        lines = [f"NVRM: Xid ({e.pci_bus_id}): {e.xid}, {e.message}" for e in events]
-    return tuple(XidFact(e.xid, e.pci_bus_id, e.message, line) for e, line in zip(events, lines, strict=True))
+    return tuple(XidFact(e.xid, e.pci_bus_id, e.message, e.line) for e in parse_xid_events(text))
 
 
 def gather_kernel_xids(

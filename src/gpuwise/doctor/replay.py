@@ -23,20 +23,7 @@ def facts_from_recording(recording: Recording, path: str) -> Facts:
     has_kernel_log = bool(events) or any("kernel-log" in name for name in recording.sections)
     xids: tuple[XidFact, ...] | None = None
     if has_kernel_log:
-        raw = [
-            line.strip()
-            for text in recording.sections.values()
-            for line in text.splitlines()
-            if "NVRM: Xid" in line
-        ]
-        lines = (
-            raw
-            if len(raw) == len(events)
-            else [f"NVRM: Xid ({e.pci_bus_id}): {e.xid}, {e.message}" for e in events]
-        )
-        xids = tuple(
-            XidFact(e.xid, e.pci_bus_id, e.message, line) for e, line in zip(events, lines, strict=True)
-        )
+        xids = tuple(XidFact(e.xid, e.pci_bus_id, e.message, e.line) for e in events)
     gpus = None
     if recording.snapshots:
         gpus = GpuFacts(source=f"replay:{recording.format}", snapshots=tuple(recording.snapshots))

@@ -24,6 +24,7 @@ class XidEvent:
     process_name: str | None = None
     timestamp: str | None = None  # the log's own time text: "Sun Feb 23 16:24:18 2025" or "12345.678901"
     timestamp_s: float | None = None  # that time as seconds (wall clock read as UTC), when it is a date
+    line: str = ""  # the log line as written (stripped): the evidence a diagnosis quotes
 
 
 _XID = re.compile(
@@ -97,6 +98,7 @@ def parse_xid_events(text: str) -> list[XidEvent]:
                 process_name=name,
                 timestamp=stamp,
                 timestamp_s=stamp_s,
+                line=line.strip(),
             )
         )
     return events
