@@ -144,7 +144,7 @@ def test_prototype_is_one_gpu_and_says_what_the_smoke_test_is(capsys: pytest.Cap
 def test_table_output_has_costs_and_why(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", LORA, "--top", "5"]) == 0
     out = capsys.readouterr().out
-    assert "top 5 of" in out
+    assert "top 5 choices of" in out
     assert "Why " in out and "cheapest in total" in out
     assert "$" in out
     assert "Availability is not known" in out

@@ -10,6 +10,7 @@ from plan_fakes import TODAY, FakeEstimator, offer
 
 from gpuwise.plan.interruption import InterruptionRate, interruption_cost, rate_from_bucket
 from gpuwise.plan.models import Constraints, DataNeeds, Settings
+from gpuwise.plan.output import group_options, result_to_dict, why_this_one
 from gpuwise.plan.planner import billed_hours, plan
 from gpuwise.plan.rates import PROVIDER_RATES, rates_for
 
@@ -200,6 +201,34 @@ def test_order_follows_objective_and_pareto_front() -> None:
     assert {o.instance_type for o in by_cost.options if o.pareto} == {"cheap", "fast"}
     by_time = run(offers, objective="time", estimator=FakeEstimator(need_gib=10))
     assert by_time.options[0].instance_type == "fast"
+
+
+def test_the_same_offer_in_many_regions_is_one_choice() -> None:
+    offers = [
+        *(offer(instance_type="same", price=2.0, region=r) for r in ("us-east-1", "us-west-2", "eu-west-1")),
+        offer(instance_type="same", price=2.5, region="ap-south-1"),  # dearer there: a choice of its own
+        offer(instance_type="other", gpu="A100-80GB", price=3.0, region="us-east-1"),
+    ]
+    result = run(offers, estimator=FakeEstimator(need_gib=10))
+    assert len(result.options) == 5
+    groups = group_options(result.options)
+    assert [(g.option.instance_type, g.regions) for g in groups] == [
+        ("same", ("eu-west-1", "us-east-1", "us-west-2")),  # ties rank by region name
+        ("same", ("ap-south-1",)),
+        ("other", ("us-east-1",)),
+    ]
+    assert groups[0].regions_text(2) == "3 regions: eu-west-1, us-east-1…"
+    assert groups[1].regions_text() == "ap-south-1"
+    # top 2 = two distinct choices; the JSON keeps one option per choice with all its regions
+    doc = result_to_dict(result, {}, top=2)
+    assert [(o["region"], o["regions"]) for o in doc["options"]] == [
+        ("eu-west-1", ["eu-west-1", "us-east-1", "us-west-2"]),
+        ("ap-south-1", ["ap-south-1"]),
+    ]
+    assert doc["qualifying"] == 5
+    # "the next" in the why-line is the next choice, not the same offer elsewhere
+    assert "the next (lambda same, $" in why_this_one(result)
+    assert "3 regions" in why_this_one(result)
 
 
 def test_stale_and_undated_prices_are_flagged() -> None:

@@ -2,7 +2,8 @@
 
 Guards: a plan never breaks a hard constraint; cost parts add up; spot options carry an interruption
 overhead; a non-empty plan has a Pareto option and the front is exactly the non-dominated set; the order
-follows the objective; every configuration is counted once.
+follows the objective; every configuration is counted once; folding regions keeps every option, the
+rank order and the Pareto flag, and a top N holds N distinct choices.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from plan_fakes import GPUS, TODAY, FakeEstimator, offer
 
 from gpuwise.plan.models import Constraints, DataNeeds, Settings
+from gpuwise.plan.output import group_options
 from gpuwise.plan.planner import plan
 
 PROVIDERS = ("aws", "gcp", "azure", "lambda", "nebius", "vast", "cudo", "shadeform")
@@ -142,3 +144,20 @@ def test_plan_invariants(  # type: ignore[no-untyped-def]
         key = (lambda o: o.cost_usd) if objective == "cost" else (lambda o: o.hours)
         values = [key(o) for o in opts]
         assert values == sorted(values)
+    # region groups: every option in exactly one group, same numbers and Pareto flag in a group,
+    # groups in rank order, and a limit cuts choices, not regions
+    groups = group_options(opts)
+    assert sum(len(g.regions) for g in groups) <= len(opts)
+    for o in opts:
+        home = [
+            g for g in groups if g.option.instance_type == o.instance_type and g.option.pricing == o.pricing
+        ]
+        assert any(o.region in g.regions and g.option.nodes == o.nodes for g in home)
+    for g in groups:
+        twins = [o for o in opts if o.instance_type == g.option.instance_type and o.region in g.regions]
+        assert all(t.pareto == g.option.pareto for t in twins if t.cost_usd == g.option.cost_usd)
+    firsts = [key(g.option) for g in groups] if opts else []
+    assert firsts == sorted(firsts)
+    for limit in (1, 3):
+        cut = group_options(opts, limit)
+        assert [g.option for g in cut] == [g.option for g in groups[:limit]]

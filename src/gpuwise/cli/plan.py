@@ -265,14 +265,17 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
     from rich.table import Table
 
     from gpuwise.cli.output import console
-    from gpuwise.plan.output import why_this_one
+    from gpuwise.plan.output import group_options, why_this_one
 
     for note in notes:
         console.print(escape(note), soft_wrap=True)
-    shown = result.options[:top]
+    shown = group_options(result.options, top)
     if shown:
         table = Table(
-            title=f"{escape(name)}: top {len(shown)} of {len(result.options)} options by {result.objective}",
+            title=(
+                f"{escape(name)}: top {len(shown)} choices of {len(result.options)} options "
+                f"by {result.objective}"
+            ),
             title_justify="left",
             box=box.SIMPLE_HEAD,
             pad_edge=False,
@@ -284,7 +287,8 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
         table.add_column("total", justify="right")
         table.add_column("free", justify="right")
         table.add_column("bottleneck", no_wrap=True, min_width=10)
-        for i, o in enumerate(shown, 1):
+        for i, group in enumerate(shown, 1):
+            o = group.option
             gpus = o.gpus_per_node * o.nodes
             nodes = f" on {o.nodes} nodes" if o.nodes > 1 else ""
             day = o.price_as_of.isoformat()
@@ -296,7 +300,7 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
             table.add_row(
                 f"{i}{'*' if o.pareto else ''}",
                 f"{escape(o.provider)} {escape(o.instance_type)}\n"
-                f"[dim]{gpus}× {o.gpu}{nodes} · {escape(o.region)}[/]",
+                f"[dim]{gpus}× {o.gpu}{nodes} · {escape(group.regions_text())}[/]",
                 f"{o.pricing.replace('_', '-')}\n{_money(o.price_usd_per_hour)}/h\n{day}",
                 f"{o.hours:,.1f}",
                 f"[bold]{_money(o.cost_usd)}[/]\n[dim]{_split(o)}[/]{unknown}",
@@ -309,7 +313,8 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
             "[dim]* on the Pareto front (nothing both cheaper and faster). split: c compute, s storage, "
             "e egress, i spot interruptions. +?: some cost parts unknown, counted as $0 (see --json). "
             "A date ending in ?: the source gives none (collection date shown); !: over 90 days old. "
-            "free: GPU memory left per GPU (headroom).[/]",
+            "free: GPU memory left per GPU (headroom). N regions: the same offer, price and total in "
+            "several regions, shown once (--json lists them in `regions`).[/]",
             soft_wrap=True,
         )
     rejected = ", ".join(f"{r} {n}" for r, n in sorted(result.rejected.items(), key=lambda kv: -kv[1]))

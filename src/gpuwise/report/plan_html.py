@@ -11,7 +11,7 @@ import html
 from collections.abc import Sequence
 
 from gpuwise.plan.models import Option, PlanResult
-from gpuwise.plan.output import why_this_one
+from gpuwise.plan.output import OptionGroup, group_options, why_this_one
 
 _COLORS = {"on_demand": "#1f77b4", "spot": "#ff7f0e", "reserved": "#2ca02c"}
 _LABELS = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved"}
@@ -101,7 +101,7 @@ def render_chart(options: Sequence[Option]) -> str:
     return fragment
 
 
-def _table(options: Sequence[Option]) -> str:
+def _table(groups: Sequence[OptionGroup]) -> str:
     head = (
         "<tr><th>#</th><th class=l>provider</th><th class=l>instance</th><th class=l>region</th>"
         "<th class=l>pricing</th><th>$/h</th><th class=l>price date</th><th>hours</th><th>total</th>"
@@ -109,7 +109,8 @@ def _table(options: Sequence[Option]) -> str:
         "<th>headroom GiB</th><th class=l>bottleneck</th><th class=l>Pareto</th></tr>"
     )
     rows = []
-    for i, o in enumerate(options, 1):
+    for i, group in enumerate(groups, 1):
+        o = group.option
         p = o.cost_breakdown_usd
         date_cell = o.price_as_of.isoformat()
         if not o.price_date_exact:
@@ -122,7 +123,9 @@ def _table(options: Sequence[Option]) -> str:
         rows.append(
             f'<tr class="{"pareto" if o.pareto else ""}"><td>{i}</td>'
             f"<td class=l>{html.escape(o.provider)}</td>"
-            f"<td class=l>{instance}</td><td class=l>{html.escape(o.region)}</td>"
+            f"<td class=l>{instance}</td>"
+            f'<td class=l title="{html.escape(", ".join(group.regions))}">'
+            f"{html.escape(group.regions_text())}</td>"
             f"<td class=l>{_LABELS.get(o.pricing, o.pricing)}</td><td>{_money(o.price_usd_per_hour)}</td>"
             f"<td class='l d'>{date_cell}</td><td>{o.hours:,.2f}</td><td><b>{_money(o.cost_usd)}</b></td>"
             f"<td>{_money(p['compute'])}</td><td>{_money(p['storage'])}</td><td>{_money(p['egress'])}</td>"
@@ -134,7 +137,8 @@ def _table(options: Sequence[Option]) -> str:
     legend = (
         "<p class=muted>Bold row number: on the Pareto front. A price date ending in ? is the date the data "
         "was collected (the source gives none); old: over 90 days. Unknown: cost parts whose rate gpuwise "
-        "does not know, counted as $0. Headroom: GPU memory left per GPU.</p>"
+        "does not know, counted as $0. Headroom: GPU memory left per GPU. N regions: the same offer, "
+        "price and total in several regions, shown once (hover for all).</p>"
     )
     return f"<table>{head}{''.join(rows)}</table>{legend}"
 
@@ -151,7 +155,8 @@ def render_plan_html(
     sources = "".join(
         f"<li>{html.escape(p)}: {d.isoformat()}</li>" for p, d in sorted(result.sources.items())
     )
-    assumptions = sorted({a for o in result.options[:top] for a in o.assumptions})
+    shown = group_options(result.options, top)
+    assumptions = sorted({a for g in shown for a in g.option.assumptions})
     plan_notes = "".join(f"<li>{html.escape(a)}</li>" for a in result.assumptions)
     option_notes = "".join(f"<li>{html.escape(a)}</li>" for a in assumptions)
     header_notes = "".join(f"<p>{html.escape(n)}</p>" for n in notes)
@@ -165,7 +170,7 @@ def render_plan_html(
         f"{len(result.options)} qualifying options of "
         f"{result.considered} configurations considered. {html.escape(generated)}</p>"
         f"<div id=chart>{chart}</div>"
-        f"<h2>Top {min(top, len(result.options))} options</h2>{_table(result.options[:top])}"
+        f"<h2>Top {len(shown)} choices</h2>{_table(shown)}"
         f"<h2>Rejected configurations, by reason</h2><ul>{rejected or '<li>none</li>'}</ul>"
         f"<h2>Price dates (newest per provider)</h2><ul>{sources}</ul>"
         f"<h2>Assumptions</h2><ul>{plan_notes}</ul>"
