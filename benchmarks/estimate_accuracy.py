@@ -30,6 +30,7 @@ class RowResult:
     gpuwise: float
     naive: float
     calibration: bool
+    groups: tuple[str, ...] = ()
 
     @property
     def error(self) -> float:
@@ -57,7 +58,10 @@ def _naive(row: dict[str, Any], workload: Any, gpu: Any) -> float:
         return 0.40 * peak * row["count"] / (2 * n)
     t = workload.train
     tokens = t.tokens * t.epochs if t.tokens is not None else t.samples * t.epochs * (t.seq_len or 1)
-    return 6 * n * tokens / (0.40 * peak) / 3600
+    gpu_hours = 6 * n * tokens / (0.40 * peak) / 3600
+    if metric == "time_to_train_min":
+        return gpu_hours / row["count"] * 60
+    return gpu_hours
 
 
 def _gpuwise(row: dict[str, Any], est: Any) -> float:
@@ -66,6 +70,8 @@ def _gpuwise(row: dict[str, Any], est: Any) -> float:
         return float(est.gpu_hours)
     if metric == "hours":
         return float(est.hours)
+    if metric == "time_to_train_min":
+        return float(est.hours) * 60
     if metric in ("tokens_per_s_per_gpu", "samples_per_s_per_gpu"):
         return float(est.throughput_per_gpu)
     if metric == "mfu":
@@ -75,6 +81,22 @@ def _gpuwise(row: dict[str, Any], est: Any) -> float:
     if metric == "output_tokens_per_s":
         return float(est.throughput_total)
     raise ValueError(f"unknown metric {metric!r}")
+
+
+def _groups(row: dict[str, Any], workload: Any) -> tuple[str, ...]:
+    """The job families the issue asks about, besides the metric: MLPerf, LoRA, FP8 and CNN rows."""
+    groups = []
+    if row["metric"] == "time_to_train_min":
+        groups.append("MLPerf time-to-train")
+    t = workload.train
+    if t is not None and t.method in ("lora", "qlora"):
+        groups.append("LoRA/QLoRA")
+    precision = t.precision if t is not None else workload.inference.weights_precision
+    if precision == "fp8":
+        groups.append("FP8")
+    if workload.model.kind == "cnn":
+        groups.append("CNN")
+    return tuple(groups)
 
 
 def load_rows(path: Path = TABLE) -> list[dict[str, Any]]:
@@ -99,6 +121,7 @@ def evaluate(rows: list[dict[str, Any]] | None = None) -> list[RowResult]:
                 gpuwise=_gpuwise(row, est),
                 naive=_naive(row, workload, gpu),
                 calibration=bool(row.get("calibration", False)),
+                groups=_groups(row, workload),
             )
         )
     return out
@@ -125,13 +148,13 @@ def summary(results: list[RowResult]) -> dict[str, float]:
 def main() -> int:
     results = evaluate()
     print(
-        f"{'row':32} {'metric':22} {'measured':>12} {'gpuwise':>12} {'ratio':>6} {'naive':>12} {'ratio':>6}"
+        f"{'row':36} {'metric':22} {'measured':>12} {'gpuwise':>12} {'ratio':>6} {'naive':>12} {'ratio':>6}"
     )
     for r in results:
         mark = "*" if r.calibration else " "
         ours = f"{r.gpuwise:12.4g} {r.gpuwise / r.measured:6.2f}"
         naive = f"{r.naive:12.4g} {r.naive / r.measured:6.2f}"
-        print(f"{r.id + mark:32} {r.metric:22} {r.measured:12.4g} {ours} {naive}")
+        print(f"{r.id + mark:36} {r.metric:22} {r.measured:12.4g} {ours} {naive}")
     s = summary(results)
     print("\n(* = row used to calibrate a constant)")
     for label in ("all", "held_out", "calibration"):
@@ -145,13 +168,27 @@ def main() -> int:
         ours = f"gpuwise median error {med:.1%}, within 2× {w2:.0%}"
         naive = f"naive median error {nmed:.1%}, within 2× {nw2:.0%}"
         print(f"{label:12} n={n:2}  {ours}   |   {naive}")
-    print("\nby metric (median error, gpuwise vs naive):")
+    print("\nby metric (median error, gpuwise vs naive; held-out rows only in brackets):")
     for metric in sorted({r.metric for r in results}):
-        rs = [r for r in results if r.metric == metric]
-        ours = statistics.median(r.error for r in rs)
-        naive = statistics.median(r.naive_error for r in rs)
-        print(f"  {metric:22} n={len(rs):2}  gpuwise {ours:6.1%}   naive {naive:8.1%}")
+        _print_group(metric, [r for r in results if r.metric == metric])
+    print("\nby job family:")
+    for group in ("MLPerf time-to-train", "LoRA/QLoRA", "FP8", "CNN"):
+        _print_group(group, [r for r in results if group in r.groups])
     return 0
+
+
+def _print_group(label: str, rs: list[RowResult]) -> None:
+    if not rs:
+        return
+    ours = statistics.median(r.error for r in rs)
+    naive = statistics.median(r.naive_error for r in rs)
+    within = sum(1 for r in rs if 0.5 <= r.gpuwise / r.measured <= 2) / len(rs)
+    held = [r.error for r in rs if not r.calibration]
+    held_text = f"[{statistics.median(held):6.1%}]" if held else "[   n/a]"
+    print(
+        f"  {label:22} n={len(rs):2}  gpuwise {ours:6.1%} {held_text}  within 2x {within:4.0%}"
+        f"   naive {naive:8.1%}"
+    )
 
 
 if __name__ == "__main__":

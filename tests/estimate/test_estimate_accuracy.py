@@ -36,7 +36,12 @@ def test_table_has_enough_cited_rows_of_every_kind() -> None:
         "mfu",
         "memory_gib",
         "output_tokens_per_s",
+        "time_to_train_min",
     } <= metrics
+    # MLPerf time-to-train rows name the result log they were read from.
+    mlperf = [r for r in rows if r["metric"] == "time_to_train_min"]
+    assert len(mlperf) >= 4
+    assert all("training_results_v" in r["source"] and "run_start" in r["source"] for r in mlperf)
 
 
 def test_calibration_rows_match_the_constants_table() -> None:
@@ -82,3 +87,5 @@ def test_benchmark_script_prints_both_medians(capsys: pytest.CaptureFixture[str]
     assert "held_out" in out
     assert "naive median error" in out
     assert "by metric" in out
+    for family in ("MLPerf time-to-train", "LoRA/QLoRA", "FP8", "CNN"):
+        assert family in out
