@@ -116,6 +116,20 @@ def test_interruption_model_numbers() -> None:
     rate = rate_from_bucket("15-20%")
     assert rate is not None and 0.0002 < rate < 0.0003
     assert rate_from_bucket("nonsense") is None
+    # a bucket is the share interrupted over a month: a constant rate must give exactly that share
+    for bucket, share in (("<5%", 0.025), ("5-10%", 0.075), (">20%", 0.30)):
+        per_hour = rate_from_bucket(bucket)
+        assert per_hour is not None
+        assert 1 - math.exp(-per_hour * 730) == pytest.approx(share)
+
+
+def test_assumed_spot_rates_say_they_are_assumed_and_why() -> None:
+    result = run([offer(provider="azure", price=None, spot=1.0)], estimator=FakeEstimator(need_gib=10))
+    (o,) = result.options
+    note = next(a for a in o.assumptions if a.startswith("spot interruptions:"))
+    assert "assumed 0.05 preemptions/h for azure" in note
+    assert "24 h" in note and "--spot-interruptions-per-hour" in note
+    assert any("trailing month" in a and "−ln(1 − share)/730" in a for a in result.assumptions)
 
 
 def test_every_configuration_is_an_option_or_rejected_once() -> None:

@@ -161,3 +161,34 @@ def test_plan_invariants(  # type: ignore[no-untyped-def]
     for limit in (1, 3):
         cut = group_options(opts, limit)
         assert [g.option for g in cut] == [g.option for g in groups[:limit]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    work=st.floats(min_value=0.05, max_value=500),
+    longer=st.floats(min_value=1.01, max_value=10),
+    rate=st.floats(min_value=0.001, max_value=0.5),
+    higher=st.floats(min_value=1.01, max_value=10),
+    checkpoint_every=st.floats(min_value=0.1, max_value=12),
+)
+def test_spot_overhead_grows_with_run_length_and_rate(
+    work: float, longer: float, rate: float, higher: float, checkpoint_every: float
+) -> None:
+    def overhead(work_gpu_hours: float, per_hour: float) -> tuple[float, float]:
+        result = plan(
+            [offer(provider="gcp", price=None, spot=1.5)],
+            FakeEstimator(work_gpu_hours=work_gpu_hours, need_gib=10),
+            constraints=Constraints(),
+            data=DataNeeds(checkpoint_every_hours=checkpoint_every),
+            settings=Settings(today=TODAY, spot_rate_overrides={"gcp": per_hour}),
+        )
+        (o,) = result.options
+        assert o.pricing == "spot"
+        return o.cost_breakdown_usd["interruption_overhead"], o.expected_interruptions
+
+    base, base_n = overhead(work, rate)
+    assert base > 0
+    longer_run, longer_n = overhead(work * longer, rate)
+    assert longer_run > base and longer_n > base_n
+    more_often, more_n = overhead(work, rate * higher)
+    assert more_often > base and more_n > base_n

@@ -177,7 +177,8 @@ def aws_spot_advisor_lookup(offer: Offer) -> InterruptionRate | None:
         per_hour=per_hour,
         source=(
             f"AWS Spot Advisor: {found.bucket} of {offer.instance_type} in {offer.region} "
-            f"interrupted per month ({found.source}, {found.as_of}) ≈ {per_hour:.2g} preemptions/h"
+            f"interrupted over the trailing month ({found.source}, {found.as_of}) ≈ {per_hour:.2g} "
+            "preemptions/h"
         ),
         assumed=False,
     )

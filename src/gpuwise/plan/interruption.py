@@ -2,9 +2,19 @@
 
 Expected preemptions over a run = rate (per hour) × run hours. Each preemption loses the work since the
 last checkpoint (on average half the checkpoint interval) plus the time to get a new instance and resume
-(``restart_hours``). The rate is an explicit, overridable assumption: AWS from its Spot Advisor bucket
-(share of instances interrupted in the trailing month), every other provider from a stated default,
-labelled as assumed because those providers publish no rate.
+(``restart_hours``). First order: the redone work is not itself interrupted again (an underestimate of
+at most rate × lost-hours-per-preemption, a few per cent at the rates below).
+
+Where the rates come from (an explicit, overridable assumption: ``--spot-interruptions-per-hour``):
+
+* AWS: the Spot Instance Advisor's "frequency of interruption" bucket (<5%, 5-10%, 10-15%, 15-20%, >20%),
+  which AWS defines as the rate at which Spot reclaimed capacity of that instance type in that region
+  over the trailing month (aws.amazon.com/ec2/spot/instance-advisor). We read it as the probability that
+  an instance kept for a whole month (730 h) is interrupted, take the bucket's middle (``<5%`` → 2.5%;
+  ``>20%`` has no upper edge → 30%, an assumption), and turn it into a constant hourly hazard
+  rate = −ln(1 − share) / 730 h, so that a month survives with probability 1 − share.
+* Every other provider publishes no rate: an assumed rate, labelled as assumed, with its reason
+  (``ASSUMED_RATES``).
 
 Pure; must not import anything outside the standard library and gpuwise.plan.
 """
@@ -15,10 +25,9 @@ import math
 from dataclasses import dataclass
 
 HOURS_PER_MONTH = 730.0
+SPOT_ADVISOR_SOURCE = "aws.amazon.com/ec2/spot/instance-advisor"
 
-# AWS Spot Advisor "frequency of interruption" buckets (aws.amazon.com/ec2/spot/instance-advisor):
-# share of instances of that type and region interrupted over the trailing month. We take the bucket's
-# middle; ">20%" has no upper end, so we take 30% and say so.
+# AWS Spot Advisor buckets -> share of instances interrupted over the trailing month (bucket middle).
 SPOT_ADVISOR_BUCKET_SHARE: dict[str, float] = {
     "<5%": 0.025,
     "5-10%": 0.075,
@@ -27,17 +36,24 @@ SPOT_ADVISOR_BUCKET_SHARE: dict[str, float] = {
     ">20%": 0.30,
 }
 
-# Assumed rates where the provider publishes none (interruptions per hour). One preemption per ~20 h of
-# spot time is the order of magnitude users report for GCP Spot / Azure Spot GPUs; marketplaces with
-# bid-based interruptible instances (Vast) are assumed twice as often. These are assumptions, not data.
+# Assumed rates (preemptions per hour) where the provider publishes none, each with its reason.
+_CLOUD_REASON = (
+    "deliberately pessimistic: about one preemption per 20 h, the order of GCP's legacy preemptible VMs, "
+    "which always stop within 24 h (cloud.google.com/compute/docs/instances/create-use-preemptible); "
+    "far above AWS's worst published bucket (>20%/month ≈ 0.0005/h), so an unmeasured spot market is "
+    "never favoured over a measured one"
+)
+_MARKET_REASON = (
+    "twice the cloud default: on a marketplace an interruptible (bid) instance is taken whenever someone "
+    "bids or pays more, at any time"
+)
 DEFAULT_RATE_PER_HOUR = 0.05
-ASSUMED_RATE_PER_HOUR: dict[str, float] = {
-    "gcp": 0.05,
-    "azure": 0.05,
-    "vast": 0.10,
-    "primeintellect": 0.10,
+ASSUMED_RATES: dict[str, tuple[float, str]] = {
+    "gcp": (0.05, _CLOUD_REASON + "; GCP Spot VMs have no maximum run time and GCP publishes no rate"),
+    "azure": (0.05, _CLOUD_REASON + "; Azure publishes no eviction rate per VM size"),
+    "vast": (0.10, _MARKET_REASON),
+    "primeintellect": (0.10, _MARKET_REASON),
 }
-
 DEFAULT_RESTART_HOURS = 10 / 60  # get a new instance, pull the image, load the checkpoint (assumed)
 
 
@@ -60,15 +76,23 @@ def rate_from_bucket(bucket: str) -> float | None:
 
 
 def assumed_rate(provider: str) -> InterruptionRate:
-    per_hour = ASSUMED_RATE_PER_HOUR.get(provider, DEFAULT_RATE_PER_HOUR)
+    per_hour, why = ASSUMED_RATES.get(provider, (DEFAULT_RATE_PER_HOUR, _CLOUD_REASON))
     return InterruptionRate(
         per_hour=per_hour,
         source=(
             f"assumed {per_hour:g} preemptions/h for {provider} spot (the provider publishes no rate; "
-            "override with --spot-interruptions-per-hour)"
+            f"{why}; override with --spot-interruptions-per-hour)"
         ),
         assumed=True,
     )
+
+
+MODEL_NOTE = (
+    "spot preemption rates: AWS from its Spot Advisor bucket, the share of instances of that type and "
+    f"region interrupted over the trailing month ({SPOT_ADVISOR_SOURCE}), taken at the bucket's middle "
+    "(<5% → 2.5%, >20% → 30%) and turned into a constant hourly rate −ln(1 − share)/730 h; other "
+    "providers publish none, so their rate is an assumption stated on each option"
+)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from gpuwise.catalog.models import Offer
 from gpuwise.estimate.models import Estimate
 from gpuwise.plan.interruption import (
     DEFAULT_RESTART_HOURS,
+    MODEL_NOTE,
     InterruptionRate,
     assumed_rate,
     interruption_cost,
@@ -382,6 +383,8 @@ def plan(
         f"({data.checkpoint_every_hours:g} h) of work plus "
         f"{settings.restart_hours * 60:.0f} min to restart (assumed)"
     )
+    if constraints.interruptible:
+        assumptions.append(MODEL_NOTE)
     if settings.boot_disk_gb > 0:
         assumptions.append(
             f"boot disk of {settings.boot_disk_gb:g} GB per node, billed where the provider charges it"
