@@ -7,12 +7,18 @@ and reads the file and turns TOML syntax errors into a ConfigError that names th
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuwise import paths
-from gpuwise.errors import ConfigError
+from gpuwise.errors import ConfigError, close_matches
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    M = TypeVar("M", bound=BaseModel)
 
 KNOWN_SECTIONS = ("machine", "idle", "alerts", "exporter", "monitor")
 
@@ -51,8 +57,6 @@ def load_config(path: Path | None = None) -> Config:
         ) from exc
     unknown = [k for k in data if k not in KNOWN_SECTIONS]
     if unknown:
-        from gpuwise.errors import close_matches
-
         hint = close_matches(unknown[0], KNOWN_SECTIONS)
         raise ConfigError(
             f"Config file {target}: unknown section [{unknown[0]}]"
@@ -61,3 +65,23 @@ def load_config(path: Path | None = None) -> Config:
         )
     sections = {k: v for k, v in data.items() if isinstance(v, dict)}
     return Config(path=target, sections=sections)
+
+
+def validate_section(data: Mapping[str, Any], name: str, model: type[M], *, source: str = "config.toml") -> M:
+    """Validate one section with the pydantic model of the room that owns it. The first problem becomes a
+    ConfigError naming the file, the key and, for a misspelt key, its closest known spelling."""
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        problem = first["msg"]
+        if first["type"] == "extra_forbidden":
+            hint = close_matches(str(first["loc"][-1]), model.model_fields)
+            problem = "unknown key" + (f". Did you mean {hint[0]!r}?" if hint else "")
+        raise ConfigError(
+            f"{source}: {name}.{where}: {problem}",
+            fix=f"correct or remove that key in the [{name}] section",
+        ) from exc

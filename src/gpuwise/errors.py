@@ -35,7 +35,8 @@ class GpuwiseError(Exception):
 
     def render(self) -> str:
         """One paragraph: what, why, and "To fix: …"."""
-        parts = [self.message.rstrip(".") + "."]
+        # A message may end with a question ("Did you mean 'H100'?"): keep it rather than add a full stop.
+        parts = [self.message if self.message.endswith("?") else self.message.rstrip(".") + "."]
         if self.why:
             parts.append(self.why.rstrip(".") + ".")
         if self.fix:
@@ -64,15 +65,6 @@ class NotFoundError(UsageError):
         if self.matches:
             message += ". Did you mean " + " or ".join(repr(m) for m in self.matches) + "?"
         super().__init__(message, why=why, fix=fix)
-
-    def render(self) -> str:
-        # The message may end with a question; keep it instead of forcing a full stop.
-        parts = [self.message if self.message.endswith("?") else self.message + "."]
-        if self.why:
-            parts.append(self.why.rstrip(".") + ".")
-        if self.fix:
-            parts.append("To fix: " + self.fix.rstrip(".") + ".")
-        return " ".join(parts)
 
 
 class ReplayError(UsageError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from gpuwise.config import validate_section
 from gpuwise.errors import ConfigError, close_matches
 from gpuwise.idle.policy import PolicyConfig
 
@@ -88,7 +89,7 @@ class IdleSettings:
 
 def load_settings(sections: dict[str, dict[str, Any]]) -> IdleSettings:
     """`[idle]` and `[machine]` sections → IdleSettings (ConfigError for a bad key or value)."""
-    from pydantic import BaseModel, ConfigDict, ValidationError
+    from pydantic import BaseModel, ConfigDict
 
     class _Idle(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -114,25 +115,7 @@ def load_settings(sections: dict[str, dict[str, Any]]) -> IdleSettings:
         process_cpu_pct: float | None = None
         process_io_kib_per_s: float | None = None
 
-    raw = dict(sections.get("idle", {}))
-    known = list(_Idle.model_fields)
-    for key in raw:
-        if key not in known:
-            hint = close_matches(key, known)
-            raise ConfigError(
-                f"config.toml, section idle: unknown key {key!r}"
-                + (f". Did you mean {hint[0]!r}?" if hint else ""),
-                fix="use only " + ", ".join(known),
-            )
-    try:
-        parsed = _Idle.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(
-            f"config.toml, section idle, {loc}: {first['msg']}",
-            fix=f"correct {loc} in the idle section of config.toml",
-        ) from exc
+    parsed = validate_section(sections.get("idle", {}), "idle", _Idle)
     values = parsed.model_dump(exclude_none=True)
     if "signals" in values:
         values["signals"] = tuple(values["signals"])

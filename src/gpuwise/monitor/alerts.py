@@ -37,8 +37,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from gpuwise.config import validate_section
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Sample, Snapshot, value_or_none
 
@@ -68,15 +69,7 @@ class AlertsConfig(BaseModel):
 
 def alerts_config(section: dict[str, Any], source: str = "config") -> AlertsConfig:
     """Validate the `[alerts]` section; a bad key or value is a ConfigError naming it."""
-    try:
-        cfg = AlertsConfig.model_validate(section)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(
-            f"{source}: alerts.{where}: {first['msg']}",
-            fix="correct or remove that key of the alerts section (its keys are listed in the README)",
-        ) from exc
+    cfg = validate_section(section, "alerts", AlertsConfig, source=source)
     if cfg.webhook_url is not None and urllib.parse.urlsplit(cfg.webhook_url).scheme not in ("http", "https"):
         raise ConfigError(f"{source}: alerts.webhook_url must be an http:// or https:// URL")
     return cfg

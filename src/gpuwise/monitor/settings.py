@@ -20,12 +20,11 @@ price_usd_per_hour = 2.49     # enables gpuwise_price_usd_per_hour and gpuwise_c
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from gpuwise.config import Config
-from gpuwise.errors import ConfigError
+from gpuwise.config import Config, validate_section
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -57,13 +56,4 @@ class MachineSettings(BaseModel):
 
 
 def section(config: Config, name: str, model: type[M]) -> M:
-    data: dict[str, Any] = config.section(name)
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(
-            f"{config.path or 'config'}: {name}.{where}: {first['msg']}",
-            fix=f"correct or remove that key in the {name} section",
-        ) from exc
+    return validate_section(config.section(name), name, model, source=str(config.path or "config"))
