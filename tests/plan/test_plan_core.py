@@ -12,7 +12,7 @@ from gpuwise.plan.interruption import InterruptionRate, interruption_cost, rate_
 from gpuwise.plan.models import Constraints, DataNeeds, Settings
 from gpuwise.plan.output import group_options, result_to_dict, why_this_one
 from gpuwise.plan.planner import billed_hours, plan
-from gpuwise.plan.rates import PROVIDER_RATES, rates_for
+from gpuwise.plan.rates import PROVIDER_RATES, UNKNOWN_WHY, rates_for, unknown_text
 
 
 def run(offers, *, constraints=None, data=None, estimator=None, **settings):  # type: ignore[no-untyped-def]
@@ -57,6 +57,24 @@ def test_unknown_rates_are_listed_never_silent() -> None:
     assert set(by["vast"].unknown_costs) >= {"storage", "egress", "boot_disk"}
     assert "host_vm" in by["gcp"].unknown_costs
     assert any("unknown, counted as $0" in a for a in by["vast"].assumptions)
+
+
+def test_rate_table_rows_are_cited_and_gaps_explained() -> None:
+    for name, rates in PROVIDER_RATES.items():
+        assert rates.provider == name and rates.source and rates.as_of <= TODAY
+        figures = (rates.storage_usd_per_gb_month, rates.boot_disk_usd_per_gb_month, rates.egress_usd_per_gb)
+        assert all(f is None or f >= 0 for f in figures)
+        # a row with a gap says why; a complete row has nothing to explain
+        assert (unknown_text(rates) is None) == (None not in figures)
+        if None in figures:
+            assert rates.unknown_why
+    assert not set(UNKNOWN_WHY) & set(PROVIDER_RATES)  # a provider is either in the table or explained
+    hyper = rates_for("hyperstack")
+    assert hyper.egress_usd_per_gb == 0.0 and hyper.billing_increment_s == 60
+    assert hyper.storage_usd_per_gb_month == pytest.approx(0.0706, abs=1e-4)  # $0.000096774/GB-h × 730
+    why = unknown_text(rates_for("verda"))
+    assert why is not None and "DataCrunch" in why
+    assert "not looked up" in (unknown_text(rates_for("no-such-cloud")) or "")
 
 
 def test_lambda_egress_is_free_not_unknown() -> None:

@@ -40,7 +40,7 @@ class ProviderRates:
 
     def billing_text(self) -> str:
         if self.billing_increment_s is None:
-            return f"{self.provider}: billing granularity not published; charged for the exact run time"
+            return f"{self.provider}: billing granularity not known to gpuwise; counted as the exact run time"
         unit = _unit(self.billing_increment_s)
         minimum = _unit(self.minimum_charge_s or self.billing_increment_s)
         return f"{self.provider}: billed per {unit}, minimum {minimum} ({self.source}, {self.as_of})"
@@ -154,6 +154,7 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
         minimum_charge_s=1,
         source="runpod.io/pricing",
         as_of=_TAKEN,
+        unknown_why="the pod's container/boot disk rate was not taken from runpod.io/pricing",
     ),
     "hyperstack": ProviderRates(
         provider="hyperstack",
@@ -202,6 +203,21 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
         as_of=_TAKEN,
         unknown_why="storage and network are charged, but no rate was found in the stored pages read",
     ),
+    "jarvislabs": ProviderRates(
+        provider="jarvislabs",
+        storage_usd_per_gb_month=None,
+        storage_kind="persistent storage",
+        boot_disk_usd_per_gb_month=None,
+        egress_usd_per_gb=None,
+        billing_increment_s=60,
+        minimum_charge_s=60,  # "pay per minute billing"
+        source="github.com/jarvislabsai (the provider's own profile README)",
+        as_of=_TAKEN,
+        unknown_why=(
+            "storage and egress rates appear only in a third-party summary marked unverified "
+            "(api-evangelist/jarvislabs), so they are not used"
+        ),
+    ),
 }
 
 # Providers whose storage, egress and billing stay unknown, and why (shown in every such option's notes).
@@ -224,7 +240,16 @@ UNKNOWN_WHY: dict[str, str] = {
         "Paperspace: storage is a monthly subscription by size ('starting at 50GB for $5/month', "
         "support.paperspace.com VM billing overview), not a per-GB-hour rate; egress not found"
     ),
-    "jarvislabs": "Jarvislabs: no storage, egress or billing figure found in the stored pages searched",
+    "hyperbolic": (
+        "Hyperbolic is a marketplace where each supplier sets its own price "
+        "(docs.hyperbolic.xyz/docs/gpu-marketplace-pricing); no storage or egress rate is published there"
+    ),
+    "fluidstack": "Fluidstack: no storage, egress or billing figure found in the stored pages searched",
+    "ibm": (
+        "IBM Cloud: the stored block-storage price page found is a 2019 copy for an older VPC generation, "
+        "so it is not used; no current GPU-server billing granularity or egress rate found"
+    ),
+    "seeweb": "Seeweb: no storage, egress or billing figure found in the stored pages searched",
 }
 NOT_LOOKED_UP = "no public rate looked up for this provider yet"
 
