@@ -320,9 +320,11 @@ def _train_estimate(
         coeff = 6.0 if t.method == "full" else 4.0
         model_flops = coeff * n_mm + attn
         hw_flops = model_flops
+        linear_hw_flops = coeff * n_mm  # everything but the attention core (FP8 speeds up only these)
         if t.activation_checkpointing == "full":
             notes.const(K.FULL_RECOMPUTE_FLOPS)
             hw_flops += 2 * n_mm + attn / 3
+            linear_hw_flops += 2 * n_mm
         elif t.activation_checkpointing == "selective":
             hw_flops += attn / 3
         notes.add(
@@ -334,6 +336,7 @@ def _train_estimate(
     else:
         model_flops = 3 * (m.flops_per_sample or 0)
         hw_flops = model_flops
+        linear_hw_flops = hw_flops
         notes.add("3 × forward FLOPs per training sample (forward + backward)")
 
     dtype = t.precision
@@ -366,7 +369,14 @@ def _train_estimate(
     speed = peak * eff
     if dtype == "fp8":
         if gpu.peak_tflops("fp8"):
-            speed *= notes.const(K.FP8_SPEEDUP)
+            fp8 = notes.const(K.FP8_SPEEDUP)
+            # Only the linear layers run in FP8: the attention core (and its recompute) keeps BF16 speed.
+            linear_share = linear_hw_flops / hw_flops if hw_flops > 0 else 1.0
+            speed /= linear_share / fp8 + (1 - linear_share)
+            notes.add(
+                f"FP8 speeds up the linear layers ({linear_share:.0%} of the FLOPs) by {fp8:g}×; "
+                "the attention core stays BF16"
+            )
         else:
             notes.add(f"{gpu.name} has no FP8 tensor cores: time assumes BF16/FP16 speed")
 
