@@ -74,7 +74,7 @@ def test_rate_table_rows_are_cited_and_gaps_explained() -> None:
     assert hyper.storage_usd_per_gb_month == pytest.approx(0.0706, abs=1e-4)  # $0.000096774/GB-h × 730
     why = unknown_text(rates_for("verda"))
     assert why is not None and "DataCrunch" in why
-    assert "not looked up" in (unknown_text(rates_for("no-such-cloud")) or "")
+    assert "looked up for this provider yet" in (unknown_text(rates_for("no-such-cloud")) or "")
 
 
 def test_lambda_egress_is_free_not_unknown() -> None:
