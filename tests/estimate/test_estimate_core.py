@@ -197,3 +197,25 @@ def test_estimate_is_fast() -> None:
     for count in range(1, 301):
         estimate(w, gpu, count, 1 if count <= 8 else None)
     assert (time.perf_counter() - start) / 300 < 1e-3
+
+
+def test_fp8_speeds_up_only_the_linear_layers() -> None:
+    """FP8 gains less than its GEMM speed-up, and least at long sequences where attention dominates."""
+    h100 = resolve_gpu("H100")
+
+    def gain(seq: int) -> float:
+        fp8 = estimate(work(precision="fp8", seq_len=seq), h100, 8).throughput_per_gpu
+        bf16 = estimate(work(precision="bf16", seq_len=seq), h100, 8).throughput_per_gpu
+        return fp8 / bf16
+
+    short, long = gain(2048), gain(65536)
+    assert 1.4 < short < 1.7
+    assert 1.0 < long < short - 0.2
+
+
+def test_fp8_is_no_faster_on_a_gpu_without_fp8_tensor_cores() -> None:
+    a100 = resolve_gpu("A100-80GB")
+    fp8 = estimate(work(precision="fp8"), a100, 8)
+    bf16 = estimate(work(precision="bf16"), a100, 8)
+    assert fp8.throughput_per_gpu == pytest.approx(bf16.throughput_per_gpu)
+    assert any("no FP8 tensor cores" in a for a in fp8.assumptions)
