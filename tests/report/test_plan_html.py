@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -120,3 +121,23 @@ def test_chart_draws_in_headless_chromium(
     assert n_points >= len(result.options) + n_pareto
     assert 'class="js-line"' in dom  # the Pareto front line was drawn
     assert "xlog" in dom or 'class="xtick"' in dom
+
+
+def test_table_shows_one_row_per_choice_with_its_regions() -> None:
+    base = _offer("gcp", "H100", 1, price=3.0, spot=None)
+    offers = [
+        replace(base, region=region) for region in ("us-central1", "europe-west4", "asia-east1", "us-east4")
+    ]
+    offers.append(_offer("lambda", "A100-80GB", 1, price=2.0, spot=None))
+    result = plan(
+        offers,
+        _estimate,
+        constraints=Constraints(),
+        data=DataNeeds(),
+        settings=Settings(today=date(2026, 11, 30)),
+    )
+    assert len(result.options) == 5
+    page = render_plan_html(result, title="regions", top=10)
+    assert page.count("<tr") == 3  # header + two distinct choices
+    assert "4 regions: asia-east1, europe-west4, us-central1…" in page
+    assert 'title="asia-east1, europe-west4, us-central1, us-east4"' in page

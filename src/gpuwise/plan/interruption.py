@@ -24,7 +24,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-HOURS_PER_MONTH = 730.0
+from gpuwise.plan.rates import HOURS_PER_MONTH  # the 730-h month AWS's trailing month is read as
+
 SPOT_ADVISOR_SOURCE = "aws.amazon.com/ec2/spot/instance-advisor"
 
 # AWS Spot Advisor buckets -> share of instances interrupted over the trailing month (bucket middle).

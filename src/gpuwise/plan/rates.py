@@ -43,10 +43,13 @@ class ProviderRates:
             return f"{self.provider}: billing granularity not known to gpuwise; counted as the exact run time"
         unit = _unit(self.billing_increment_s)
         minimum = _unit(self.minimum_charge_s or self.billing_increment_s)
+        if not minimum[0].isdigit():
+            minimum = f"1 {minimum}"
         return f"{self.provider}: billed per {unit}, minimum {minimum} ({self.source}, {self.as_of})"
 
 
 def _unit(seconds: float) -> str:
+    """'second', 'minute', 'hour', or an amount ('10 min') when not one of those."""
     if seconds >= 3600:
         return "hour" if seconds == 3600 else f"{seconds / 3600:g} h"
     if seconds >= 60:
