@@ -295,6 +295,17 @@ ACT_BYTES_PER_FLOP = _c(
     "Korthikanti count)",
 )
 ACT_BYTES_PER_FLOP_BY_KIND = {"cnn": 6e-3, "diffusion": 2e-3, "generic": 2e-3}
+# CNN training is bounded by memory traffic as well as by compute: batch norm, ReLU and residual adds read and
+# write every activation several times. A step can run no faster than its HBM traffic at the datasheet
+# bandwidth allows; the traffic is this multiple of the (16-bit) activation bytes of a sample.
+CNN_TRAIN_TRAFFIC = _c(
+    "cnn_training_traffic",
+    9.5,
+    "× activation bytes per sample",
+    "NVIDIA MLPerf Training v4.0 ResNet-50 (fused MXNet/DALI) on 8 H100: 57.3k img/s at 3.35 TB/s = 0.47 GB "
+    "of HBM traffic per 224² image = 9.5 × its ~49 MB of fp16 activations",
+    ("mlperf-v40-resnet50-8xh100",),
+)
 # Share of activation memory kept with checkpointing, for models without a per-layer formula
 # (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost": O(sqrt(n)) segments).
 NON_TRANSFORMER_CHECKPOINT_KEEP = {"none": 1.0, "selective": 0.6, "full": 0.25}

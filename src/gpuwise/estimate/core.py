@@ -381,6 +381,16 @@ def _train_estimate(
             notes.add(f"{gpu.name} has no FP8 tensor cores: time assumes BF16/FP16 speed")
 
     compute_s = hw_flops * units_per_step_replica / (tp * pp * speed)
+    if m.kind == "cnn":
+        # Memory roofline: a CNN step also moves its activations through HBM several times.
+        bw = _bandwidth(gpu, notes)
+        if bw:
+            act_b = (m.flops_per_sample or 0) * K.ACT_BYTES_PER_FLOP_BY_KIND["cnn"]
+            act_b *= 2 if t.precision in ("fp32", "tf32") else 1
+            traffic_s = notes.const(K.CNN_TRAIN_TRAFFIC) * act_b * units_per_step_replica / bw
+            if traffic_s > compute_s:
+                notes.add("CNN step bound by memory traffic (activations), not by convolution FLOPs")
+                compute_s = traffic_s
     # Pipeline bubble (p-1)/(m+p-1) of the step.
     if pp > 1:
         v = max(1, min(int(notes.const(K.PIPELINE_INTERLEAVE)), (m.layers or pp) // pp))
