@@ -1,7 +1,8 @@
 """Plan data: what the planner is asked (constraints, data needs, settings) and what it answers.
 
 Plain frozen dataclasses (no pydantic: the planner builds thousands of these per run).
-Must not import anything outside the standard library and gpuwise's own models.
+Must not import anything outside the standard library, gpuwise's own models and the plan's pure
+interruption model (for its default restart time).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
+
+from gpuwise.plan.interruption import DEFAULT_RESTART_HOURS
 
 PRICINGS = ("on_demand", "spot", "reserved")
 OBJECTIVES = ("cost", "time")
@@ -77,7 +80,7 @@ class Settings:
     objective: str = "cost"
     # provider -> interruptions per hour; key "*" applies to every provider
     spot_rate_overrides: dict[str, float] = field(default_factory=dict)
-    restart_hours: float = 10 / 60
+    restart_hours: float = DEFAULT_RESTART_HOURS
     exchange_rates: dict[str, float] = field(default_factory=dict)  # currency -> USD per unit
     boot_disk_gb: float = 100.0
     stale_after_days: int = 90

@@ -25,7 +25,6 @@ from typing import overload
 from gpuwise.catalog.models import Offer
 from gpuwise.estimate.models import Estimate
 from gpuwise.plan.interruption import (
-    DEFAULT_RESTART_HOURS,
     MODEL_NOTE,
     InterruptionRate,
     assumed_rate,
@@ -602,4 +601,4 @@ class OptionList(Sequence[Option]):
     __hash__ = None  # type: ignore[assignment]  # mutable cache inside; compare by content only
 
 
-__all__ = ["DEFAULT_RESTART_HOURS", "Estimator", "SpotLookup", "billed_hours", "plan"]
+__all__ = ["Estimator", "SpotLookup", "billed_hours", "plan"]

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from gpuwise.plan.models import Option, PlanResult
 from gpuwise.plan.output import OptionGroup, group_options, why_this_one
+from gpuwise.units import format_money as _money
 
 _COLORS = {"on_demand": "#1f77b4", "spot": "#ff7f0e", "reserved": "#2ca02c"}
 _LABELS = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved"}
@@ -25,10 +26,6 @@ th { background: #f4f4f4; } td.l, th.l { text-align: left; } td.d { white-space:
 tr.pareto td:first-child { font-weight: bold; }
 .warn { color: #b35900; } .muted { color: #666; font-size: 0.85rem; }
 """
-
-
-def _money(x: float) -> str:
-    return f"${x:,.2f}" if x < 10_000 else f"${x:,.0f}"
 
 
 def _hover(o: Option) -> str:
