@@ -219,3 +219,28 @@ def test_fp8_is_no_faster_on_a_gpu_without_fp8_tensor_cores() -> None:
     bf16 = estimate(work(precision="bf16"), a100, 8)
     assert fp8.throughput_per_gpu == pytest.approx(bf16.throughput_per_gpu)
     assert any("no FP8 tensor cores" in a for a in fp8.assumptions)
+
+
+def test_cnn_training_is_bounded_by_memory_bandwidth_too() -> None:
+    """Same tensor peak, a quarter of the bandwidth: ResNet-50 slows down, a large transformer does not."""
+    from dataclasses import replace
+
+    l40s = resolve_gpu("L40S")
+    bw = l40s.memory_bandwidth_gbs.value
+    assert bw is not None
+    starved = replace(l40s, memory_bandwidth_gbs=Figure(bw / 4, "test"))
+    cnn = parse_workload(
+        {
+            "task": "train",
+            "model": {"preset": "resnet-50"},
+            "train": {"method": "full", "precision": "fp16", "samples": 1e6, "micro_batch": 256},
+        },
+        "cnn.toml",
+    )
+    fast, slow = estimate(cnn, l40s), estimate(cnn, starved)
+    assert slow.throughput_per_gpu < 0.5 * fast.throughput_per_gpu
+    assert any("memory traffic" in a for a in slow.assumptions)
+    llm = work(model="llama-3-8b", precision="bf16", sharding="fsdp")
+    assert estimate(llm, starved, 8).throughput_per_gpu == pytest.approx(
+        estimate(llm, l40s, 8).throughput_per_gpu
+    )
