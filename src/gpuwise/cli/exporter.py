@@ -8,13 +8,13 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import sys
 import threading
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from gpuwise.cli.output import setup_logging
 from gpuwise.errors import ConfigError
 
 log = logging.getLogger("gpuwise.exporter")
@@ -113,7 +113,7 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
     # gpuwise_idle_seconds follows the same idle policy (and [idle] thresholds) as `gpuwise idle`.
     idle = IdleTracker(IdlePolicy(load_settings(cfg.sections).policy))
 
-    _setup_logging()
+    setup_logging()
     probe = _LockedProbe(open_source(replay, loop=True))
     collector = GpuCollector(
         probe,
@@ -198,12 +198,3 @@ class _LockedProbe:
     def close(self) -> None:
         with self._lock:
             self._probe.close()
-
-
-def _setup_logging() -> None:
-    root = logging.getLogger("gpuwise")
-    if not root.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        root.addHandler(handler)
-        root.setLevel(logging.INFO)

@@ -276,6 +276,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     import signal as signal_mod
 
     from gpuwise import paths
+    from gpuwise.cli.output import setup_logging
     from gpuwise.gpu.probe import open_probe
     from gpuwise.idle.actions import MetadataEndpoints
     from gpuwise.idle.daemon import IdleDaemon, RetryingProbe
@@ -297,11 +298,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
         noise_floor_pct=noise_floor_pct,
         max_gap_s=max_gap_s,
     )
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    logger = logging.getLogger("gpuwise.idle")
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    setup_logging()
     # a recording that cannot be read is bad input (exit 2) now; a live driver that does not answer is
     # retried at every observation and counts as busy meanwhile
     probe = open_probe(replay_path) if replay_path is not None else RetryingProbe(open_probe)
@@ -330,10 +327,11 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     try:
         daemon.run(max_steps=max_steps)
     except KeyboardInterrupt:
-        logger.info("gpuwise idle: stopped by signal; state kept in %s", daemon.state_file)
+        logging.getLogger("gpuwise.idle").info(
+            "gpuwise idle: stopped by signal; state kept in %s", daemon.state_file
+        )
     finally:
         signal_mod.signal(signal_mod.SIGTERM, previous)
-        logger.removeHandler(handler)
         probe.close()
         if history is not None:
             history.close()

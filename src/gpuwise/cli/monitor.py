@@ -5,27 +5,16 @@ Top-level imports stay cheap (typer/rich/stdlib); the monitor room and psutil lo
 
 from __future__ import annotations
 
-import logging
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from gpuwise.cli.output import console, err_console, print_json, to_jsonable
+from gpuwise.cli.output import console, err_console, print_json, setup_logging, to_jsonable
 from gpuwise.errors import ConfigError
 
 if TYPE_CHECKING:
     from gpuwise.monitor.sampler import Sampler
-
-
-def _setup_logging() -> None:
-    root = logging.getLogger("gpuwise")
-    if not root.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        root.addHandler(handler)
-        root.setLevel(logging.INFO)
 
 
 def monitor(  # noqa: PLR0917 - typer maps options to parameters
@@ -113,7 +102,7 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
         if once:
             _once(sampler, json_out)
         else:
-            _setup_logging()
+            setup_logging()
             _live(sampler, interval_s, count)
     finally:
         probe.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import sys
 from datetime import date, datetime
@@ -42,3 +43,14 @@ def print_json(obj: Any) -> None:
     """Write one JSON document to stdout (plain write: rich would wrap long lines)."""
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False) + "\n")
     sys.stdout.flush()
+
+
+def setup_logging() -> None:
+    """Long-running commands (monitor live, exporter, idle run) log to stderr instead of printing results.
+    One handler on the "gpuwise" logger, added once per process."""
+    root = logging.getLogger("gpuwise")
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
