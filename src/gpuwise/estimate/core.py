@@ -420,16 +420,23 @@ def _train_estimate(
         trainable = m.n_params if t.method == "full" else _lora_params(m, t.lora_rank)
         grad_b = 4.0 if t.precision in ("fp32", "tf32") else 2.0
         volume = trainable / (tp * pp) * grad_b
-        factor = 2 * (dp - 1) / dp
+        dp_bytes = 2 * (dp - 1) / dp * volume  # ring all-reduce of the gradients
         if t.zero_stage >= 3:
-            factor = 3 * (dp - 1) / dp  # all-gather fwd + bwd, reduce-scatter grads
+            # Sharded weights (frozen ones too) are all-gathered for the forward and the backward of every
+            # micro batch; gradients are reduce-scattered once per step.
+            weight_b = K.NF4_BYTES_PER_PARAM.value if t.method == "qlora" else min(grad_b, 2.0)
+            if t.precision in ("fp32", "tf32"):
+                weight_b = 4.0
+            gathered = m.n_params / (tp * pp) * weight_b * 2 * accum
+            dp_bytes = (dp - 1) / dp * (gathered + volume)
             notes.add(
-                "FSDP/ZeRO-3: weights all-gathered twice and gradients reduce-scattered each step (1.5× DDP)"
+                "FSDP/ZeRO-3: all weights (frozen ones too) all-gathered for forward and backward of each "
+                "micro batch, gradients reduce-scattered once per step"
             )
         bw = _intra_node_bytes_per_s(gpu, notes)
         if nodes > 1:
             bw = min(bw, _inter_node_bytes_per_s(gpu, gpn, notes))
-        dp_s = factor * volume / bw
+        dp_s = dp_bytes / bw
     overlap = notes.const(K.COMM_OVERLAP) if dp > 1 else 0.0
     step_s = max(compute_s, dp_s) + (1 - overlap) * min(compute_s, dp_s) + tp_s
 
