@@ -46,12 +46,24 @@ def test_wandb_companion_in_nvidia_smi_form_parses(trace_fixtures: Path) -> None
     assert span == pytest.approx(6945, abs=1)
 
 
-def test_wandb_export_is_refused_with_a_pointer_to_its_companion(trace_fixtures: Path) -> None:
-    """A W&B export is a different format: say so and name the file to use instead."""
+def test_wandb_export_reads_like_its_nvidia_smi_companion(trace_fixtures: Path) -> None:
+    """A W&B GPU export is translated to nvidia-smi's columns: same instants, same GPU, same readings as
+    the .nvidia-smi.csv form of the same data."""
+    exported = read_query_csv(trace_fixtures / "wandb_gb10_sweep_cpu_tail_15s.csv")
+    companion = read_query_csv(trace_fixtures / "wandb_gb10_sweep_cpu_tail_15s.nvidia-smi.csv")
+    assert len(exported) == len(companion) == 464
+    for a, b in zip(exported, companion, strict=True):
+        assert (a.timestamp_s, a.index, a.util_gpu_pct) == (b.timestamp_s, b.index, b.util_gpu_pct)
+        assert a.temperature_c == b.temperature_c
+        assert a.power_draw_watts == pytest.approx(b.power_draw_watts, abs=0.01)
+    # GB10 reports no allocated memory: empty cells stay unknown, never 0
+    assert exported[0].memory_used_bytes == NOT_SUPPORTED
+
+
+def test_csv_of_other_columns_is_refused() -> None:
     with pytest.raises(ReplayError) as info:
-        read_query_csv(trace_fixtures / "wandb_gb10_sweep_cpu_tail_15s.csv")
-    assert "Weights & Biases" in info.value.render()
-    assert ".nvidia-smi.csv" in info.value.render()
+        parse_query_csv("time,gpu_load\n1,2\n", source="x.csv")
+    assert "not an nvidia-smi --query-gpu CSV" in info.value.render()
     assert info.value.exit_code == 2
 
 

@@ -78,8 +78,29 @@ def test_not_a_trace_is_exit_2(tmp_path: Path, content: str, capsys: pytest.Capt
     assert "Traceback" not in captured.err and "Error" in captured.err
 
 
-def test_wandb_export_is_exit_2(trace_fixtures: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["idle", "replay", str(trace_fixtures / "wandb_gb10_sweep_cpu_tail_15s.csv")]) == 2
+def test_wandb_export_replays_like_its_companion(
+    trace_fixtures: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The W&B export of the GB10 trace gives the same decision as its nvidia-smi form."""
+    out = _json(
+        capsys, ["idle", "replay", str(trace_fixtures / "wandb_gb10_sweep_cpu_tail_15s.csv"), "--json"]
+    )
+    twin = _json(
+        capsys,
+        ["idle", "replay", str(trace_fixtures / "wandb_gb10_sweep_cpu_tail_15s.nvidia-smi.csv"), "--json"],
+    )
+    assert (out["stop_at"], out["samples"], out["reason"]) == (
+        twin["stop_at"],
+        twin["samples"],
+        twin["reason"],
+    )
+
+
+def test_a_csv_that_is_not_a_gpu_trace_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "sales.csv"
+    path.write_text("date,revenue\n2026-01-01,5\n", encoding="utf-8")
+    assert main(["idle", "replay", str(path)]) == 2
+    assert "To fix:" in capsys.readouterr().err
 
 
 def test_missing_file_and_bad_option_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -124,7 +124,12 @@ def _replay_json(result: ReplayResult, gpus: list[int]) -> dict[str, Any]:
 
 @app.command("replay")
 def replay(  # noqa: PLR0917 - typer maps options to parameters
-    trace: Annotated[Path, typer.Argument(help="nvidia-smi --query-gpu=timestamp,… --format=csv output.")],
+    trace: Annotated[
+        Path,
+        typer.Argument(
+            help="nvidia-smi --query-gpu=timestamp,… --format=csv output (or a Weights & Biases GPU export)."
+        ),
+    ],
     json_out: JsonOpt = False,
     threshold_pct: ThresholdOpt = None,
     window_min: WindowOpt = None,

@@ -111,12 +111,53 @@ def _split_header(cell: str) -> tuple[str, str]:
 
 
 def looks_like_query_csv(text: str) -> bool:
-    """Whether the first non-blank line is a `--query-gpu` header naming `utilization.gpu`."""
+    """Whether the first non-blank line is a `--query-gpu` header naming `utilization.gpu` (or the
+    header of a Weights & Biases GPU export, which is read by translation)."""
     for line in text.splitlines():
         if line.strip():
             names = {_split_header(c)[0] for c in line.split(",")}
-            return "utilization.gpu" in names
+            return "utilization.gpu" in names or names >= _WANDB_REQUIRED
     return False
+
+
+# A Weights & Biases system-metrics export (one row per GPU per sample; the shared traces README shows
+# one) holds the same readings under other names. It is translated to nvidia-smi's columns and read by the
+# same parser, so users can replay the GPU history their training runs already logged.
+_WANDB_REQUIRED = frozenset({"timestamp_utc", "gpu_util_pct"})
+_WANDB_COLUMNS = {
+    "timestamp_utc": "timestamp",
+    "gpu_index": "index",
+    "gpu_util_pct": "utilization.gpu [%]",
+    "gpu_mem_util_pct": "utilization.memory [%]",
+    "gpu_mem_allocated_bytes": "memory.used [MiB]",
+    "power_w": "power.draw [W]",
+    "temp_c": "temperature.gpu",
+}
+
+
+def _wandb_to_query_csv(rows: list[list[str]]) -> str:
+    """Rows of a W&B GPU export -> the text nvidia-smi --query-gpu --format=csv,nounits would have written
+    (empty cells become [N/A]; bytes become MiB; ISO UTC times become nvidia-smi's clock text)."""
+    header = [cell.strip() for cell in rows[0]]
+    keep = [(i, _WANDB_COLUMNS[name]) for i, name in enumerate(header) if name in _WANDB_COLUMNS]
+    out = [", ".join(target for _, target in keep)]
+    for row in rows[1:]:
+        cells = []
+        for i, target in keep:
+            cell = row[i].strip() if i < len(row) else ""
+            if not cell:
+                cells.append("[N/A]")
+            elif target == "timestamp":
+                cells.append(cell.rstrip("Z").replace("T", " ").replace("-", "/"))
+            elif target == "memory.used [MiB]":
+                try:
+                    cells.append(f"{float(cell) / 2**20:.0f}")
+                except ValueError:
+                    cells.append("[N/A]")
+            else:
+                cells.append(cell)
+        out.append(", ".join(cells))
+    return "\n".join(out) + "\n"
 
 
 class _Plan:
@@ -211,6 +252,10 @@ def parse_query_csv(
             fix="record one with nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv",
         )
     header = rows[0]
+    if {cell.strip() for cell in header} >= _WANDB_REQUIRED:
+        return parse_query_csv(
+            _wandb_to_query_csv(rows), source=source, default_timestamp_s=default_timestamp_s
+        )
     plan = _Plan(header)
     if plan.util_col is None:
         raise _not_query_csv(source, header)
@@ -276,14 +321,6 @@ def _sample(plan: _Plan, row: list[str], ts: float, index: int) -> Sample:
 
 
 def _not_query_csv(source: str, header: list[str]) -> ReplayError:
-    names = {c.strip().lower() for c in header}
-    if {"gpu_util_pct", "timestamp_utc"} <= names or "gpu_util_pct" in names:
-        return ReplayError(
-            f"{source} is a Weights & Biases GPU export, not nvidia-smi CSV",
-            why="Its columns (timestamp_utc, gpu_util_pct, …) are not the ones nvidia-smi --query-gpu writes",
-            fix="replay the nvidia-smi form of the same data (the .nvidia-smi.csv file beside it), or "
-            + RECORD_HINT,
-        )
     shown = ", ".join(c.strip() for c in header[:6])
     return ReplayError(
         f"{source} is not an nvidia-smi --query-gpu CSV (first line: {shown[:120]!r})",
