@@ -148,13 +148,13 @@ def summary(results: list[RowResult]) -> dict[str, float]:
 def main() -> int:
     results = evaluate()
     print(
-        f"{'row':36} {'metric':22} {'measured':>12} {'gpuwise':>12} {'ratio':>6} {'naive':>12} {'ratio':>6}"
+        f"{'row':44} {'metric':22} {'measured':>12} {'gpuwise':>12} {'ratio':>6} {'naive':>12} {'ratio':>6}"
     )
     for r in results:
         mark = "*" if r.calibration else " "
         ours = f"{r.gpuwise:12.4g} {r.gpuwise / r.measured:6.2f}"
         naive = f"{r.naive:12.4g} {r.naive / r.measured:6.2f}"
-        print(f"{r.id + mark:36} {r.metric:22} {r.measured:12.4g} {ours} {naive}")
+        print(f"{r.id + mark:44} {r.metric:22} {r.measured:12.4g} {ours} {naive}")
     s = summary(results)
     print("\n(* = row used to calibrate a constant)")
     for label in ("all", "held_out", "calibration"):
