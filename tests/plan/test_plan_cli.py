@@ -219,3 +219,16 @@ def test_plan_without_html_does_not_import_plotly() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stderr.strip().splitlines()[-1] == "NO-PLOTLY 0"
+
+
+def test_undated_price_sources_never_look_dated(capsys: pytest.CaptureFixture[str]) -> None:
+    """A provider whose file carries no date of its own shows its collection date as such, in JSON and
+    text: AWS and Azure prices are dated by their sources, Lambda's SkyPilot file is not."""
+    _, doc = run_json(capsys, LORA, "--top", "2")
+    exact = doc["catalog"]["sources_date_exact"]
+    assert set(exact) == set(doc["catalog"]["sources"])
+    assert exact["aws"] is True and exact["lambda"] is False
+    assert main(["plan", LORA, "--top", "2"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "date unknown (collected" in text
+    assert "aws 2026-01-21" in text

@@ -323,7 +323,13 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
         + (f"; rejected: {rejected}" if rejected else ""),
         soft_wrap=True,
     )
-    dates = ", ".join(f"{p} {d.isoformat()}" for p, d in result.sources.items())
+    dated = [f"{p} {d.isoformat()}" for p, d in result.sources.items() if p not in result.undated_sources]
+    undated: dict[str, list[str]] = {}
+    for p in sorted(result.undated_sources):
+        undated.setdefault(result.sources[p].isoformat(), []).append(p)
+    parts = [", ".join(dated)] if dated else []
+    parts += [f"date unknown (collected {day}): {', '.join(ps)}" for day, ps in sorted(undated.items())]
+    dates = "; ".join(parts)
     console.print(f"[dim]Prices as of: {dates}[/]", soft_wrap=True)
     for a in result.assumptions:
         console.print(f"[dim]- {escape(a)}[/]", soft_wrap=True)

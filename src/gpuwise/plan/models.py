@@ -140,3 +140,9 @@ class PlanResult:
     sources: dict[str, date]  # provider -> newest price date among its offers
     assumptions: tuple[str, ...]  # plan-wide (data needs, interruption model, availability)
     objective: str
+    # providers none of whose prices carries its source's own date (only the collection date is known)
+    undated_sources: frozenset[str] = frozenset()
+
+    def source_date_text(self, provider: str) -> str:
+        day = self.sources[provider].isoformat()
+        return f"date unknown (collected {day})" if provider in self.undated_sources else day

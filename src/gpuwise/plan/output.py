@@ -124,7 +124,11 @@ def result_to_dict(
         ],
         "considered": result.considered,
         "rejected": dict(result.rejected),
-        "catalog": {"sources": {p: d.isoformat() for p, d in result.sources.items()}},
+        "catalog": {
+            "sources": {p: d.isoformat() for p, d in result.sources.items()},
+            # extension: false where the date is only when the data was collected, not the source's own
+            "sources_date_exact": {p: p not in result.undated_sources for p in result.sources},
+        },
         # extensions
         "objective": result.objective,
         "qualifying": len(result.options),

@@ -244,6 +244,7 @@ def plan(
     fx = settings.exchange_rates
     service_hours = settings.service_hours
     seen_sources: dict[str, date] = {}
+    dated_providers: set[str] = set()
 
     def reject(fails: list[str], cost: float | None = None, hours: float | None = None) -> None:
         rejected[fails[0]] = rejected.get(fails[0], 0) + 1
@@ -258,6 +259,8 @@ def plan(
             day = offer.spot_price_as_of
         if day > seen_sources.get(offer.provider, date.min):
             seen_sources[offer.provider] = day
+        if offer.price_date_exact:
+            dated_providers.add(offer.provider)
 
         prices: list[tuple[str, float]] = []
         if offer.price_usd_per_hour is not None:
@@ -405,9 +408,10 @@ def plan(
         considered=considered,
         rejected={r: rejected[r] for r in REASONS if r in rejected},
         relaxations=relaxations,
-        sources=dict(sorted((sources if sources is not None else seen_sources).items())),
+        sources=dict(sorted((final_sources := sources if sources is not None else seen_sources).items())),
         assumptions=tuple(assumptions),
         objective=settings.objective,
+        undated_sources=frozenset(final_sources) - dated_providers,
     )
 
 

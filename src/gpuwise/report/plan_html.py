@@ -150,7 +150,8 @@ def render_plan_html(
         for reason, n in sorted(result.rejected.items(), key=lambda kv: -kv[1])
     )
     sources = "".join(
-        f"<li>{html.escape(p)}: {d.isoformat()}</li>" for p, d in sorted(result.sources.items())
+        f"<li>{html.escape(p)}: {html.escape(result.source_date_text(p))}</li>"
+        for p in sorted(result.sources)
     )
     shown = group_options(result.options, top)
     assumptions = sorted({a for g in shown for a in g.option.assumptions})
