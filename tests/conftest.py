@@ -11,6 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests check invariants, not speed: a 2-core CI machine under load must not fail them on
+# hypothesis's per-example deadline. (Speed is measured by benchmarks/, never by tests.)
+settings.register_profile("gpuwise", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("gpuwise")
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
