@@ -68,9 +68,36 @@ def test_median_error_within_15_percent_and_every_row_within_2x() -> None:
     assert s["all_median"] <= 0.15, s
     assert s["held_out_median"] <= 0.15, s
     outliers = [
-        (r.id, round(r.gpuwise / r.measured, 2)) for r in results if not 0.5 <= r.gpuwise / r.measured <= 2
+        (r.id, round(r.gpuwise / r.measured, 2))
+        for r in results
+        if r.set == "main" and not 0.5 <= r.gpuwise / r.measured <= 2
     ]
     assert not outliers
+
+
+def test_holdout_2_is_a_separate_cited_set_never_used_for_calibration() -> None:
+    """Held-out set 2 was collected after the constants were set: no constant may name one of its rows."""
+    rows = _bench().load_rows()
+    second = [r for r in rows if r.get("set") == "holdout-2"]
+    assert len(second) >= 15
+    assert {r.get("set", "main") for r in rows} == {"main", "holdout-2"}
+    assert not any(r.get("calibration") for r in second)
+    # It covers the kinds of measurement the issue names, from sources the main table does not use.
+    assert {"gpu_hours", "tokens_per_s_per_gpu", "output_tokens_per_s", "memory_gib"} <= {
+        r["metric"] for r in second
+    }
+    for row in second:
+        assert len(row["source"]) > 30, row["id"]
+
+
+def test_holdout_2_accuracy_does_not_regress() -> None:
+    """A guard on the generalisation figure, not a target: the bound is what the estimator reached when
+    the set was added, so a change that makes unseen measurements worse fails here."""
+    bench = _bench()
+    s = bench.summary(bench.evaluate())
+    assert s["holdout_2_median"] < s["naive_holdout_2_median"], s
+    assert s["holdout_2_median"] <= 0.26, s
+    assert s["holdout_2_within_2x"] >= 0.88, s
 
 
 def test_gpuwise_beats_the_naive_rule() -> None:
@@ -85,6 +112,7 @@ def test_benchmark_script_prints_both_medians(capsys: pytest.CaptureFixture[str]
     assert _bench().main() == 0
     out = capsys.readouterr().out
     assert "held_out" in out
+    assert "holdout_2" in out
     assert "naive median error" in out
     assert "by metric" in out
     for family in ("MLPerf time-to-train", "LoRA/QLoRA", "FP8", "CNN"):
