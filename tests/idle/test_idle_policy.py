@@ -85,6 +85,52 @@ def test_display_noise_is_not_a_job_but_the_same_util_with_a_job_is() -> None:
     assert _stop_offset(proc_obs) is None
 
 
+def _mems(mems: list[float], util: float = 0.0) -> list[Observation]:
+    return [Observation(T0 + k * 30, (gpu(0, T0 + k * 30, util, m),)) for k, m in enumerate(mems)]
+
+
+def test_a_small_job_above_the_gpus_own_floor_is_not_display_noise() -> None:
+    """A 420-MiB job at 30 % on a card that read 1 MiB before it: below the 512 MiB baseline and the 35 %
+    noise floor, but far above what the card uses empty — a job, held, and its util counts."""
+    obs = _mems([1.0] * 10 + [420.0] * 400, util=30.0)
+    assert _stop_offset(obs) is None
+    # the same at the card's floor from the start (no evidence of a job) is still treated as noise
+    assert _stop_offset(_mems([420.0] * 410, util=30.0)) == pytest.approx(60 * MIN)
+
+
+def test_memory_above_the_floor_is_held_and_needs_the_longer_window() -> None:
+    """A job that frees all but its CUDA context (430 MiB) and works on CPU at 0 %: 120 min, not 60."""
+    obs = _mems([8000.0] * 10 + [430.0] * 400)  # the floor so far is 430 at first, …
+    assert _stop_offset(obs) == pytest.approx((10 + 120) * 30)  # … so it looks empty (60 min window)
+    obs = _mems([3.0] * 5 + [8000.0] * 10 + [430.0] * 400)  # the card read 3 MiB before the job
+    r = replay(obs)
+    assert r.stop_at_s is not None and r.stop_at_s - T0 == pytest.approx((15 + 240) * 30)
+    assert "above its lowest reading" in r.reason
+
+
+def test_any_util_on_a_gpu_holding_memory_is_activity() -> None:
+    """A starved job whose bursts read 1–4 %: below the 5 % threshold, but a kernel ran."""
+    utils = ([0.0] * 19 + [2.0]) * 30
+    assert _stop_offset(series(utils, mem_mib=6000)) is None
+    # the old behaviour stays one option away
+    cfg = PolicyConfig(held_threshold_pct=5)
+    assert _stop_offset(series(utils, mem_mib=6000), cfg) == pytest.approx(120 * MIN)
+    # and on an empty GPU 2 % is not activity
+    assert _stop_offset(series(utils, mem_mib=1)) == pytest.approx(60 * MIN)
+
+
+def test_a_missing_memory_reading_drops_the_floor_so_later_memory_counts_as_held() -> None:
+    policy = IdlePolicy()
+    t = T0
+    for m in [420.0, None, 420.0]:
+        policy.observe(Observation(t, (gpu(0, t, 0.0, m),)))
+        t += 30
+    assert policy.state.mem_floor_bytes[0] == 0
+    assert policy.state.last_held_s == t - 30  # 420 MiB is now above the (unknown) floor
+    restored = PolicyState.from_json(policy.state.to_json())
+    assert restored.mem_floor_bytes == {0: 0}
+
+
 def test_noise_floor_zero_turns_the_noise_rule_off() -> None:
     noise = series([25.0, 0.0, 3.0] * 100, mem_mib=310)
     assert _stop_offset(noise, PolicyConfig(noise_floor_pct=0)) is None
@@ -205,6 +251,7 @@ def test_state_round_trips_through_json_and_a_restart_never_shortens_the_clock()
         {"warn_min": 60},
         {"max_gap_s": -1},
         {"noise_floor_pct": float("nan")},
+        {"held_threshold_pct": -1},
     ],
 )
 def test_impossible_options_are_config_errors(kwargs: dict[str, float]) -> None:

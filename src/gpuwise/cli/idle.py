@@ -55,8 +55,17 @@ NoiseOpt = Annotated[
     float | None,
     typer.Option(
         "--noise-floor-pct",
-        help="On a GPU with no job (no compute process, memory at baseline), util up to this is display "
+        help="On a GPU with no job (no compute process, memory at baseline and at its lowest reading), "
+        "util up to this is display "
         "noise, not activity; 0 turns it off (default 35).",
+    ),
+]
+HeldThresholdOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--held-threshold-pct",
+        help="On a GPU holding memory (a job's process, memory above baseline or above the GPU's lowest "
+        "reading, or memory not reported), util above this is activity (default 0: any kernel time).",
     ),
 ]
 GapOpt = Annotated[
@@ -106,6 +115,7 @@ def _replay_json(result: ReplayResult, gpus: list[int]) -> dict[str, Any]:
             "mem_change_mib": cfg.mem_change_mib,
             "baseline_mem_mib": cfg.baseline_mem_mib,
             "noise_floor_pct": cfg.noise_floor_pct,
+            "held_threshold_pct": cfg.held_threshold_pct,
             "max_gap_s": cfg.gap_limit_s,
         },
         "idle_stretches": [
@@ -138,6 +148,7 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
     mem_change_mib: MemChangeOpt = None,
     baseline_mem_mib: BaselineOpt = None,
     noise_floor_pct: NoiseOpt = None,
+    held_threshold_pct: HeldThresholdOpt = None,
     max_gap_s: GapOpt = None,
     config: ConfigOpt = None,
 ) -> None:
@@ -157,6 +168,7 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
         mem_change_mib=mem_change_mib,
         baseline_mem_mib=baseline_mem_mib,
         noise_floor_pct=noise_floor_pct,
+        held_threshold_pct=held_threshold_pct,
         max_gap_s=max_gap_s,
     )
     from gpuwise.gpu.smi_csv import read_query_csv
@@ -269,6 +281,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     window_min: WindowOpt = None,
     held_window_min: HeldWindowOpt = None,
     noise_floor_pct: NoiseOpt = None,
+    held_threshold_pct: HeldThresholdOpt = None,
     max_gap_s: GapOpt = None,
     no_history: Annotated[
         bool, typer.Option("--no-history", help="Do not write samples to the monitor history database.")
@@ -301,6 +314,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
         window_min=window_min,
         held_window_min=held_window_min,
         noise_floor_pct=noise_floor_pct,
+        held_threshold_pct=held_threshold_pct,
         max_gap_s=max_gap_s,
     )
     setup_logging()

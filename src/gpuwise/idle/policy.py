@@ -16,17 +16,27 @@ The rules (each one errs towards *not* stopping):
   `max_gap_s` between observations: all count as activity at that instant. So missing data can only delay a
   stop, never bring it forward.
 * **Held memory → longer window.** A GPU holds memory when a compute process is listed on it, when its
-  memory used is above `baseline_mem_mib` (what a driver or a desktop uses with no job), or when memory is
-  not reported at all (GB10, `[N/A]`). Real evaluation phases sit at 0 % for 50–70 min with memory held, and
-  a hung job or an idle notebook would otherwise keep a machine forever, so held memory does not block a
-  stop, it asks for `held_window_min` (default 120) instead of `window_min` (default 60).
+  memory used is above `baseline_mem_mib` (what a driver or a desktop uses with no job), when it is
+  `mem_change_mib` or more above the lowest reading this GPU has given so far (its own floor: 1–5 MiB on a
+  headless data-centre card, ~300 MiB with a desktop), or when memory is not reported at all (GB10, `[N/A]`).
+  Real evaluation phases sit at 0 % for 50–70 min with memory held, and a hung job or an idle notebook would
+  otherwise keep a machine forever, so held memory does not block a stop, it asks for `held_window_min`
+  (default 120) instead of `window_min` (default 60). The floor catches what the fixed baseline misses: a
+  job that frees everything but its CUDA context (~300–500 MiB) for a CPU phase, or a small job (a 420-MiB
+  job at 30 % on an 80 GB card). A missing memory reading drops the floor to 0, so missing data can only
+  make memory count as held.
+* **Any kernel time on a GPU that holds memory is work.** There, utilization above `held_threshold_pct`
+  (default 0) is activity, not only above `threshold_pct` (5): a loader-starved job whose rare bursts read
+  1–4 % is alive. An idle process holding memory (a hung job, a notebook with a model loaded) reads 0 %.
 * **Display noise.** A desktop's compositor makes bursts of up to 31 % util at 300–330 MiB (the landct
-  trace in ../shared/fixtures/traces). On a GPU with no compute process listed and memory at or below
-  `baseline_mem_mib` (default 512: a desktop's ~300 MiB fits, a desktop plus any CUDA process — whose
-  context alone takes 300 MiB or more — does not), utilization up to `noise_floor_pct` (default 35) is
-  not activity. Without this a desktop machine never stops. The price: a job that uses less than 512 MiB
-  of GPU memory in all *and* at most 35 % util *and* that the process list does not show (a CSV replay, a
-  driver that cannot list processes) looks idle — set `noise_floor_pct` to 0 to turn the rule off.
+  trace in ../shared/fixtures/traces). On a GPU that holds nothing (no compute process, memory at or below
+  `baseline_mem_mib` (512) and within `mem_change_mib` of its own floor), utilization up to
+  `noise_floor_pct` (default 35) is not activity. Without this a desktop machine never stops. The price,
+  decided and tested: a job under 512 MiB in all, at most 35 % util, that was already running when the
+  recording began (so its memory is the GPU's floor) and that the process list does not show (a CSV
+  replay) looks idle. A CUDA context alone takes 300–500 MiB and PyTorch, JAX and TensorFlow jobs pass
+  512 MiB within seconds, so such a job is rare; the daemon sees it through the process list. Set
+  `noise_floor_pct` to 0 to turn the rule off.
 
 Stop rule (monotone by construction, so adding activity or losing data never stops earlier):
 stop at t when the last `warn_min` before t were all in the warning state, and either
@@ -75,6 +85,7 @@ class PolicyConfig:
     mem_change_mib: float = 64.0
     baseline_mem_mib: float = 512.0  # a desktop uses ~300 MiB (landct trace); a CUDA process adds 300+
     noise_floor_pct: float = 35.0
+    held_threshold_pct: float = 0.0  # on a GPU holding memory any kernel time is a job's work
     max_gap_s: float | None = None  # None: 4 sampling intervals, at least 2 min (see `resolve_gap`)
 
     @property
@@ -108,7 +119,7 @@ class PolicyConfig:
                 fix=f"set {name} in the idle section of config.toml or on the command line to {want}",
             )
 
-        for name in ("threshold_pct", "noise_floor_pct"):
+        for name in ("threshold_pct", "noise_floor_pct", "held_threshold_pct"):
             value = float(getattr(self, name))
             if not (math.isfinite(value) and 0 <= value <= 100):
                 raise bad(name, value, "a percentage from 0 to 100")
@@ -129,7 +140,8 @@ class PolicyConfig:
     def describe(self) -> str:
         return (
             f"util ≤ {self.threshold_pct:g}% "
-            f"(≤ {self.noise_floor_pct:g}% display noise on GPUs without a job), "
+            f"(≤ {min(self.threshold_pct, self.held_threshold_pct):g}% on GPUs holding memory, "
+            f"≤ {self.noise_floor_pct:g}% display noise on GPUs without a job), "
             f"memory steady within {self.mem_change_mib:g} MiB; window {self.window_min:g} min, "
             f"{self.held_window_min:g} min while GPU memory is held or unknown"
         )
@@ -183,6 +195,9 @@ class PolicyState:
     last_ts: float | None = None
     prev_mem_bytes: dict[int, int] = field(default_factory=dict)
     prev_mem_unknown: list[int] = field(default_factory=list)  # GPUs read last time without a memory value
+    mem_floor_bytes: dict[int, int] = field(
+        default_factory=dict
+    )  # lowest memory seen per GPU (0 after a gap)
     known_gpus: list[int] = field(default_factory=list)
     observations: int = 0
 
@@ -195,6 +210,7 @@ class PolicyState:
             "last_ts": self.last_ts,
             "prev_mem_bytes": {str(k): v for k, v in self.prev_mem_bytes.items()},
             "prev_mem_unknown": list(self.prev_mem_unknown),
+            "mem_floor_bytes": {str(k): v for k, v in self.mem_floor_bytes.items()},
             "known_gpus": list(self.known_gpus),
             "observations": self.observations,
         }
@@ -220,6 +236,7 @@ class PolicyState:
             last_ts=opt_float("last_ts"),
             prev_mem_bytes={int(k): int(v) for k, v in dict(data.get("prev_mem_bytes", {})).items()},
             prev_mem_unknown=[int(i) for i in data.get("prev_mem_unknown", [])],
+            mem_floor_bytes={int(k): int(v) for k, v in dict(data.get("mem_floor_bytes", {})).items()},
             known_gpus=[int(i) for i in data.get("known_gpus", [])],
             observations=int(data.get("observations", 0)),
         )
@@ -247,9 +264,10 @@ class _GpuView:
     held: str | None  # why memory counts as held, or None
 
 
-def _view_gpu(sample: Sample, prev: int | str, cfg: PolicyConfig) -> _GpuView:
+def _view_gpu(sample: Sample, prev: int | str, cfg: PolicyConfig, floor: int | None = None) -> _GpuView:
     """`prev` is the GPU's memory at the previous observation in bytes, or "unknown" (read without a memory
-    value), "absent" (not in the previous read but seen before) or "new" (never seen)."""
+    value), "absent" (not in the previous read but seen before) or "new" (never seen). `floor` is the
+    lowest memory this GPU has shown so far, this sample included (0 once a reading was missing)."""
     gpu = f"GPU {sample.index}"
     active: list[str] = []
     if sample.lost:
@@ -266,13 +284,17 @@ def _view_gpu(sample: Sample, prev: int | str, cfg: PolicyConfig) -> _GpuView:
         held = f"{gpu}: memory used not reported"
     elif mem > cfg.baseline_mem_mib * MIB:
         held = f"{gpu}: {mem / MIB:.0f} MiB used (above the {cfg.baseline_mem_mib:g} MiB baseline)"
+    elif floor is not None and mem >= floor + cfg.mem_change_mib * MIB:
+        held = f"{gpu}: {mem / MIB:.0f} MiB used, {(mem - floor) / MIB:.0f} MiB above its lowest reading"
+    threshold = min(cfg.threshold_pct, cfg.held_threshold_pct) if held else cfg.threshold_pct
     if util is None:
         why = sample.util_gpu_pct if isinstance(sample.util_gpu_pct, Failed | NotSupported) else "?"
         active.append(f"{gpu} utilization {why} (missing data counts as busy)")
-    elif util > cfg.threshold_pct:
-        no_job = not n_compute and mem is not None and mem <= cfg.baseline_mem_mib * MIB
-        if not (no_job and util <= cfg.noise_floor_pct):
-            active.append(f"{gpu} at {util:.0f}% util")
+    # display noise: only on a GPU that holds nothing beyond its own lowest reading (and the baseline)
+    elif util > threshold and (held or util > cfg.noise_floor_pct):
+        active.append(
+            f"{gpu} at {util:.0f}% util" + (" with memory held" if held and util <= cfg.threshold_pct else "")
+        )
     if isinstance(sample.memory_used_bytes, Failed):
         active.append(f"{gpu} memory reading {sample.memory_used_bytes} (missing data counts as busy)")
     if prev == "absent":
@@ -327,14 +349,21 @@ class IdlePolicy:
                 prev = "absent"
             else:
                 prev = "new" if st.observations else "first"
-            view = _view_gpu(sample, prev, cfg)
+            mem = _reading(sample.memory_used_bytes)
+            old_floor = st.mem_floor_bytes.get(sample.index)
+            # a missing memory reading could have been lower than anything seen: the floor drops to 0, so
+            # missing data can only make later memory count as held, never as free
+            floor = 0 if mem is None else int(mem) if old_floor is None else min(old_floor, int(mem))
+            st.mem_floor_bytes[sample.index] = floor
+            view = _view_gpu(sample, prev, cfg, None if sample.lost else floor)
             activity.extend(view.active)
             if view.held:
                 held.append(view.held)
-            mem = _reading(sample.memory_used_bytes)
             if mem is not None:
                 new_mem[sample.index] = int(mem)
         missing = sorted(set(st.known_gpus) - seen)
+        for i in missing:
+            st.mem_floor_bytes[i] = 0  # as for a missing memory reading
         if missing:
             activity.append(
                 "GPU " + ", ".join(str(i) for i in missing) + " missing from this read (counts as busy)"

@@ -100,6 +100,7 @@ def load_settings(sections: dict[str, dict[str, Any]]) -> IdleSettings:
         mem_change_mib: float | None = None
         baseline_mem_mib: float | None = None
         noise_floor_pct: float | None = None
+        held_threshold_pct: float | None = None
         max_gap_s: float | None = None
         interval_s: float | None = None
         action: str | None = None
