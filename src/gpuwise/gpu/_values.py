@@ -26,13 +26,30 @@ _NOT_SUPPORTED_TEXTS = frozenset(
         "requested functionality has been deprecated",
         "not available",
         "[not available]",
+        # the driver's NVML has no such function (a field newer than the driver)
+        "function not found",
+        "[function not found]",
     }
 )
 
+# Cell texts that start like this also mean "no such reading here", whatever follows: Windows prints
+# "Not available in WDDM driver model" for per-process memory.
+_NOT_SUPPORTED_PREFIXES = ("not available", "[not available", "not supported", "[not supported")
+
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z/%]*)\s*$")
 
-# Multipliers to bytes for the memory units nvidia-smi prints (MiB are 2**20 bytes).
-_BYTES = {"b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
+# Multipliers to bytes for the memory units nvidia-smi prints (MiB are 2**20 bytes). Drivers before the
+# MiB spelling labelled the same binary numbers "MB" (`memory.total [MB]`), so MB/KB/GB are binary here too.
+_BYTES = {
+    "b": 1,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+    "kb": 1024,
+    "mb": 1024**2,
+    "gb": 1024**3,
+}
 
 # Throughput units → bytes per second. nvidia-smi's "KB/s" for PCIe tx/rx are NVML's KB/s, which NVML
 # documents as kilobytes (1000); nvidia-smi itself computes them as 1024 — we follow NVML's doc word.
@@ -46,7 +63,7 @@ def missing(text: str) -> NotSupported | Failed | None:
     """NotSupported / Failed for a cell that holds no value, None when the cell has one."""
     t = text.strip()
     low = t.lower()
-    if low in _NOT_SUPPORTED_TEXTS:
+    if low in _NOT_SUPPORTED_TEXTS or low.startswith(_NOT_SUPPORTED_PREFIXES):
         return NOT_SUPPORTED
     if t == "ERR!":
         return Failed("ERR!")
@@ -126,6 +143,20 @@ def to_bool(text: str, unit: str = "") -> Reading[bool]:
     if low in _FALSE:
         return False
     return Failed(f"not yes/no: {text.strip()!r}")
+
+
+_DEPRECATION_NOTE = re.compile(r"\s*\[[^\]]*\]\s*$")
+
+
+def to_version(text: str, unit: str = "") -> Reading[str]:
+    """A version text without the note drivers 610+ append ("610.62 [Deprecated; … Use KMD Version
+    instead]" -> "610.62")."""
+    del unit  # one signature for every converter
+    gone = missing(text)
+    if gone is not None:
+        return gone
+    cleaned = _DEPRECATION_NOTE.sub("", text.strip()).strip()
+    return cleaned or NOT_SUPPORTED
 
 
 def to_str(text: str, unit: str = "") -> Reading[str]:

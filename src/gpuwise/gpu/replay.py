@@ -82,6 +82,8 @@ def parse_recording_text(text: str, *, source: str = "<text>") -> Recording:
         first = stripped.splitlines()[0] if stripped else ""
         if "," in first and "gpu_util_pct" in first:
             smi_csv.parse_query_csv(text, source=source)  # raises the error that names the W&B format
+        if smi_csv.looks_like_headerless_csv(text):
+            raise smi_csv.headerless_error(source)
         detail = "it is empty" if not stripped else f"it starts with {stripped.splitlines()[0][:80]!r}"
         raise _not_a_recording(source, detail)
     if fmt == "csv":

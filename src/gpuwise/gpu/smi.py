@@ -166,6 +166,8 @@ _SPECS: tuple[_Spec, ...] = (
         ),
         (
             "gpu power readings/current power limit",
+            # drivers 610+ nest the limits one level deeper
+            "gpu power readings/gpu ceiling power limit/current power limit",
             "power readings/power limit",
             "power readings/enforced power limit",
         ),
@@ -174,7 +176,11 @@ _SPECS: tuple[_Spec, ...] = (
         "power_default_limit_watts",
         v.to_float,
         ("gpu_power_readings/default_power_limit", "power_readings/default_power_limit"),
-        ("gpu power readings/default power limit", "power readings/default power limit"),
+        (
+            "gpu power readings/default power limit",
+            "gpu power readings/gpu ceiling power limit/default power limit",
+            "power readings/default power limit",
+        ),
     ),
     ("temperature_c", v.to_float, ("temperature/gpu_temp",), ("temperature/gpu current temp",)),
     ("memory_temperature_c", v.to_float, ("temperature/memory_temp",), ("temperature/memory current temp",)),
@@ -339,10 +345,39 @@ _TEXT_REASONS = {
 }
 
 
+# Where a newer driver moves a reading one level deeper than any path above, it is still found under its
+# section by the last part of its path (section, leaf) — e.g. 610's "GPU Ceiling Power Limit" group.
+_DEEP_FALLBACK: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
+    "power_limit_watts": (
+        ("gpu_power_readings/", "/current_power_limit"),
+        ("gpu power readings/", "/current power limit"),
+    ),
+    "power_default_limit_watts": (
+        ("gpu_power_readings/", "/default_power_limit"),
+        ("gpu power readings/", "/default power limit"),
+    ),
+}
+
+# Readings whose 0 is no measurement: no GPU runs at 0 MHz at most, and a vGPU guest, which cannot read
+# the board's sensors, reports 0 C and 0 MHz instead of N/A.
+_ZERO_NEVER_REAL = ("sm_clock_max_mhz", "memory_clock_max_mhz")
+_ZERO_IN_VGPU_GUEST = ("temperature_c", "memory_temperature_c", "sm_clock_mhz", "memory_clock_mhz")
+_VIRT_MODE = ("gpu_virtualization_mode/virtualization_mode", "gpu virtualization mode/virtualization mode")
+
+
 def _fields(flat: Flat, xml: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, conv, xml_paths, text_paths in _SPECS:
         out[name] = _read(flat, conv, xml_paths if xml else text_paths)
+    for name, (xml_ends, text_ends) in _DEEP_FALLBACK.items():
+        if isinstance(out[name], NotSupported):
+            head, tail = xml_ends if xml else text_ends
+            deep = tuple(k for k in flat if k.startswith(head) and k.endswith(tail))
+            out[name] = _read(flat, v.to_float, deep) if deep else out[name]
+    vgpu_guest = (_first(flat, _VIRT_MODE) or "").strip().lower() == "vgpu"
+    for name in (*_ZERO_NEVER_REAL, *(_ZERO_IN_VGPU_GUEST if vgpu_guest else ())):
+        if out.get(name) == 0:
+            out[name] = NOT_SUPPORTED
     ecc = _ECC_XML if xml else _ECC_TEXT
     root = "ecc_errors" if xml else "ecc errors"
     for name, (scope, parts, legacy) in ecc.items():
@@ -381,6 +416,8 @@ def parse_xml(text: str, *, source: str = "<xml>", default_timestamp_s: float = 
     (by PCI bus id, as nvidia-smi numbers them); `<attached_gpus>` is not trusted over the elements."""
     problems: list[ParseProblem] = []
     # the DOCTYPE names a DTD file that is never read: ElementTree does not fetch external entities
+    # a declaration after blank lines or a BOM (an `echo`ed or redirected file) is still the same XML
+    text = text.lstrip("\ufeff \t\r\n")
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
@@ -391,8 +428,8 @@ def parse_xml(text: str, *, source: str = "<xml>", default_timestamp_s: float = 
         root = salvaged
     ts_text = root.findtext("timestamp")
     ts = (parse_smi_time(ts_text) if ts_text else None) or default_timestamp_s
-    driver = v.to_str(root.findtext("driver_version") or "")
-    cuda = v.to_str(root.findtext("cuda_version") or "")
+    driver = _version(root.findtext("kmd_version"), root.findtext("driver_version"))
+    cuda = _version(root.findtext("cuda_umd_version"), root.findtext("cuda_version"))
     samples = []
     for index, gpu in enumerate(root.findall("gpu")):
         flat: dict[str, str] = {}
@@ -421,10 +458,24 @@ def parse_xml(text: str, *, source: str = "<xml>", default_timestamp_s: float = 
     return Parsed(Snapshot(samples=tuple(samples), driver_version=driver, cuda_driver_version=cuda), problems)
 
 
+def _version(*texts: str | None) -> Reading[str]:
+    """The first of these version texts that holds one. Drivers 610+ print "KMD Version" / "CUDA UMD
+    Version" and mark the old "Driver Version" / "CUDA Version" deprecated, so the new names come first."""
+    fallback: Reading[str] = NOT_SUPPORTED
+    for text in texts:
+        if text is None:
+            continue
+        got = v.to_version(text)
+        if isinstance(got, str):
+            return got
+        fallback = got
+    return fallback
+
+
 def _salvage_xml(text: str) -> ET.Element | None:
     """A root holding the complete <gpu> elements (and header fields) of a damaged or truncated file."""
     head = ET.Element("nvidia_smi_log")
-    for tag in ("timestamp", "driver_version", "cuda_version"):
+    for tag in ("timestamp", "driver_version", "cuda_version", "kmd_version", "cuda_umd_version"):
         m = re.search(rf"<{tag}>(.*?)</{tag}>", text)
         if m:
             ET.SubElement(head, tag).text = m.group(1)
@@ -601,8 +652,8 @@ def parse_query_text(text: str, *, source: str = "<text>", default_timestamp_s: 
         problems.append(ParseProblem(source, "no GPU block found in the nvidia-smi -q output"))
     snapshot = Snapshot(
         samples=tuple(samples),
-        driver_version=v.to_str(top.get("driver version", "")),
-        cuda_driver_version=v.to_str(top.get("cuda version", "")),
+        driver_version=_version(top.get("kmd version"), top.get("driver version")),
+        cuda_driver_version=_version(top.get("cuda umd version"), top.get("cuda version")),
     )
     return Parsed(snapshot, problems)
 

@@ -29,6 +29,8 @@ __all__ = [
     "FIELD_MAP",
     "decode_text",
     "format_trace_time",
+    "headerless_error",
+    "looks_like_headerless_csv",
     "looks_like_query_csv",
     "parse_query_csv",
     "parse_trace_time",
@@ -320,7 +322,31 @@ def _sample(plan: _Plan, row: list[str], ts: float, index: int) -> Sample:
     return Sample(timestamp_s=ts, index=index, extra=extra, **kwargs)
 
 
+def looks_like_headerless_csv(text: str) -> bool:
+    """Whether the first non-blank line is a `--format=csv,noheader` data row: comma-separated cells, one of
+    them an nvidia-smi timestamp or most of them numbers (with or without units)."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    cells = [c.strip() for c in first.split(",")]
+    if len(cells) < 2:
+        return False
+    if any(parse_trace_time(c) is not None for c in cells):
+        return True
+    numeric = sum(1 for c in cells if isinstance(v.number(c), tuple) or v.missing(c) is not None)
+    return numeric * 2 > len(cells) and any(isinstance(v.number(c), tuple) for c in cells)
+
+
+def headerless_error(source: str) -> ReplayError:
+    return ReplayError(
+        f"{source} is an nvidia-smi --query-gpu CSV without its header row",
+        why="gpuwise reads the columns by the names in the header; --format=csv,noheader leaves them out",
+        fix="record again without noheader: "
+        "nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv -l 1 > trace.csv",
+    )
+
+
 def _not_query_csv(source: str, header: list[str]) -> ReplayError:
+    if looks_like_headerless_csv(",".join(header)):
+        return headerless_error(source)
     shown = ", ".join(c.strip() for c in header[:6])
     return ReplayError(
         f"{source} is not an nvidia-smi --query-gpu CSV (first line: {shown[:120]!r})",

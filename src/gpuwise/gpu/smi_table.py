@@ -17,10 +17,15 @@ from gpuwise.gpu.smi import Parsed, parse_smi_time
 
 __all__ = ["looks_like_table", "parse_table"]
 
+# "Driver Version"/"CUDA Version" until 610, "KMD Version"/"CUDA UMD Version" since; drivers before 410
+# print no CUDA version at all.
 _HEADER = re.compile(
-    r"NVIDIA-SMI\s+(?P<smi>\S+)\s+Driver Version:\s*(?P<driver>\S+)\s+CUDA Version:\s*(?P<cuda>[^\s|]+)"
+    r"NVIDIA-SMI\s+(?P<smi>\S+)\s+(?:Driver|KMD) Version:\s*(?P<driver>[^\s|]+)"
+    r"(?:\s+CUDA(?: UMD)? Version:\s*(?P<cuda>[^\s|]+))?"
 )
-_LINE1 = re.compile(r"^\s*(?P<index>\d+)\s+(?P<name>.*?)\s+(?P<persist>On|Off)\s*$")
+# The first cell ends with persistence mode on Linux ("On"/"Off") and with the driver model on Windows
+# ("WDDM", "TCC", "MCDM"; column "TCC/WDDM" or "Driver-Model").
+_LINE1 = re.compile(r"^\s*(?P<index>\d+)\s+(?P<name>.*?)\s+(?P<persist>On|Off|WDDM|TCC|MCDM|N/A)\s*$")
 _BUS = re.compile(
     r"^\s*(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s+(?P<disp>\S+)\s*$"
 )
@@ -29,8 +34,9 @@ _LINE2A = re.compile(
 )
 _MEM = re.compile(r"^\s*(?P<used>\S+)\s*/\s*(?P<total>\S+)\s*$")
 _UTIL = re.compile(r"^\s*(?P<util>\S+)\s+(?P<mode>.+?)\s*$")
+# GI/CI columns exist since driver 450 (MIG); older tables go straight from GPU to PID.
 _PROC = re.compile(
-    r"^\|\s*(?P<gpu>\d+)\s+(?P<gi>\S+)\s+(?P<ci>\S+)\s+(?P<pid>\d+)\s+(?P<type>C\+G|M\+C|[CGM])\s+"
+    r"^\|\s*(?P<gpu>\d+)\s+(?:(?P<gi>\S+)\s+(?P<ci>\S+)\s+)?(?P<pid>\d+)\s+(?P<type>C\+G|M\+C|[CGM])\s+"
     r"(?P<name>.*?)\s+(?P<mem>\S+MiB|N/A)\s*\|$"
 )
 _MIG_ROW = re.compile(
@@ -56,7 +62,7 @@ def parse_table(text: str, *, source: str = "<table>", default_timestamp_s: floa
     lines = text.splitlines()
     header = _HEADER.search(text)
     driver: Any = header.group("driver") if header else NOT_SUPPORTED
-    cuda: Any = v.to_str(header.group("cuda")) if header else NOT_SUPPORTED
+    cuda: Any = v.to_str(header.group("cuda") or "") if header else NOT_SUPPORTED
     ts = default_timestamp_s
     for line in lines[:3]:
         got = parse_smi_time(line.strip()) if line.strip() and not line.startswith(("+", "|")) else None
@@ -154,10 +160,15 @@ def _gpu_block(
     fields: dict[str, Any] = {
         "index": int(m1.group("index")),
         "name": v.to_str(m1.group("name")),
-        "persistence_mode": v.to_bool(m1.group("persist")),
+        # Windows shows the driver model in this place, and no persistence mode (a Linux-only setting)
+        "persistence_mode": v.to_bool(m1.group("persist"))
+        if m1.group("persist") in ("On", "Off")
+        else NOT_SUPPORTED,
         "bus_id": v.to_str(bus.group("bus")) if bus else NOT_SUPPORTED,
         "display_active": v.to_bool(bus.group("disp")) if bus else NOT_SUPPORTED,
     }
+    if m1.group("persist") not in ("On", "Off", "N/A"):
+        fields["extra"] = {"driver_model": m1.group("persist")}
     ecc = cells[2].strip()
     # the ECC cell holds the volatile uncorrectable count, or "On"/"Off" for MIG-mode GPUs, or N/A
     fields["ecc_uncorrected_volatile"] = v.to_int(ecc) if ecc not in ("On", "Off") else NOT_SUPPORTED

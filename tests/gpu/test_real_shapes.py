@@ -1,0 +1,306 @@
+"""Shapes of nvidia-smi output met in real recordings that are not in ../shared/fixtures.
+
+Each text here is a minimal reproduction written for this test (not a copy of a recording): it keeps only
+the lines that show the shape — a newer driver's renamed labels, Windows' driver-model column, a
+pre-410 table, a vGPU guest's zero sensors — and the test states what must come out of it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuwise.errors import ReplayError
+from gpuwise.gpu import _values as v
+from gpuwise.gpu.replay import load_recording, parse_recording_text
+from gpuwise.gpu.sample import NOT_SUPPORTED, Failed, NotSupported
+from gpuwise.gpu.smi_csv import parse_query_csv, read_query_csv
+
+MIB = 2**20
+
+# Drivers 610+ relabel the banner ("KMD Version", "CUDA UMD Version"); on Windows the first cell ends with
+# the driver model instead of persistence mode, and per-process memory is N/A under WDDM.
+TABLE_610_WINDOWS = """\
+Mon Jan  5 09:00:00 2026
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 612.10                 KMD Version: 612.10        CUDA UMD Version: 13.4     |
++-----------------------------------------+------------------------+----------------------+
+| GPU  Name                  Driver-Model | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|                                         |                        |               MIG M. |
+|=========================================+========================+======================|
+|   0  NVIDIA GeForce RTX 3060      WDDM  |   00000000:01:00.0  On |                  N/A |
+| 30%   41C    P8             12W /  170W |     900MiB /  12288MiB |      3%      Default |
+|                                         |                        |                  N/A |
++-----------------------------------------+------------------------+----------------------+
+|   1  NVIDIA RTX A4000              TCC  |   00000000:02:00.0 Off |                  Off |
+| 41%   50C    P2             70W /  140W |    4000MiB /  16376MiB |     88%      Default |
+|                                         |                        |                  N/A |
++-----------------------------------------+------------------------+----------------------+
+
++-----------------------------------------------------------------------------------------+
+| Processes:                                                                              |
+|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |
+|        ID   ID                                                               Usage      |
+|=========================================================================================|
+|    0   N/A  N/A            1111    C+G   C:\\Windows\\explorer.exe               N/A      |
+|    1   N/A  N/A            2222      C   ...\\python.exe                        3900MiB |
++-----------------------------------------------------------------------------------------+
+"""
+
+# Before driver 410 the banner has no CUDA version, a GPU block has two lines (no MIG row), and the
+# process table has no GI/CI columns.
+TABLE_PRE_410 = """\
+Tue Mar  6 10:00:00 2018
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 390.48                 Driver Version: 390.48                    |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  GeForce GTX 108...  Off  | 00000000:03:00.0  On |                  N/A |
+| 25%   40C    P2    60W / 250W |   5000MiB / 11178MiB |     71%      Default |
++-------------------------------+----------------------+----------------------+
+|   1  Tesla K80           On   | 00000000:04:00.0 Off |                    0 |
+| N/A   33C    P8    26W / 149W |      0MiB / 11439MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+
++-----------------------------------------------------------------------------+
+| Processes:                                                       GPU Memory |
+|  GPU       PID   Type   Process name                             Usage      |
+|=============================================================================|
+|    0      1234      G   /usr/lib/xorg/Xorg                           200MiB |
+|    0      5678      C   python3                                     4790MiB |
++-----------------------------------------------------------------------------+
+"""
+
+# `-q` of drivers 610+: the old version labels carry a deprecation note, the new ones come after; the power
+# limits moved into a "GPU Ceiling Power Limit" group; WDDM has no per-process memory.
+QUERY_610 = """\
+
+==============NVSMI LOG==============
+
+Timestamp                                 : Mon Jan  5 09:00:00 2026
+Driver Version                            : 612.10 [Deprecated; use KMD Version instead]
+CUDA Version                              : 13.4 [Deprecated; use CUDA UMD Version instead]
+KMD Version                               : 612.10
+CUDA UMD Version                          : 13.4
+
+Attached GPUs                             : 1
+GPU 00000000:01:00.0
+    Product Name                          : NVIDIA GeForce RTX 3060
+    Persistence Mode                      : N/A
+    FB Memory Usage
+        Total                             : 12288 MiB
+        Used                              : 900 MiB
+    Utilization
+        GPU                               : 3 %
+    Temperature
+        GPU Current Temp                  : 41 C
+    GPU Power Readings
+        Average Power Draw                : N/A
+        Instantaneous Power Draw          : 12.50 W
+        GPU Ceiling Power Limit
+            Current Power Limit           : 170.00 W
+            Default Power Limit           : 170.00 W
+        Min Power Limit                   : 100.00 W
+    Clocks
+        SM                                : 210 MHz
+    Max Clocks
+        SM                                : 2100 MHz
+    Processes
+        GPU instance ID                   : N/A
+        Compute instance ID               : N/A
+        Process ID                        : 1111
+            Type                          : C+G
+            Name                          : C:\\Windows\\explorer.exe
+            Used GPU Memory               : Not available in WDDM driver model
+"""
+
+# A vGPU guest (GRID profile) cannot read the board's sensors and reports 0 C and 0 MHz, not N/A.
+XML_VGPU_GUEST = """\
+<?xml version="1.0" ?>
+<nvidia_smi_log>
+\t<driver_version>511.00</driver_version>
+\t<gpu id="00000000:00:0B.0">
+\t\t<product_name>GRID T4-2Q</product_name>
+\t\t<gpu_virtualization_mode>
+\t\t\t<virtualization_mode>VGPU</virtualization_mode>
+\t\t</gpu_virtualization_mode>
+\t\t<utilization><gpu_util>5 %</gpu_util></utilization>
+\t\t<temperature><gpu_temp>0 C</gpu_temp></temperature>
+\t\t<clocks><sm_clock>0 MHz</sm_clock><mem_clock>0 MHz</mem_clock></clocks>
+\t\t<max_clocks><sm_clock>0 MHz</sm_clock><mem_clock>0 MHz</mem_clock></max_clocks>
+\t</gpu>
+</nvidia_smi_log>
+"""
+
+
+def test_table_of_driver_610_on_windows() -> None:
+    rec = parse_recording_text(TABLE_610_WINDOWS)
+    assert rec.format == "table"
+    assert rec.problems == []
+    snap = rec.snapshots[0]
+    assert (snap.driver_version, snap.cuda_driver_version) == ("612.10", "13.4")
+    gpu0, gpu1 = snap.samples
+    assert gpu0.name == "NVIDIA GeForce RTX 3060"
+    assert gpu0.persistence_mode is NOT_SUPPORTED  # Windows has no persistence mode
+    assert gpu0.extra["driver_model"] == "WDDM" and gpu1.extra["driver_model"] == "TCC"
+    assert gpu1.util_gpu_pct == 88.0 and gpu1.memory_used_bytes == 4000 * MIB
+    assert isinstance(gpu0.processes, tuple) and isinstance(gpu1.processes, tuple)
+    (explorer,) = gpu0.processes
+    assert explorer.pid == 1111 and explorer.used_memory_bytes is NOT_SUPPORTED
+    (python,) = gpu1.processes
+    assert python.used_memory_bytes == 3900 * MIB
+
+
+def test_table_before_driver_410() -> None:
+    rec = parse_recording_text(TABLE_PRE_410)
+    assert rec.format == "table"
+    snap = rec.snapshots[0]
+    assert snap.driver_version == "390.48"
+    assert snap.cuda_driver_version is NOT_SUPPORTED  # not printed, not invented
+    gpu0, gpu1 = snap.samples
+    assert gpu0.util_gpu_pct == 71.0 and gpu1.fan_speed_pct is NOT_SUPPORTED
+    assert gpu1.persistence_mode is True and gpu1.ecc_uncorrected_volatile == 0
+    assert isinstance(gpu0.processes, tuple)
+    assert [(p.pid, p.kind, p.used_memory_bytes) for p in gpu0.processes] == [
+        (1234, "graphics", 200 * MIB),
+        (5678, "compute", 4790 * MIB),
+    ]
+    assert gpu1.processes == ()
+
+
+def test_query_text_of_driver_610() -> None:
+    rec = parse_recording_text(QUERY_610)
+    snap = rec.snapshots[0]
+    # the version without its deprecation note, so version comparisons work
+    assert (snap.driver_version, snap.cuda_driver_version) == ("612.10", "13.4")
+    (gpu,) = snap.samples
+    assert gpu.power_limit_watts == 170.0 and gpu.power_default_limit_watts == 170.0
+    assert gpu.power_draw_watts == 12.5
+    assert isinstance(gpu.processes, tuple)
+    (proc,) = gpu.processes
+    assert proc.used_memory_bytes is NOT_SUPPORTED  # "Not available in WDDM driver model" is no failure
+
+
+def test_vgpu_guest_zero_sensors_are_not_readings() -> None:
+    (gpu,) = parse_recording_text(XML_VGPU_GUEST).snapshots[0].samples
+    assert gpu.util_gpu_pct == 5.0
+    for name in (
+        "temperature_c",
+        "sm_clock_mhz",
+        "memory_clock_mhz",
+        "sm_clock_max_mhz",
+        "memory_clock_max_mhz",
+    ):
+        assert getattr(gpu, name) is NOT_SUPPORTED, name
+
+
+def test_zero_max_clock_is_never_a_reading_but_zero_temperature_outside_vgpu_is_kept() -> None:
+    text = XML_VGPU_GUEST.replace("VGPU", "None")
+    (gpu,) = parse_recording_text(text).snapshots[0].samples
+    assert gpu.sm_clock_max_mhz is NOT_SUPPORTED  # nothing can divide by it
+    assert gpu.temperature_c == 0.0  # a bare-metal reading stays what nvidia-smi said
+
+
+@pytest.mark.parametrize("lead", ["\n", "\n\n  ", "\ufeff", "\r\n"])
+def test_xml_after_blank_lines_or_bom_is_not_damaged(lead: str, tmp_path: Path) -> None:
+    rec = parse_recording_text(lead + XML_VGPU_GUEST)
+    assert rec.format == "xml" and rec.problems == []
+    path = tmp_path / "gpu.xml"
+    path.write_bytes((lead + XML_VGPU_GUEST).encode("utf-8"))
+    assert load_recording(path).problems == []
+
+
+def test_xml_of_driver_610_prefers_the_new_version_tags() -> None:
+    text = XML_VGPU_GUEST.replace(
+        "<driver_version>511.00</driver_version>",
+        "<driver_version>612.10 [Deprecated]</driver_version><kmd_version>612.10</kmd_version>"
+        "<cuda_version>13.4 [Deprecated]</cuda_version><cuda_umd_version>13.4</cuda_umd_version>",
+    )
+    snap = parse_recording_text(text).snapshots[0]
+    assert (snap.driver_version, snap.cuda_driver_version) == ("612.10", "13.4")
+
+
+def test_csv_memory_in_old_mb_units_is_binary() -> None:
+    text = (
+        "timestamp, utilization.gpu [%], memory.used [MB], memory.total [MB]\n"
+        "2016/05/01 10:00:00.000, 50 %, 1024 MB, 12206 MB\n"
+    )
+    (s,) = parse_query_csv(text)
+    assert s.memory_used_bytes == 1024 * MIB and s.memory_total_bytes == 12206 * MIB
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026/08/01 03:59:40.361, 0, 90 %, 10549 MiB\n2026/08/01 03:59:41.361, 0, 91 %, 10549 MiB\n",
+        "0, 45, 1024\n1, 50, 2048\n",  # noheader,nounits without a timestamp
+    ],
+)
+def test_csv_without_header_says_to_keep_it(text: str, tmp_path: Path) -> None:
+    with pytest.raises(ReplayError) as caught:
+        parse_recording_text(text)
+    assert "header" in caught.value.message and "noheader" in (caught.value.fix or "")
+    path = tmp_path / "trace.csv"
+    path.write_text(text)
+    with pytest.raises(ReplayError, match="header"):
+        read_query_csv(path)  # what `gpuwise idle replay` reads
+
+
+@pytest.mark.parametrize(
+    ("stamp", "text"),
+    [
+        ("2026/08/01 03:59:40", "2026-08-01T03:59:40"),  # no milliseconds
+        ("2026-08-01T03:59:40.5", "2026-08-01T03:59:40.500"),  # ISO with a T
+        ("2026/08/01 03:59:40.361", "2026-08-01T03:59:40.361"),
+    ],
+)
+def test_csv_timestamp_variants(stamp: str, text: str) -> None:
+    (s,) = parse_query_csv(f"timestamp, utilization.gpu [%]\n{stamp}, 7 %\n")
+    assert v.format_trace_time(s.timestamp_s) == text
+
+
+def test_csv_crlf_blank_lines_and_a_truncated_last_line(tmp_path: Path) -> None:
+    body = (
+        "timestamp, index, utilization.gpu [%], memory.used [MiB]\r\n\r\n"
+        "2026/08/01 03:59:40.361, 0, 90 %, 100 MiB\r\n\r\n"
+        "2026/08/01 03:59:41.361, 0, 80 %, 100 MiB\r\n"
+        "2026/08/01 03:59:4"
+    )
+    path = tmp_path / "trace.csv"
+    path.write_bytes(body.encode("utf-16"))
+    rec = load_recording(path)
+    assert [s.samples[0].util_gpu_pct for s in rec.snapshots] == [90.0, 80.0]
+
+
+@pytest.mark.parametrize(
+    ("cell", "kind"),
+    [
+        ("[Unknown Error]", Failed),
+        ("[GPU requires reset]", Failed),
+        ("ERR!", Failed),
+        ("[Not Supported]", NotSupported),
+        ("[Function Not Found]", NotSupported),  # a field newer than the driver's NVML
+        ("Not available in WDDM driver model", NotSupported),
+    ],
+)
+def test_cells_that_hold_no_value(cell: str, kind: type) -> None:
+    assert isinstance(v.to_float(cell), kind)
+    assert isinstance(v.to_bytes(cell), kind)
+
+
+def test_string_fields_keep_their_words() -> None:
+    text = (
+        "timestamp, utilization.gpu [%], pstate, compute_mode, persistence_mode, ecc.mode.current\n"
+        "2026/08/01 03:59:40.361, 1 %, P0, Exclusive_Process, Enabled, Disabled\n"
+    )
+    (s,) = parse_query_csv(text)
+    assert (s.pstate, s.compute_mode, s.persistence_mode, s.ecc_mode_enabled) == (
+        "P0",
+        "Exclusive_Process",
+        True,
+        False,
+    )
