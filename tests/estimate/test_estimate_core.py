@@ -244,3 +244,26 @@ def test_cnn_training_is_bounded_by_memory_bandwidth_too() -> None:
     assert estimate(llm, starved, 8).throughput_per_gpu == pytest.approx(
         estimate(llm, l40s, 8).throughput_per_gpu
     )
+
+
+def test_lora_on_attention_only_trains_fewer_parameters_than_on_all_linear_layers() -> None:
+    gpu = resolve_gpu("A100-80GB")
+    full = estimate(work(method="lora", lora_rank=64), gpu)
+    attn = estimate(work(method="lora", lora_rank=64, lora_targets="attention"), gpu)
+    # Llama 3 8B, rank 64: q,k,v,o adapters = 32 · 64 · (2·(4096+4096) + 2·(4096+1024)) = 54.5M params;
+    # the MLP's three matrices add 32 · 64 · 3 · (4096+14336) = 113M more. Each costs 4 (weight) + 4 (grad)
+    # + 8 (AdamW) bytes.
+    saved = (full.memory.total - attn.memory.total) / (113.2e6 * 16)
+    assert 0.95 < saved < 1.1
+    assert any("attention (q, k, v, o)" in a for a in attn.assumptions)
+    assert attn.hours == pytest.approx(full.hours, rel=0.01)  # the frozen base's GEMMs dominate the time
+
+
+def test_hf_framework_counts_the_fp32_copies_of_the_logits() -> None:
+    gpu = resolve_gpu("A100-80GB")
+    generic = estimate(work(method="qlora", seq_len=8192, activation_checkpointing="full"), gpu)
+    hf = estimate(work(method="qlora", seq_len=8192, activation_checkpointing="full", framework="hf"), gpu)
+    extra = hf.memory.activations - generic.memory.activations
+    assert extra == pytest.approx(8192 * 128256 * (16 - 6), rel=1e-6)
+    assert any(a.startswith("hf_loss_bytes_per_element = 16") for a in hf.assumptions)
+    assert not any(a.startswith("hf_loss_bytes_per_element") for a in generic.assumptions)

@@ -102,6 +102,8 @@ def test_unknown_top_level_key_and_preset() -> None:
         ({"tokens": math.nan}, "train.tokens", ""),
         ({"precision": "bf17"}, "train.precision", "one of"),
         ({"samples": 10}, "train", "exactly one of tokens or samples"),
+        ({"lora_targets": "mlp"}, "train.lora_targets", "one of"),
+        ({"framework": "pytorch"}, "train.framework", "one of"),
     ],
 )
 def test_bad_values_name_the_key(override: dict[str, Any], key: str, phrase: str) -> None:
@@ -170,3 +172,12 @@ def test_moe_preset_has_fewer_active_than_total_params() -> None:
 
 def test_resnet_flops_are_forward_flops_not_macs() -> None:
     assert get_preset("resnet-50")["flops_per_sample"] == pytest.approx(8.2e9)
+
+
+def test_lora_targets_and_framework_default_to_the_neutral_choice() -> None:
+    w = parse_workload(_lora(), "w.toml")
+    assert w.train is not None
+    assert (w.train.lora_targets, w.train.framework) == ("all", "generic")
+    w = parse_workload(_lora(lora_targets="attention", framework="hf"), "w.toml")
+    assert w.train is not None
+    assert (w.train.lora_targets, w.train.framework) == ("attention", "hf")

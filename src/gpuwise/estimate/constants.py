@@ -74,6 +74,19 @@ LOGITS_BYTES_PER_ELEMENT = _c(
     "B",
     "Hugging Face causal-LM loss: bf16 logits upcast to fp32 (2 + 4 B per vocab entry per token)",
 )
+# The Hugging Face transformers causal-LM loss (LlamaForCausalLM and its kin, 4.3x-4.4x; ForCausalLMLoss
+# since 4.46): the full logits are upcast to fp32 (4 B, kept alive by the model output), shifted into a
+# contiguous fp32 copy (4 B), and cross_entropy saves its fp32 log-softmax output (4 B) and, at the start of
+# the backward pass, holds its fp32 gradient (4 B). Used only with `[train] framework = "hf"`.
+HF_LOSS_BYTES_PER_ELEMENT = _c(
+    "hf_loss_bytes_per_element",
+    16,
+    "B per logit",
+    "Hugging Face transformers causal-LM loss: fp32 logits + shifted fp32 copy + fp32 log-softmax output + "
+    "its fp32 gradient (4 × 4 B per vocab entry per token, read from the modeling/loss code); "
+    "consistent with Unsloth's README table for HF + FA2 QLoRA on Llama 3.1 8B, whose context grows by "
+    "~405 tokens per GB (≈ 2.5 MB per token, of which 16 B × 128256 = 2.05 MB are logits)",
+)
 # Share of the allocator's reserved-but-unused memory (PyTorch caching allocator fragmentation).
 FRAGMENTATION = _c(
     "allocator_fragmentation",

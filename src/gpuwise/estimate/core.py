@@ -139,12 +139,13 @@ def _matmul_params(m: ModelSpec, active: bool = True) -> float:
     return max(n - m.embedding_params, n * 0.5)
 
 
-def _lora_params(m: ModelSpec, rank: int) -> float:
-    """LoRA adapters on every linear layer of attention and MLP (QLoRA paper's recommendation)."""
+def _lora_params(m: ModelSpec, rank: int, targets: str = "all") -> float:
+    """LoRA adapter parameters: rank × (in + out) per adapted matrix. `targets` "all" adapts every linear
+    layer of attention and MLP (the QLoRA paper's recommendation); "attention" only q, k, v and o."""
     h, kvd, qd = m.hidden or 0, m.n_kv_heads * m.n_head_dim, (m.heads or 1) * m.n_head_dim
     f = m.n_ffn
     attn = (h + qd) * 2 + (h + kvd) * 2  # q, o and k, v
-    mlp = (3 if m.gated_mlp else 2) * (h + f) * m.experts
+    mlp = (3 if m.gated_mlp else 2) * (h + f) * m.experts if targets == "all" else 0
     return float((m.layers or 0) * rank * (attn + mlp))
 
 
@@ -209,7 +210,7 @@ def _train_memory(
             weights += 2 * n / shard / max(m.layers or 1, 1) * compute_b
         trainable = n
     else:
-        lora = _lora_params(m, t.lora_rank) / shard
+        lora = _lora_params(m, t.lora_rank, t.lora_targets) / shard
         if t.method == "qlora":
             nf4 = notes.const(K.NF4_BYTES_PER_PARAM)
             emb = m.embedding_params * (1 if m.tied_embeddings else 2)
@@ -219,9 +220,10 @@ def _train_memory(
             base = n / shard * compute_b
         if zero >= 3:
             base /= dp
+        where = "all attention and MLP" if t.lora_targets == "all" else "the attention (q, k, v, o)"
         notes.add(
-            f"LoRA rank {t.lora_rank} on all attention and MLP linear layers: {lora * shard / 1e6:.0f}M "
-            "trainable params in fp32 with AdamW states"
+            f"LoRA rank {t.lora_rank} on {where} linear layers: {lora * shard / 1e6:.0f}M "
+            f"trainable params in fp32 with {t.optimizer} states"
         )
         weights = base + lora * 4
         grads = lora * 4
@@ -251,11 +253,17 @@ def _train_memory(
             acts = layer_count * (linear + quad) * tokens
         if t.attention == "flash" and t.activation_checkpointing != "selective":
             notes.add("flash attention: no s² attention matrix stored")
-        if m.vocab:
+        loss_acts = 0.0
+        if m.vocab and t.framework == "hf":
+            # Counted after the fp32 doubling below: the figure already holds the fp32 copies.
+            lb = notes.const(K.HF_LOSS_BYTES_PER_ELEMENT)
+            loss_acts = tokens * m.vocab * lb / tp
+        elif m.vocab:
             lb = notes.const(K.LOGITS_BYTES_PER_ELEMENT)
             acts += tokens * m.vocab * lb / tp
         if t.precision in ("fp32", "tf32"):
             acts *= 2
+        acts += loss_acts
         if t.method == "qlora":
             acts += 2 * (m.hidden or 0) * m.n_ffn * 2 / tp  # one dequantized BF16 weight matrix at a time
     else:
@@ -417,7 +425,7 @@ def _train_estimate(
     # Data-parallel gradient (and FSDP weight) traffic per step.
     dp_s = 0.0
     if dp > 1:
-        trainable = m.n_params if t.method == "full" else _lora_params(m, t.lora_rank)
+        trainable = m.n_params if t.method == "full" else _lora_params(m, t.lora_rank, t.lora_targets)
         grad_b = 4.0 if t.precision in ("fp32", "tf32") else 2.0
         volume = trainable / (tp * pp) * grad_b
         dp_bytes = 2 * (dp - 1) / dp * volume  # ring all-reduce of the gradients

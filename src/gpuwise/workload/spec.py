@@ -29,6 +29,8 @@ Optimizer = Literal["adamw", "adamw8bit", "sgd", "adafactor"]
 Checkpointing = Literal["none", "selective", "full"]
 Sharding = Literal["none", "zero1", "zero2", "zero3", "fsdp"]
 Attention = Literal["flash", "eager"]
+LoraTargets = Literal["all", "attention"]
+Framework = Literal["generic", "hf"]
 
 # strict: TOML already types its values, so "4" for a number is a mistake worth reporting, not coercing.
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, validate_default=True)
@@ -159,6 +161,15 @@ class TrainSpec(BaseModel):
     pipeline_parallel: int = Field(default=1, ge=1)
     lora_rank: int = Field(default=16, ge=1)
     attention: Attention = "flash"  # extension: "eager" keeps the s² attention matrix (Korthikanti 2022)
+    # extension: which linear layers carry LoRA adapters. "all" = q, k, v, o and the MLP (the QLoRA paper's
+    # recommendation, PEFT's "all-linear"); "attention" = q, k, v, o only (the original LoRA paper, LitGPT's
+    # and many PEFT examples' default). Changes the trainable parameters, their optimizer states and
+    # gradients.
+    lora_targets: LoraTargets = "all"
+    # extension: the training stack, where it changes what is stored. "generic" (default) assumes a loss
+    # that keeps 16-bit logits and one fp32 copy; "hf" is the Hugging Face transformers causal-LM loss,
+    # which keeps more fp32 copies of the full logits (see estimate/constants.py HF_LOSS_BYTES_PER_ELEMENT).
+    framework: Framework = "generic"
 
     _fin = field_validator("tokens", "samples", "epochs")(_finite)
 
