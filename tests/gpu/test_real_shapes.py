@@ -304,3 +304,13 @@ def test_string_fields_keep_their_words() -> None:
         True,
         False,
     )
+
+
+def test_query_text_key_touching_its_colon() -> None:
+    # driver 610 aligns values at column 55; a longer key touches the colon
+    text = QUERY_610.replace(
+        "        GPU Current Temp                  : 41 C\n",
+        "        Memory Max Operating T.Limit Temp Specification: 0 C\n        GPU Current Temp: 41 C\n",
+    )
+    (gpu,) = parse_recording_text(text).snapshots[0].samples
+    assert gpu.temperature_c == 41.0

@@ -548,7 +548,10 @@ class _Node:
     children: list[_Node] = field(default_factory=list)
 
 
-_KV = re.compile(r"^(?P<key>\S.*?)\s+:(?:\s(?P<value>.*))?$")
+# "Key   : value"; a key as long as the alignment column touches its colon ("Memory Max Operating T.Limit
+# Temp Specification: 0 C", driver 610). The colon must be followed by a space or the end of the line, so
+# "GPU 00000000:83:00.0" stays a section title.
+_KV = re.compile(r"^(?P<key>\S.*?)\s*:(?:\s(?P<value>.*))?$")
 
 
 def looks_like_query_text(text: str) -> bool:
