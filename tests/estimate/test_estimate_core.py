@@ -267,3 +267,20 @@ def test_hf_framework_counts_the_fp32_copies_of_the_logits() -> None:
     assert extra == pytest.approx(8192 * 128256 * (16 - 6), rel=1e-6)
     assert any(a.startswith("hf_loss_bytes_per_element = 16") for a in hf.assumptions)
     assert not any(a.startswith("hf_loss_bytes_per_element") for a in generic.assumptions)
+
+
+def test_plain_1f1b_pipeline_has_a_larger_bubble_than_interleaved() -> None:
+    gpu = resolve_gpu("H100")
+    kw: dict[str, Any] = {"tokens": 1e9, "seq_len": 4096, "global_batch": 64, "tensor_parallel": 8}
+    inter = estimate(work("train", "llama-3-70b", pipeline_parallel=4, **kw), gpu, 64)
+    plain = estimate(
+        work("train", "llama-3-70b", pipeline_parallel=4, pipeline_schedule="1f1b", **kw), gpu, 64
+    )
+    # 2 data-parallel replicas × 32 micro batches: bubble 3/(4·32+3) interleaved vs 3/(32+3) plain.
+    ratio = plain.details["compute_s"] / inter.details["compute_s"]
+    assert ratio == pytest.approx((1 - 3 / 131) / (1 - 3 / 35), rel=1e-6)
+    assert any("plain 1F1B" in a for a in plain.assumptions)
+    # Without pipeline parallelism the schedule changes nothing.
+    a = estimate(work("train", "llama-3-8b", tokens=1e9), gpu, 8)
+    b = estimate(work("train", "llama-3-8b", tokens=1e9, pipeline_schedule="1f1b"), gpu, 8)
+    assert a.hours == b.hours

@@ -104,6 +104,7 @@ def test_unknown_top_level_key_and_preset() -> None:
         ({"samples": 10}, "train", "exactly one of tokens or samples"),
         ({"lora_targets": "mlp"}, "train.lora_targets", "one of"),
         ({"framework": "pytorch"}, "train.framework", "one of"),
+        ({"pipeline_schedule": "gpipe"}, "train.pipeline_schedule", "one of"),
     ],
 )
 def test_bad_values_name_the_key(override: dict[str, Any], key: str, phrase: str) -> None:
@@ -178,6 +179,7 @@ def test_lora_targets_and_framework_default_to_the_neutral_choice() -> None:
     w = parse_workload(_lora(), "w.toml")
     assert w.train is not None
     assert (w.train.lora_targets, w.train.framework) == ("all", "generic")
+    assert w.train.pipeline_schedule == "interleaved"
     w = parse_workload(_lora(lora_targets="attention", framework="hf"), "w.toml")
     assert w.train is not None
     assert (w.train.lora_targets, w.train.framework) == ("attention", "hf")

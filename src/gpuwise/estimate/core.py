@@ -401,7 +401,11 @@ def _train_estimate(
                 compute_s = traffic_s
     # Pipeline bubble (p-1)/(m+p-1) of the step.
     if pp > 1:
-        v = max(1, min(int(notes.const(K.PIPELINE_INTERLEAVE)), (m.layers or pp) // pp))
+        if t.pipeline_schedule == "1f1b":
+            v = 1
+            notes.add("pipeline schedule: plain 1F1B, no interleaved virtual stages (Narayanan et al. 2021)")
+        else:
+            v = max(1, min(int(notes.const(K.PIPELINE_INTERLEAVE)), (m.layers or pp) // pp))
         bubble = (pp - 1) / (v * accum + pp - 1)
         compute_s /= 1 - bubble
         notes.add(

@@ -6,6 +6,11 @@ model section is resolved (preset merged with the user's overrides, defaults fil
 estimator never looks anything up again. Every problem becomes one `ConfigError` naming the file,
 the key path (`train.micro_batch`), what was expected and, for a misspelt key, the closest key.
 
+Optional keys beyond CONTRACTS §1 (defaults keep the contract's meaning): `[model]` `head_dim`,
+`gated_mlp`, `tied_embeddings`; `[train]` `attention = "flash" | "eager"`, `lora_targets = "all" |
+"attention"` (which linear layers carry adapters), `framework = "generic" | "hf"` (the Hugging Face
+causal-LM loss keeps the logits in fp32 several times over), `pipeline_schedule = "interleaved" | "1f1b"`.
+
 Must not import the CLI, the catalog or the estimator.
 """
 
@@ -31,6 +36,7 @@ Sharding = Literal["none", "zero1", "zero2", "zero3", "fsdp"]
 Attention = Literal["flash", "eager"]
 LoraTargets = Literal["all", "attention"]
 Framework = Literal["generic", "hf"]
+PipelineSchedule = Literal["interleaved", "1f1b"]
 
 # strict: TOML already types its values, so "4" for a number is a mistake worth reporting, not coercing.
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, validate_default=True)
@@ -170,6 +176,9 @@ class TrainSpec(BaseModel):
     # that keeps 16-bit logits and one fp32 copy; "hf" is the Hugging Face transformers causal-LM loss,
     # which keeps more fp32 copies of the full logits (see estimate/constants.py HF_LOSS_BYTES_PER_ELEMENT).
     framework: Framework = "generic"
+    # extension: with pipeline_parallel > 1, "interleaved" (default: Megatron-LM's virtual stages, as in the
+    # Llama 3 herd and NeMo recipes) or plain "1f1b", whose bubble is v times larger (Narayanan et al. 2021).
+    pipeline_schedule: PipelineSchedule = "interleaved"
 
     _fin = field_validator("tokens", "samples", "epochs")(_finite)
 
