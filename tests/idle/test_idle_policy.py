@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from idle_builders import MIB, T0, gpu, proc, series
 
@@ -306,3 +308,21 @@ def test_csv_without_index_column_tells_gpus_apart() -> None:
     # the job on the first GPU keeps its 40 GB; it stops only after the held-memory window
     r = replay(by_position)
     assert r.stop_at_s is not None and r.stop_at_s - T0 == pytest.approx((99 + 240) * 30, abs=1)
+
+
+def test_csv_without_index_mixing_shared_and_separate_stamps_tells_gpus_apart(tmp_path: Path) -> None:
+    """A real 5-GPU log without an index column: the first poll's rows are stamped a millisecond apart,
+    later polls' rows share one stamp (the reader numbers those 0–4): each poll is one observation."""
+    from gpuwise.gpu.smi_csv import read_query_csv
+    from gpuwise.idle.policy import group_samples
+
+    lines = ["timestamp, utilization.gpu [%], memory.used [MiB]"]
+    lines += [f"2025/01/26 23:23:13.21{i}, 0 %, 1 MiB" for i in range(5)]
+    for minute in (24, 25, 26):
+        lines.append(f"2025/01/26 23:{minute}:13.216, 11 %, 1527 MiB")
+        lines += [f"2025/01/26 23:{minute}:13.216, 0 %, 4 MiB"] * 4
+    path = tmp_path / "five.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    obs = group_samples(read_query_csv(path))
+    assert [len(o.samples) for o in obs] == [5, 5, 5, 5]
+    assert all({s.index for s in o.samples} == {0, 1, 2, 3, 4} for o in obs)

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -510,7 +511,13 @@ def _reindex(ordered: list[Sample]) -> list[Sample]:
     """A CSV without an `index` column (NVIDIA's own example query has none) gives every GPU index 0.
     Tell the GPUs apart by uuid or PCI bus id when present, else by position within a poll (rows of one
     poll are stamped milliseconds apart, polls at least ~a second apart)."""
-    if not ordered or any(s.index != 0 for s in ordered):
+    if not ordered:
+        return ordered
+    # The reader numbers rows that share one timestamp 0, 1, 2 …; a GPU index on a row with a timestamp of
+    # its own can only come from an index column. Rows of one poll stamped a millisecond apart (5 GPUs
+    # at .210, .211, … in a real log) get index 0 from the reader and are told apart here.
+    per_stamp = Counter(s.timestamp_s for s in ordered)
+    if any(s.index != 0 and per_stamp[s.timestamp_s] == 1 for s in ordered):
         return ordered
     for key in ("uuid", "bus_id"):
         ids = [getattr(s, key) for s in ordered]
@@ -521,7 +528,7 @@ def _reindex(ordered: list[Sample]) -> list[Sample]:
     pos = 0
     for prev, s in zip([None, *ordered[:-1]], ordered, strict=True):
         pos = pos + 1 if prev is not None and s.timestamp_s - prev.timestamp_s <= _SAME_POLL_S else 0
-        out.append(replace(s, index=pos) if pos else s)
+        out.append(replace(s, index=pos) if pos != s.index else s)
     return out
 
 
