@@ -314,3 +314,35 @@ def test_query_text_key_touching_its_colon() -> None:
     )
     (gpu,) = parse_recording_text(text).snapshots[0].samples
     assert gpu.temperature_c == 41.0
+
+
+def test_csv_without_index_tells_gpus_apart_by_bus_id() -> None:
+    # nvidia-smi stamps each GPU's row separately, so two GPUs of one instant differ by a few ms
+    text = (
+        "timestamp, pci.bus_id, utilization.gpu [%], utilization.memory [%]\n"
+        "2026/08/01 03:59:40.361, 00000000:01:00.0, 90 %, 10 %\n"
+        "2026/08/01 03:59:40.364, 00000000:02:00.0, 5 %, 1 %\n"
+        "2026/08/01 03:59:41.361, 00000000:01:00.0, 91 %, 11 %\n"
+        "2026/08/01 03:59:41.365, 00000000:02:00.0, 6 %, 1 %\n"
+    )
+    rec = parse_recording_text(text)
+    assert [[(s.index, s.util_gpu_pct) for s in snap.samples] for snap in rec.snapshots] == [
+        [(0, 90.0), (1, 5.0)],
+        [(0, 91.0), (1, 6.0)],
+    ]
+
+
+def test_csv_header_repeated_by_appended_runs_and_units_without_a_space() -> None:
+    header = "timestamp, index, utilization.gpu[%], memory.used[MiB]\n"
+    text = header + "2026/08/01 03:59:40.361, 0, 90, 1000\n" + header + "2026/08/01 04:10:00.000, 0, 0, 0\n"
+    samples = parse_query_csv(text)
+    assert [(s.util_gpu_pct, s.memory_used_bytes) for s in samples] == [(90.0, 1000 * MIB), (0.0, 0)]
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    ["2026-08-01T03:59:40.361Z", "2026-08-01T03:59:40.361+02:00", "2026-08-01T03:59:40.361000123"],
+)
+def test_csv_iso_timestamps_from_loggers_keep_their_wall_clock(stamp: str) -> None:
+    (s,) = parse_query_csv(f"timestamp, utilization.gpu [%]\n{stamp}, 7 %\n")
+    assert v.format_trace_time(s.timestamp_s) == "2026-08-01T03:59:40.361"

@@ -193,7 +193,13 @@ def throttle_ids_from_mask(mask: int) -> tuple[str, ...]:
     return tuple(name for bit, name in THROTTLE_BITS if mask & bit)
 
 
-_TRACE_TIME = re.compile(r"^\s*(\d{4})[/-](\d{2})[/-](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?\s*$")
+# nvidia-smi's "2026/08/01 03:59:40.361"; also ISO 8601 as loggers write it ("2026-08-01T03:59:40.361589",
+# nanoseconds from `date --iso-8601=ns`, a trailing "Z" or "+02:00"). A zone is ignored, not applied: a
+# trace is replayed in its own wall clock (CONTRACTS.md §6).
+_TRACE_TIME = re.compile(
+    r"^\s*(\d{4})[/-](\d{2})[/-](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
+    r"\s*(?:Z|[+-]\d{2}:?\d{2})?\s*$"
+)
 
 
 def parse_trace_time(text: str) -> float | None:
@@ -206,7 +212,7 @@ def parse_trace_time(text: str) -> float | None:
     if m is None:
         return None
     year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
-    frac = m.group(7) or ""
+    frac = (m.group(7) or "")[:6]  # microseconds are as fine as a float of epoch seconds holds
     try:
         base = datetime(year, month, day, hour, minute, second, tzinfo=UTC).timestamp()
     except ValueError:

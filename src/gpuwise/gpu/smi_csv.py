@@ -106,8 +106,9 @@ _REASON_MASK_NAMES = frozenset(p + "active" for p in _REASON_PREFIXES)
 def _split_header(cell: str) -> tuple[str, str]:
     """'memory.used [MiB]' -> ('memory.used', 'MiB')."""
     cell = cell.strip().lstrip("\ufeff")
-    if cell.endswith("]") and " [" in cell:
-        name, _, unit = cell[:-1].partition(" [")
+    # hand-written headers in front of `noheader` data often drop the space: "memory.used[MiB]"
+    if cell.endswith("]") and "[" in cell:
+        name, _, unit = cell[:-1].rpartition("[")
         return name.strip().lower(), unit.strip()
     return cell.lower(), ""
 
@@ -175,6 +176,10 @@ class _Plan:
             self.units.append(unit)
         self.timestamp_col = self._find("timestamp")
         self.index_col = self._find("index")
+        # without an index, a GPU's identity (bus id or UUID) tells the rows apart
+        self.identity_col = self._find("pci.bus_id")
+        if self.identity_col is None:
+            self.identity_col = self._find("uuid")
         self.util_col = self._find("utilization.gpu")
         # (column, field, converter, unit) sorted so that higher priorities are applied last and win
         fields = []
@@ -273,11 +278,15 @@ def parse_query_csv(
             fix="record at least one sample (nvidia-smi --query-gpu=… --format=csv -l 1 runs until stopped)",
         )
     width = len(header)
+    header_key = [c.strip() for c in header]
+    identities: dict[str, int] = {}
     samples: dict[tuple[float, int], Sample] = {}
     # Without an index column, GPUs logged at the same instant are told apart by their order in the file
     # (nvidia-smi writes one row per GPU, GPU 0 first); keying them all as GPU 0 would drop busy GPUs.
     rows_at: dict[float, int] = {}
     for lineno, cells in enumerate(rows[1:], start=2):
+        if [c.strip() for c in cells] == header_key:
+            continue  # the header again: runs appended to one file (`>> trace.csv`) each print it
         # a row cut short (a recording killed mid-write): pad so the known cells still count
         row = cells + [""] * (width - len(cells)) if len(cells) < width else cells
         if plan.timestamp_col is not None:
@@ -294,7 +303,10 @@ def parse_query_csv(
         else:
             assert default_timestamp_s is not None
             ts = default_timestamp_s
-        if plan.index_col is None:
+        if plan.index_col is None and plan.identity_col is not None and row[plan.identity_col].strip():
+            # nvidia-smi lists GPUs in index order, so the order the ids first appear in is the index
+            index = identities.setdefault(row[plan.identity_col].strip().upper(), len(identities))
+        elif plan.index_col is None:
             index = rows_at.get(ts, 0)
             rows_at[ts] = index + 1
         else:
