@@ -346,3 +346,18 @@ def test_csv_header_repeated_by_appended_runs_and_units_without_a_space() -> Non
 def test_csv_iso_timestamps_from_loggers_keep_their_wall_clock(stamp: str) -> None:
     (s,) = parse_query_csv(f"timestamp, utilization.gpu [%]\n{stamp}, 7 %\n")
     assert v.format_trace_time(s.timestamp_s) == "2026-08-01T03:59:40.361"
+
+
+def test_csv_snapshot_without_timestamp_replays_as_one_snapshot_but_not_as_a_trace(tmp_path: Path) -> None:
+    text = (
+        "index, name, utilization.gpu [%], memory.used [MiB]\n"
+        "0, NVIDIA GeForce RTX 3090, 1 %, 963 MiB\n"
+        "1, NVIDIA GeForce RTX 3090, 0 %, 1 MiB\n"
+    )
+    rec = parse_recording_text(text)
+    assert rec.format == "csv" and len(rec.snapshots) == 1
+    assert [s.index for s in rec.snapshots[0].samples] == [0, 1]
+    path = tmp_path / "snap.csv"
+    path.write_text(text)
+    with pytest.raises(ReplayError, match="no timestamp"):
+        read_query_csv(path)  # `idle replay` needs the clock

@@ -87,7 +87,12 @@ def parse_recording_text(text: str, *, source: str = "<text>") -> Recording:
         detail = "it is empty" if not stripped else f"it starts with {stripped.splitlines()[0][:80]!r}"
         raise _not_a_recording(source, detail)
     if fmt == "csv":
-        samples = smi_csv.parse_query_csv(text, source=source)
+        # a one-off `--query-gpu` snapshot without a timestamp is served as it is, like an XML without
+        # <timestamp>; only a time series needs the clock (`idle replay` reads it with read_query_csv)
+        snapshot_only = not smi_csv.has_timestamp_column(text)
+        samples = smi_csv.parse_query_csv(
+            text, source=source, default_timestamp_s=0.0 if snapshot_only else None
+        )
         groups = smi_csv.iter_snapshot_groups(samples)
         driver = samples[0].extra.get("driver_version") if samples else None
         snaps = [Snapshot(samples=tuple(g), driver_version=driver or NOT_SUPPORTED) for g in groups]

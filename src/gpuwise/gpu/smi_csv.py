@@ -29,6 +29,7 @@ __all__ = [
     "FIELD_MAP",
     "decode_text",
     "format_trace_time",
+    "has_timestamp_column",
     "headerless_error",
     "looks_like_headerless_csv",
     "looks_like_query_csv",
@@ -120,6 +121,15 @@ def looks_like_query_csv(text: str) -> bool:
         if line.strip():
             names = {_split_header(c)[0] for c in line.split(",")}
             return "utilization.gpu" in names or names >= _WANDB_REQUIRED
+    return False
+
+
+def has_timestamp_column(text: str) -> bool:
+    """Whether the header names a timestamp (nvidia-smi's, or a W&B export's `timestamp_utc`)."""
+    for line in text.splitlines():
+        if line.strip():
+            names = {_split_header(c)[0] for c in line.split(",")}
+            return bool(names & {"timestamp", "timestamp_utc"})
     return False
 
 
