@@ -28,7 +28,6 @@ CatalogDirOption = Annotated[
     typer.Option(
         "--catalog-dir",
         help="User catalog directory (default: the platform's user data dir, see `gpuwise catalog stats`).",
-        file_okay=False,
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -73,6 +72,38 @@ def _fig(fig: Figure, digits: int = 1) -> str:
     if fig.value is None:
         return _UNPUBLISHED
     return _num(fig.value, 0 if abs(fig.value) >= 100 else digits)
+
+
+def check_catalog_dir(catalog_dir: Path | None) -> None:
+    """A --catalog-dir the user names for reading must hold an imported catalog: a typo must not
+    silently fall back to the bundled prices."""
+    from gpuwise.catalog.offers import MANIFEST
+    from gpuwise.errors import ConfigError
+
+    if catalog_dir is None:
+        return
+    fix = (
+        f"import one first (gpuwise catalog import PATH --catalog-dir {catalog_dir}), "
+        "or drop --catalog-dir to use the default user catalog"
+    )
+    if not catalog_dir.is_dir():
+        state = "is not a directory" if catalog_dir.exists() else "does not exist"
+        raise ConfigError(f"--catalog-dir {catalog_dir} {state}", fix=fix)
+    if not (catalog_dir / MANIFEST).is_file():
+        raise ConfigError(
+            f"--catalog-dir {catalog_dir} holds no imported catalog", why=f"it has no {MANIFEST}", fix=fix
+        )
+
+
+def _check_target_dir(catalog_dir: Path | None) -> None:
+    """import/update write into --catalog-dir: it may be new, but not a file."""
+    from gpuwise.errors import ConfigError
+
+    if catalog_dir is not None and catalog_dir.exists() and not catalog_dir.is_dir():
+        raise ConfigError(
+            f"--catalog-dir {catalog_dir} is a file, not a directory",
+            fix="give a directory (it is created if missing)",
+        )
 
 
 # ---------------------------------------------------------------- gpus
@@ -193,7 +224,7 @@ def offers(
         str | None, typer.Option("--gpu", help="GPU name or alias; NAME:COUNT is shorthand for --count.")
     ] = None,
     count: Annotated[
-        int | None, typer.Option("--count", min=1, help="Exactly this many GPUs per instance.")
+        int | None, typer.Option("--count", help="Exactly this many GPUs per instance (1 or more).")
     ] = None,
     provider: Annotated[
         str | None, typer.Option("--provider", help="Provider id: aws, gcp, lambda, …")
@@ -206,18 +237,27 @@ def offers(
     ] = False,
     limit: Annotated[
         int | None,
-        typer.Option(
-            "--limit", min=0, help=f"At most N offers (table default {_TABLE_DEFAULT_LIMIT}; 0 = all)."
-        ),
+        typer.Option("--limit", help=f"At most N offers (table default {_TABLE_DEFAULT_LIMIT}; 0 = all)."),
     ] = None,
     json_out: JsonOption = False,
     catalog_dir: CatalogDirOption = None,
 ) -> None:
-    """Instance offers, cheapest first, each with its provider, price date and source."""
+    """Instance offers, cheapest first, each with its provider, price date and source.
+
+    Examples:
+
+      gpuwise catalog offers --gpu H100:8 --region "us-*"
+
+      gpuwise catalog offers --gpu A100-80GB --spot --provider gcp --json
+    """
     from gpuwise.catalog.offers import load_catalog, query_offers
     from gpuwise.catalog.specs import parse_gpu_request
+    from gpuwise.cli.output import check_at_least
     from gpuwise.errors import UsageError
 
+    check_at_least(count, 1, "--count", example="--count 8")
+    check_at_least(limit, 0, "--limit", example="--limit 0 (all)")
+    check_catalog_dir(catalog_dir)
     if gpu is not None:
         gpu, shorthand = parse_gpu_request(gpu)
         if shorthand is not None:
@@ -305,6 +345,7 @@ def stats(json_out: JsonOption = False, catalog_dir: CatalogDirOption = None) ->
     from gpuwise.catalog.offers import load_catalog
     from gpuwise.cli.output import console, print_json
 
+    check_catalog_dir(catalog_dir)
     today = _today()
     catalog = load_catalog(catalog_dir)
     st = catalog.stats
@@ -405,10 +446,20 @@ def import_(
     json_out: JsonOption = False,
     catalog_dir: CatalogDirOption = None,
 ) -> None:
-    """Validate catalog files in the SkyPilot schema and install them as the user catalog (atomically)."""
+    """Validate catalog files in the SkyPilot schema and install them as the user catalog (atomically).
+
+    Nothing changes unless every row is valid; the previous user catalog is kept beside the new one.
+
+    Example:
+
+      gpuwise catalog import ~/src/skypilot-catalog
+    """
     from gpuwise import paths
     from gpuwise.catalog.store import find_import_files, install_user_catalog, read_import_files
+    from gpuwise.cli.output import check_input_file
 
+    check_input_file(path, "Catalog file", fix="give a skypilot-catalog checkout, a folder or a CSV file")
+    _check_target_dir(catalog_dir)
     today = _today()
     inputs = read_import_files(find_import_files(path, provider), today=today)
     result = install_user_catalog(catalog_dir or paths.user_catalog_dir(), inputs, today=today)
@@ -424,16 +475,23 @@ def update(
         ),
     ] = None,
     schema_version: Annotated[
-        int | None, typer.Option("--schema-version", min=1, help="Use catalogs/vN instead of the newest.")
+        int | None,
+        typer.Option("--schema-version", help="Use catalogs/vN (N 1 or more) instead of the newest."),
     ] = None,
-    timeout_s: Annotated[float, typer.Option("--timeout-s", min=0.1, help="Timeout per download.")] = 30.0,
+    timeout_s: Annotated[
+        float, typer.Option("--timeout-s", help="Seconds each download may take (0.1 or more).")
+    ] = 30.0,
     json_out: JsonOption = False,
     catalog_dir: CatalogDirOption = None,
 ) -> None:
     """Download the current SkyPilot catalog (newest schema version) and install it as the user catalog."""
     from gpuwise import paths
     from gpuwise.catalog.store import DEFAULT_BASE_URL, download_catalog, install_user_catalog, urllib_fetch
+    from gpuwise.cli.output import check_at_least
 
+    check_at_least(schema_version, 1, "--schema-version", example="--schema-version 7")
+    check_at_least(timeout_s, 0.1, "--timeout-s", example="--timeout-s 30")
+    _check_target_dir(catalog_dir)
     today = _today()
     version, inputs = download_catalog(
         base_url or DEFAULT_BASE_URL, urllib_fetch(timeout_s), today=today, schema_version=schema_version

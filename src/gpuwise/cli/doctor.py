@@ -35,7 +35,9 @@ def doctor(  # noqa: PLR0917 - typer passes each option as a parameter
     path: Annotated[
         list[Path] | None,
         typer.Option(
-            "--path", help="A dataset or checkpoint directory whose free space to check (repeatable)."
+            "--path",
+            metavar="DIR",
+            help="A dataset or checkpoint directory whose free space to check (repeatable).",
         ),
     ] = None,
     python: Annotated[
@@ -45,7 +47,7 @@ def doctor(  # noqa: PLR0917 - typer passes each option as a parameter
         ),
     ] = None,
     timeout_s: Annotated[
-        float, typer.Option("--timeout-s", min=1.0, help="Seconds each framework may take to import.")
+        float, typer.Option("--timeout-s", help="Seconds each framework may take to import (1 or more).")
     ] = 20.0,
     fingerprint: Annotated[
         bool,
@@ -59,6 +61,7 @@ def doctor(  # noqa: PLR0917 - typer passes each option as a parameter
         tuple[Path, Path] | None,
         typer.Option(
             "--compare",
+            metavar="A.json B.json",
             help="Compare two fingerprint files (A.json B.json); exit 1 when they differ "
             "in what multi-node jobs need identical.",
         ),
@@ -68,8 +71,17 @@ def doctor(  # noqa: PLR0917 - typer passes each option as a parameter
 
     Checks the driver, CUDA and frameworks, GPU health (throttling, ECC, row remapping, Xid errors, PCIe),
     container GPU access, /dev/shm and disk space, and exposed Jupyter/SSH settings. Never needs root: what
-    it cannot read, it says.
+    it cannot read, it says. Exit 0 when nothing is an error, 1 otherwise, 2 for bad input.
+
+    Examples:
+
+      gpuwise doctor --path /data
+
+      gpuwise doctor --replay gpu.xml --json
+
+      gpuwise doctor --fingerprint > node1.json && gpuwise doctor --compare node1.json node2.json
     """
+    _check_options(replay, path, python, fingerprint=fingerprint, compare=compare, timeout_s=timeout_s)
     if compare is not None:
         _compare(compare[0], compare[1], as_json)
         return
@@ -94,6 +106,54 @@ def doctor(  # noqa: PLR0917 - typer passes each option as a parameter
         _print_report(facts, shown, findings)
     if any(f.severity == "error" for f in findings):
         raise typer.Exit(code=1)
+
+
+def _check_options(
+    replay: Path | None,
+    paths: list[Path] | None,
+    python: str | None,
+    *,
+    fingerprint: bool,
+    compare: tuple[Path, Path] | None,
+    timeout_s: float,
+) -> None:
+    """Bad input (exit 2) before anything runs: options that contradict each other, a --python that is not
+    there, a --path that does not exist, a recording or fingerprint that is a pipe or device."""
+    import shutil
+
+    from gpuwise.cli.output import check_at_least, check_input_file
+    from gpuwise.errors import UsageError
+
+    check_at_least(timeout_s, 1, "--timeout-s", example="--timeout-s 20")
+    if compare is not None:
+        clash = [
+            o for o, given in (("--fingerprint", fingerprint), ("--replay", replay is not None)) if given
+        ]
+        if clash:
+            raise UsageError(
+                f"--compare cannot be combined with {' and '.join(clash)}",
+                why="--compare only reads two fingerprint files",
+                fix="write each node's fingerprint (gpuwise doctor --fingerprint > node.json), then compare",
+            )
+        for one in compare:
+            check_input_file(
+                one, "Fingerprint", fix="give files written by: gpuwise doctor --fingerprint > node.json"
+            )
+        return
+    if replay is not None:
+        check_input_file(replay, "Recording", fix="give a recording file, e.g. nvidia-smi -q -x > gpu.xml")
+        return
+    if python is not None and shutil.which(python) is None:
+        raise UsageError(
+            f"--python {python}: no such program",
+            why="it is not an executable file, nor a name found on PATH",
+            fix="give the interpreter your job uses, e.g. --python .venv/bin/python or --python python3",
+        )
+    for one in paths or ():
+        if not one.exists():
+            raise UsageError(
+                f"--path {one} does not exist", fix="give the dataset or checkpoint directory your job uses"
+            )
 
 
 def _facts(replay: Path | None, paths: list[Path] | None, python: str | None, timeout_s: float) -> Facts:
@@ -283,8 +343,8 @@ def _print_compare(a_path: Path, b_path: Path, diffs: list[Difference], blocking
         return
     table = Table(title="Fingerprint differences", title_justify="left")
     table.add_column("field", no_wrap=True)
-    table.add_column(str(a_path))
-    table.add_column(str(b_path))
+    table.add_column(Text(str(a_path)))  # Text: a path with [brackets] is not rich markup
+    table.add_column(Text(str(b_path)))
     table.add_column("multi-node jobs need it identical")
     for d in diffs:
         style = "red" if d.must_match else ""

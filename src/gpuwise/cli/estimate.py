@@ -21,9 +21,12 @@ if TYPE_CHECKING:
 def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
     workload: Annotated[Path, typer.Argument(help="Workload TOML file (see examples/).")],
     gpu: Annotated[str, typer.Option("--gpu", help="GPU name, or NAME:COUNT (e.g. H100:8).")],
-    count: Annotated[int | None, typer.Option("--count", help="Number of GPUs (default 1).", min=1)] = None,
+    count: Annotated[
+        int | None, typer.Option("--count", help="Number of GPUs, 1 or more (default 1).")
+    ] = None,
     nodes: Annotated[
-        int | None, typer.Option("--nodes", help="Nodes the GPUs span (default: fewest nodes of 8).", min=1)
+        int | None,
+        typer.Option("--nodes", help="Nodes the GPUs span, 1 or more (default: fewest nodes of 8)."),
     ] = None,
     calibration: Annotated[
         Path | None,
@@ -31,14 +34,32 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (CONTRACTS §2).")] = False,
 ) -> None:
-    """Memory per GPU, fit, throughput and time for a workload on one GPU configuration."""
+    """Memory per GPU, fit, throughput and time for a workload on one GPU configuration.
+
+    A configuration that does not fit is still an answer (exit 0, "fits": false in --json).
+
+    Examples:
+
+      gpuwise estimate examples/llama3-8b-lora.toml --gpu L40S --count 2
+
+      gpuwise estimate examples/llama3-8b-pretrain.toml --gpu H100:8 --nodes 2 --json
+    """
     from gpuwise.catalog.specs import parse_gpu_request, resolve_gpu
-    from gpuwise.cli.output import print_json
+    from gpuwise.cli.output import check_at_least, check_input_file, print_json
     from gpuwise.errors import UsageError
     from gpuwise.estimate import estimate as run_estimate
     from gpuwise.estimate import load_calibration
     from gpuwise.workload import load_workload
 
+    check_at_least(count, 1, "--count", example="--count 8")
+    check_at_least(nodes, 1, "--nodes", example="--nodes 2")
+    check_input_file(
+        workload, "Workload file", fix="give a workload TOML file (examples/ holds some)", text=True
+    )
+    if calibration is not None:
+        check_input_file(
+            calibration, "Calibration file", fix="pass the file `gpuwise bench --json --out FILE` wrote"
+        )
     name, request_count = parse_gpu_request(gpu)
     if request_count is not None and count is not None and request_count != count:
         raise UsageError(

@@ -5,6 +5,7 @@ Top-level imports stay cheap (typer/stdlib); prometheus-client and the monitor r
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
@@ -48,7 +49,7 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
         str | None, typer.Option("--bind", help="Address to listen on (default 127.0.0.1, loopback only).")
     ] = None,
     port: Annotated[
-        int | None, typer.Option("--port", min=0, max=65535, help="TCP port (default 9400).")
+        int | None, typer.Option("--port", help="TCP port, 0 to 65535 (default 9400; 0 picks a free one).")
     ] = None,
     replay: Annotated[
         Path | None, typer.Option("--replay", help="Serve a recording (looped) instead of live GPUs.")
@@ -64,8 +65,7 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
         float | None,
         typer.Option(
             "--price-usd-per-hour",
-            min=0,
-            help="Machine price; default machine.price_usd_per_hour in the config.",
+            help="Machine price (0 or more); default machine.price_usd_per_hour in the config.",
         ),
     ] = None,
     history: Annotated[
@@ -83,8 +83,17 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
     Binds 127.0.0.1 unless --bind says otherwise. On a non-loopback address a bearer token is required
     (--token-file or $GPUWISE_EXPORTER_TOKEN) unless --no-auth is given. Runs until SIGINT/SIGTERM; logs
     to stderr.
+
+    Examples:
+
+      gpuwise exporter
+
+      gpuwise exporter --port 9401 --replay gpu.xml
+
+      gpuwise exporter --bind 0.0.0.0 --token-file ~/.config/gpuwise/exporter.token
     """
     from gpuwise import paths
+    from gpuwise.cli.output import check_at_least, check_input_file
     from gpuwise.config import load_config
     from gpuwise.idle.policy import IdlePolicy
     from gpuwise.idle.settings import load_settings
@@ -95,6 +104,18 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
     from gpuwise.monitor.settings import ExporterSettings, MachineSettings, MonitorSettings, section
     from gpuwise.monitor.source import open_source
 
+    check_at_least(port, 0, "--port", example="--port 9400")
+    if port is not None and port > 65535:  # the largest TCP port
+        raise ConfigError(f"--port must be 65535 or less, not {port}", fix="use e.g. --port 9400")
+    check_at_least(price_usd_per_hour, 0, "--price-usd-per-hour", example="--price-usd-per-hour 2.49")
+    if replay is not None:
+        check_input_file(replay, "Recording", fix="give a recording file, e.g. nvidia-smi -q -x > gpu.xml")
+    if config is not None:
+        check_input_file(config, "Config file", fix="give a TOML config file, or drop --config", text=True)
+    if token_file is not None:
+        check_input_file(
+            token_file, "Token file", fix="write the token on the first line of a file", text=True
+        )
     cfg = load_config(config)
     ex = section(cfg, "exporter", ExporterSettings)
     mon = section(cfg, "monitor", MonitorSettings)
@@ -127,6 +148,15 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
         server = ExporterServer((host, the_port), registry, token)
     except OSError as exc:
         probe.close()
+        import socket
+
+        if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+            # the address, not the port, is wrong: a typo or an address of another machine
+            raise ConfigError(
+                f"Cannot listen on {host}:{the_port}: {exc.strerror}",
+                why=f"{host} is not an address of this machine",
+                fix="use --bind 127.0.0.1 (default), 0.0.0.0 (every interface) or an address `ip addr` lists",
+            ) from exc
         raise ConfigError(
             f"Cannot listen on {host}:{the_port}: {exc.strerror}",
             fix="choose another --port, or stop the program using it",

@@ -36,7 +36,9 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
     interval: Annotated[
         float | None,
         typer.Option(
-            "--interval", help="Seconds between refreshes (default 1, or monitor.interval_s in the config)."
+            "--interval",
+            "--interval-s",
+            help="Seconds between refreshes (default 1, or monitor.interval_s in the config).",
         ),
     ] = None,
     history: Annotated[
@@ -47,7 +49,7 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
         ),
     ] = None,
     count: Annotated[
-        int | None, typer.Option("--count", min=1, help="Stop the live view after N refreshes.")
+        int | None, typer.Option("--count", help="Stop the live view after N refreshes (1 or more).")
     ] = None,
     config: Annotated[
         Path | None, typer.Option("--config", help="Config file (default: the user config).")
@@ -59,11 +61,34 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
     --once prints one snapshot; --since 2h summarises what happened while you were away (from the history
     that monitor, exporter and idle write). Alerts come from the alerts section of config.toml.
     JSON readings that have no value are null with a "<field>_status" of "not supported" or "failed: why".
+
+    Examples:
+
+      gpuwise monitor
+
+      gpuwise monitor --once --json --replay gpu.xml
+
+      gpuwise monitor --record run.csv
+
+      gpuwise monitor --since 2h
     """
     from gpuwise import paths
+    from gpuwise.cli.output import check_at_least, check_input_file, check_output_file
     from gpuwise.config import load_config
     from gpuwise.monitor.settings import MonitorSettings, section
 
+    check_at_least(count, 1, "--count", example="--count 10")
+    if since is not None and (replay is not None or record is not None):
+        raise ConfigError(
+            "--since summarises the stored history; it cannot be combined with --replay or --record",
+            fix="run gpuwise monitor --since 2h on its own",
+        )
+    if replay is not None:
+        check_input_file(replay, "Recording", fix="give a recording file, e.g. nvidia-smi -q -x > gpu.xml")
+    if config is not None:
+        check_input_file(config, "Config file", fix="give a TOML config file, or drop --config", text=True)
+    if record is not None:
+        check_output_file(record, "--record", name="gpu.csv")
     cfg = load_config(config)
     settings = section(cfg, "monitor", MonitorSettings)
     interval_s = interval if interval is not None else settings.interval_s

@@ -1,11 +1,18 @@
-"""Printing helpers shared by every command: JSON to stdout, rich consoles, error paragraphs."""
+"""Printing helpers shared by every command: JSON to stdout, rich consoles, error paragraphs, and the
+checks every command runs on the paths and numbers a user types before handing them to a room.
+
+Must stay cheap to import (stdlib and rich only): `gpuwise --help` loads it.
+"""
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import json
 import logging
 import math
+import os
+import stat
 import sys
 from datetime import date, datetime
 from enum import Enum
@@ -13,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+
+from gpuwise.errors import ConfigError
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -54,3 +63,75 @@ def setup_logging() -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
         root.setLevel(logging.INFO)
+
+
+# A process-substitution or stdin path (`--replay <(nvidia-smi -q -x)`, `--replay /dev/stdin`) is a pipe
+# with a writer already attached: reading it is the point. Any other pipe or device is refused.
+_STREAM_PREFIXES = ("/dev/fd/", "/proc/self/fd/", "/dev/stdin")
+_TEXT_CHECK_BYTES = 1 << 20
+
+
+def check_input_file(path: Path, what: str, *, fix: str, text: bool = False) -> None:
+    """Refuse, as bad input, a path that would hang or crash the reader behind it.
+
+    A named pipe (FIFO) with nobody writing blocks `open()` forever, and a device such as /dev/zero never
+    ends; both are refused unless the path is the process's own stream (/dev/stdin, /dev/fd/N). With
+    ``text=True`` a regular file must also be UTF-8 (workload and config files are TOML): a binary file
+    is refused with the offset of the first bad byte. Missing files and directories are left to the
+    reader, which names them itself.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # missing or unreachable: the reader says so in its own words
+    if stat.S_ISDIR(mode):
+        return
+    if not stat.S_ISREG(mode):
+        if str(path).startswith(_STREAM_PREFIXES):
+            return
+        kind = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "not a regular file (a device or socket)"
+        raise ConfigError(
+            f"{what} {path} is {kind}",
+            why="reading it would wait for a writer or never end",
+            fix=fix,
+        )
+    if not text:
+        return
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(_TEXT_CHECK_BYTES)
+    except OSError:
+        return  # unreadable: the reader reports it
+    try:
+        # final=False: a multi-byte character cut at the end of the sample is not an error
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{what} {path} is not a text file",
+            why=f"byte {exc.start} is not UTF-8 (a binary file, or a file in another encoding)",
+            fix=fix,
+        ) from exc
+
+
+def check_at_least(value: float | None, minimum: float, option: str, *, example: str) -> None:
+    """Bad input (exit 2, with "To fix:") when an option is below its minimum; None means not given."""
+    if value is not None and not value >= minimum:  # `not >=` also catches NaN
+        number = int(minimum) if minimum == int(minimum) else minimum
+        raise ConfigError(f"{option} must be {number} or more, not {value:g}", fix=f"use e.g. {example}")
+
+
+def check_output_file(path: Path, option: str, *, name: str) -> None:
+    """The file a result goes to: not a directory, in a folder that exists and is writable. Checked before
+    any work starts, so a mistyped path costs nothing and leaves nothing half-done."""
+    parent = path.parent
+    if path.is_dir():
+        raise ConfigError(
+            f"{option} {path} is a directory", fix=f"give a file name, e.g. {option} {path / name}"
+        )
+    if not parent.is_dir():
+        raise ConfigError(
+            f"{option} {path}: the folder {parent} does not exist",
+            fix=f"create it first (mkdir -p {parent}) or choose another path",
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {path}: the folder {parent} is not writable", fix="choose another path")

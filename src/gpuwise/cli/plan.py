@@ -24,7 +24,7 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
     objective: Annotated[
         str, typer.Option("--objective", help="Rank by total 'cost' or wall-clock 'time'.")
     ] = "cost",
-    top: Annotated[int, typer.Option("--top", min=1, help="Options to show (cuts --json too).")] = 10,
+    top: Annotated[int, typer.Option("--top", help="Options to show, 1 or more (cuts --json too).")] = 10,
     phase: Annotated[
         str | None,
         typer.Option(
@@ -58,18 +58,31 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         ),
     ] = None,
     restart_minutes: Annotated[
-        float, typer.Option("--restart-minutes", min=0, help="Time to resume after a spot preemption.")
+        float,
+        typer.Option("--restart-minutes", help="Minutes to resume after a spot preemption (0 or more)."),
     ] = 10.0,
     boot_disk_gb: Annotated[
-        float, typer.Option("--boot-disk-gb", min=0, help="Boot disk per node, billed where charged.")
+        float, typer.Option("--boot-disk-gb", help="Boot disk GB per node, billed where charged (0 or more).")
     ] = 100.0,
 ) -> None:
-    """Rank every offer by the total cost of the workload: compute, storage, egress and spot interruptions."""
+    """Rank every offer by the total cost of the workload: compute, storage, egress and spot interruptions.
+
+    Exits 1 when no offer qualifies, saying which constraint removed the most and what relaxing it gives.
+
+    Examples:
+
+      gpuwise plan examples/llama3-8b-lora.toml --top 5
+
+      gpuwise plan examples/llama3-8b-lora.toml --objective time --html plan.html
+
+      gpuwise plan examples/llama3-8b-lora.toml --phase prototype --json
+    """
     from datetime import date
 
     from gpuwise.catalog.offers import load_catalog
     from gpuwise.catalog.specs import resolve_gpu
-    from gpuwise.cli.output import print_json
+    from gpuwise.cli.catalog import check_catalog_dir
+    from gpuwise.cli.output import check_at_least, check_input_file, check_output_file, print_json
     from gpuwise.errors import GpuwiseError, NotFoundError, UsageError
     from gpuwise.estimate import load_calibration
     from gpuwise.plan import inputs
@@ -86,10 +99,21 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         raise UsageError(
             f"--phase must be 'prototype', not {phase!r}", fix="use --phase prototype or drop it"
         )
+    check_at_least(top, 1, "--top", example="--top 10")
+    check_at_least(restart_minutes, 0, "--restart-minutes", example="--restart-minutes 10")
+    check_at_least(boot_disk_gb, 0, "--boot-disk-gb", example="--boot-disk-gb 100")
     fx = _parse_pairs(exchange_rate or [], "--exchange-rate", upper=True, example="CNY=0.14")
     overrides = _parse_spot(spot_rate or [])
-    if html is not None and html.is_dir():
-        raise UsageError(f"--html {html} is a directory", fix="give a file name, e.g. --html plan.html")
+    if html is not None:
+        check_output_file(html, "--html", name="plan.html")
+    check_input_file(
+        workload, "Workload file", fix="give a workload TOML file (examples/ holds some)", text=True
+    )
+    if calibration is not None:
+        check_input_file(
+            calibration, "Calibration file", fix="pass the file `gpuwise bench --json --out FILE` wrote"
+        )
+    check_catalog_dir(catalog_dir)
 
     work = load_workload(workload)
     cal = load_calibration(calibration) if calibration is not None else None
