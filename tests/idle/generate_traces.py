@@ -373,6 +373,34 @@ def traces() -> list[Trace]:
             "never",
         )
     )
+
+    # 14. An RL fine-tuning run as in a real 15-s log (balance-budget): generation and training alternate
+    #     with memory swinging 4–71 GB, one 24-min stretch at 0 % with 22 GB held mid-run; then the run
+    #     ends at 1.5 h and a 1-GiB process stays on the card at 0 % for 5 h. Stop ~2 h after the exit.
+    def rl_then_leftover(gpu: int, t: float) -> Reading:
+        if t >= 90 * 60:
+            return (0.0, 1047.0, rng2.uniform(60, 64))
+        if 32 * 60 <= t < 56 * 60:  # the quiet stretch with memory held
+            return (0.0, 22058.0, rng2.uniform(90, 95))
+        phase = int(t // 120) % 3
+        if phase == 2:  # generation swings memory and idles the SMs between batches
+            return (float(rng2.choice([0, 0, 1, 3, 9])), rng2.choice([20460.0, 34186.0, 66048.0]), 120.0)
+        return (rng2.uniform(22, 99), 22940 + rng2.uniform(-20, 20), rng2.uniform(250, 400))
+
+    out.append(
+        Trace(
+            "rl_run_then_leftover_1gib_5h_15s",
+            "1×80 GB GPU: RL run, a 24-min quiet stretch; exits at 1.5 h, a 1-GiB process stays at 0 % 5 h",
+            1,
+            15,
+            6.5 * 3600,
+            H100_TOTAL_MIB,
+            rl_then_leftover,
+            "stop",
+            90 * 60 + 115 * 60,
+            90 * 60 + 135 * 60,
+        )
+    )
     return out
 
 

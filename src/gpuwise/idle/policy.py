@@ -17,7 +17,7 @@ The rules (each one errs towards *not* stopping):
   stop, never bring it forward.
 * **Held memory → longer window.** A GPU holds memory when a compute process is listed on it, when its
   memory used is above `baseline_mem_mib` (what a driver or a desktop uses with no job), when it is
-  `mem_change_mib` or more above the lowest reading this GPU has given so far (its own floor: 1–5 MiB on a
+  more than `mem_change_mib` above the lowest reading this GPU has given so far (its own floor: 1–5 MiB on a
   headless data-centre card, ~300 MiB with a desktop), or when memory is not reported at all (GB10, `[N/A]`).
   Real evaluation phases sit at 0 % for 50–70 min with memory held, and a hung job or an idle notebook would
   otherwise keep a machine forever, so held memory does not block a stop, it asks for `held_window_min`
@@ -285,7 +285,7 @@ def _view_gpu(sample: Sample, prev: int | str, cfg: PolicyConfig, floor: int | N
         held = f"{gpu}: memory used not reported"
     elif mem > cfg.baseline_mem_mib * MIB:
         held = f"{gpu}: {mem / MIB:.0f} MiB used (above the {cfg.baseline_mem_mib:g} MiB baseline)"
-    elif floor is not None and mem >= floor + cfg.mem_change_mib * MIB:
+    elif floor is not None and mem > floor + cfg.mem_change_mib * MIB:
         held = f"{gpu}: {mem / MIB:.0f} MiB used, {(mem - floor) / MIB:.0f} MiB above its lowest reading"
     threshold = min(cfg.threshold_pct, cfg.held_threshold_pct) if held else cfg.threshold_pct
     if util is None:
