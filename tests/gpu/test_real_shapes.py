@@ -361,3 +361,53 @@ def test_csv_snapshot_without_timestamp_replays_as_one_snapshot_but_not_as_a_tra
     path.write_text(text)
     with pytest.raises(ReplayError, match="no timestamp"):
         read_query_csv(path)  # `idle replay` needs the clock
+
+
+def test_query_text_display_subset_is_not_damage() -> None:
+    # `nvidia-smi -q -d MEMORY` prints the chosen sections only
+    text = (
+        "\n==============NVSMI LOG==============\n\n"
+        "Timestamp                                 : Mon Jan  5 09:00:00 2026\n"
+        "Driver Version                            : 550.54.15\n\n"
+        "Attached GPUs                             : 1\n"
+        "GPU 00000000:01:00.0\n"
+        "    FB Memory Usage\n"
+        "        Total                             : 24576 MiB\n"
+        "        Used                              : 100 MiB\n"
+    )
+    rec = parse_recording_text(text)
+    assert rec.problems == []
+    assert rec.snapshots[0].samples[0].memory_used_bytes == 100 * MIB
+
+
+def test_query_text_and_xml_of_drivers_before_340() -> None:
+    # early nvidia-smi: "Memory Usage" / <memory_usage>, and "Gpu : 45 C" for the temperature
+    text = (
+        "\n==============NVSMI LOG==============\n\n"
+        "Timestamp                       : Tue Mar  5 10:00:00 2013\n"
+        "Driver Version                  : 310.44\n\n"
+        "Attached GPUs                   : 1\n"
+        "GPU 0000:02:00.0\n"
+        "    Product Name                : Tesla M2090\n"
+        "    Memory Usage\n"
+        "        Total                   : 5375 MB\n"
+        "        Used                    : 10 MB\n"
+        "    Utilization\n"
+        "        Gpu                     : 0 %\n"
+        "    Temperature\n"
+        "        Gpu                     : 45 C\n"
+        "    Clocks\n"
+        "        Graphics                : 50 MHz\n"
+    )
+    rec = parse_recording_text(text)
+    assert rec.problems == []
+    (gpu,) = rec.snapshots[0].samples
+    assert (gpu.memory_total_bytes, gpu.memory_used_bytes, gpu.temperature_c) == (5375 * MIB, 10 * MIB, 45.0)
+    xml = (
+        '<?xml version="1.0" ?>\n<nvidia_smi_log><driver_version>270.41</driver_version>'
+        '<gpu id="0:1:0"><product_name>GeForce 9800 GTX</product_name>'
+        "<memory_usage><total>511 MB</total><used>100 MB</used></memory_usage>"
+        "<utilization><gpu_util>N/A</gpu_util></utilization></gpu></nvidia_smi_log>\n"
+    )
+    (old,) = parse_recording_text(xml).snapshots[0].samples
+    assert old.memory_used_bytes == 100 * MIB and old.util_gpu_pct is NOT_SUPPORTED

@@ -377,3 +377,44 @@ def test_damaged_recordings_never_raise_anything_but_replay_error(
     for snap in rec.snapshots:
         for s in snap.samples:
             assert isinstance(s, Sample)
+
+
+_ENCODINGS = {
+    "utf-8": lambda t: t.encode("utf-8"),
+    "utf-8-bom": lambda t: t.encode("utf-8-sig"),
+    "utf-16": lambda t: t.encode("utf-16"),  # a Windows PowerShell redirect
+    "crlf": lambda t: t.replace("\n", "\r\n").encode("utf-8"),
+    "blank-lines": lambda t: ("\n\n" + t.replace("\n", "\n\n")).encode("utf-8"),
+}
+
+
+def _all_texts(smi_fixtures: Path, trace_fixtures: Path) -> list[tuple[str, str]]:
+    traces = [(p.name, p.read_text(encoding="utf-8")) for p in sorted(trace_fixtures.glob("*.csv"))]
+    return _texts(smi_fixtures) + traces
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_prefix_of_any_fixture_in_any_encoding_loads_or_is_a_replay_error(
+    smi_fixtures: Path, trace_fixtures: Path, tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    """A recording copied off a machine may be cut anywhere — even mid-character of a UTF-16 file — and
+    be in any of the encodings and line ends Windows and Linux write. load_recording gives readings (and
+    ParseProblems) or a ReplayError, never another exception."""
+    rel, text = data.draw(st.sampled_from(_all_texts(smi_fixtures, trace_fixtures)))
+    encoding = data.draw(st.sampled_from(sorted(_ENCODINGS)))
+    raw = _ENCODINGS[encoding](text[:200_000])  # the traces are long; their head is enough
+    cut = data.draw(st.integers(0, len(raw)))
+    path = tmp_path_factory.mktemp("cut") / Path(rel).name
+    path.write_bytes(raw[:cut])
+    try:
+        rec = load_recording(path)
+    except ReplayError as exc:
+        assert exc.message  # one clear message
+        return
+    for snap in rec.snapshots:
+        for s in snap.samples:
+            assert isinstance(s, Sample)
+            for name in ("util_gpu_pct", "memory_used_bytes", "power_draw_watts", "temperature_c"):
+                got = getattr(s, name)
+                assert isinstance(got, int | float | NotSupported | Failed), (name, got)

@@ -46,7 +46,10 @@ def normalize_bus_id(bus: str) -> str:
         domain, b, dev = parts
         if "." not in dev:
             dev += ".0"
-        return f"{int(domain, 16):08X}:{b}:{dev}"
+        try:
+            return f"{int(domain, 16):08X}:{b}:{dev}"
+        except ValueError:  # not a PCI address (a damaged recording): compare it as written
+            return bus
     return bus
 
 

@@ -138,8 +138,19 @@ _SPECS: tuple[_Spec, ...] = (
     ("util_memory_pct", v.to_float, ("utilization/memory_util",), ("utilization/memory",)),
     ("util_encoder_pct", v.to_float, ("utilization/encoder_util",), ("utilization/encoder",)),
     ("util_decoder_pct", v.to_float, ("utilization/decoder_util",), ("utilization/decoder",)),
-    ("memory_used_bytes", v.to_bytes, ("fb_memory_usage/used",), ("fb memory usage/used",)),
-    ("memory_total_bytes", v.to_bytes, ("fb_memory_usage/total",), ("fb memory usage/total",)),
+    # drivers before ~2013 (nvidia-smi 2.x/3.x) called the framebuffer "memory_usage" / "Memory Usage"
+    (
+        "memory_used_bytes",
+        v.to_bytes,
+        ("fb_memory_usage/used", "memory_usage/used"),
+        ("fb memory usage/used", "memory usage/used"),
+    ),
+    (
+        "memory_total_bytes",
+        v.to_bytes,
+        ("fb_memory_usage/total", "memory_usage/total"),
+        ("fb memory usage/total", "memory usage/total"),
+    ),
     (
         "power_draw_watts",
         v.to_float,
@@ -182,7 +193,12 @@ _SPECS: tuple[_Spec, ...] = (
             "power readings/default power limit",
         ),
     ),
-    ("temperature_c", v.to_float, ("temperature/gpu_temp",), ("temperature/gpu current temp",)),
+    (
+        "temperature_c",
+        v.to_float,
+        ("temperature/gpu_temp",),
+        ("temperature/gpu current temp", "temperature/gpu"),  # "Gpu : 45 C" before driver ~340
+    ),
     ("memory_temperature_c", v.to_float, ("temperature/memory_temp",), ("temperature/memory current temp",)),
     ("fan_speed_pct", v.to_float, ("fan_speed",), ("fan speed",)),
     ("sm_clock_mhz", v.to_float, ("clocks/sm_clock",), ("clocks/sm",)),
@@ -590,6 +606,10 @@ def _flatten_text(node: _Node, prefix: str, out: dict[str, str]) -> None:
             _flatten_text(child, path + "/", out)
 
 
+def _has(node: _Node, key: str) -> bool:
+    return any(c.key == key for c in node.children)
+
+
 def _walk(node: _Node) -> Iterable[_Node]:
     for child in node.children:
         yield child
@@ -632,8 +652,12 @@ def parse_query_text(text: str, *, source: str = "<text>", default_timestamp_s: 
                 )
         fields["processes"] = _text_processes(gpu)
         fields["mig_devices"] = _text_mig(gpu, fields.get("mig_mode"))
-        missing_sections = [s for s in _EXPECTED_SECTIONS if not any(c.key == s for c in gpu.children)]
-        if missing_sections:
+        present = {c.key for c in gpu.children} | (
+            {"fb memory usage"} if _has(gpu, "memory usage") else set()
+        )
+        missing_sections = [s for s in _EXPECTED_SECTIONS if s not in present]
+        # `nvidia-smi -q -d MEMORY,…` prints only the chosen sections and no "Product Name": not damage
+        if missing_sections and _has(gpu, "product name"):
             problems.append(
                 ParseProblem(
                     source,

@@ -380,10 +380,11 @@ def _not_query_csv(source: str, header: list[str]) -> ReplayError:
 def decode_text(data: bytes) -> str:
     """Bytes of a recording -> text: UTF-8 (with or without BOM) or UTF-16 (a Windows PowerShell redirect);
     CRLF line ends become LF."""
+    # errors="replace": a recording cut at an odd byte (a copy interrupted mid-write) still reads
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        text = data.decode("utf-16")
+        text = data.decode("utf-16", errors="replace")
     elif len(data) >= 4 and data[1:2] == b"\x00" and data[3:4] == b"\x00" and data[0:1] != b"\x00":
-        text = data.decode("utf-16-le")
+        text = data.decode("utf-16-le", errors="replace")
     else:
         text = data.decode("utf-8-sig", errors="replace")
     return text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
