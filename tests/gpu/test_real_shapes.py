@@ -411,3 +411,30 @@ def test_query_text_and_xml_of_drivers_before_340() -> None:
     )
     (old,) = parse_recording_text(xml).snapshots[0].samples
     assert old.memory_used_bytes == 100 * MIB and old.util_gpu_pct is NOT_SUPPORTED
+
+
+def test_csv_with_nvidia_smi_messages_between_rows() -> None:
+    text = (
+        "timestamp, index, utilization.gpu [%]\n"
+        "2026/08/01 03:59:40.361, 0, 90 %\n"
+        "2026/08/01 03:59:40.362, 1, 80 %\n"
+        "Unable to determine the device handle for GPU0000:02:00.0: Unknown Error\n"
+        "2026/08/01 03:59:41.361, 0, 91 %\n"
+    )
+    samples = parse_query_csv(text)
+    assert [(s.index, s.util_gpu_pct) for s in samples] == [(0, 90.0), (1, 80.0), (0, 91.0)]
+    with pytest.raises(ReplayError, match="row 4"):
+        parse_query_csv(text.replace("Unable to determine", "garbage"))
+
+
+def test_xml_with_its_dtd_embedded() -> None:
+    # `nvidia-smi -q -x --dtd` puts the DTD inline
+    text = XML_VGPU_GUEST.replace(
+        '<?xml version="1.0" ?>\n',
+        '<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log [\n'
+        "<!ELEMENT nvidia_smi_log (driver_version, gpu)>\n"
+        "<!ELEMENT driver_version (#PCDATA)>\n]>\n",
+    )
+    rec = parse_recording_text(text)
+    assert rec.format == "xml" and rec.problems == []
+    assert rec.snapshots[0].samples[0].util_gpu_pct == 5.0

@@ -24,6 +24,7 @@ from gpuwise.errors import ReplayError
 from gpuwise.gpu import _values as v
 from gpuwise.gpu._values import format_trace_time, parse_trace_time
 from gpuwise.gpu.sample import NOT_SUPPORTED, Failed, NotSupported, Sample
+from gpuwise.gpu.smi import classify_error_text
 
 __all__ = [
     "FIELD_MAP",
@@ -304,6 +305,11 @@ def parse_query_csv(
             if ts is None:
                 if lineno == len(rows) and len(rows) > 2:
                     continue  # the last line of a live recording may be half-written
+                if classify_error_text(",".join(cells)) is not None:
+                    # `-l 1 > trace.csv 2>&1` interleaves nvidia-smi's own messages ("Unable to determine
+                    # the device handle for GPU…") with the rows; they are no readings, the rows around
+                    # them still are
+                    continue
                 cell = row[plan.timestamp_col].strip()
                 raise ReplayError(
                     f"{source}, row {lineno}: {cell!r} is not an nvidia-smi timestamp",
