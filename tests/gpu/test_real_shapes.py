@@ -438,3 +438,14 @@ def test_xml_with_its_dtd_embedded() -> None:
     rec = parse_recording_text(text)
     assert rec.format == "xml" and rec.problems == []
     assert rec.snapshots[0].samples[0].util_gpu_pct == 5.0
+
+
+def test_table_process_row_it_cannot_read_makes_the_list_unknown() -> None:
+    # GeForce cards under drivers of the 340 era listed processes without pid or memory
+    text = TABLE_PRE_410.replace(
+        "|    0      5678      C   python3                                     4790MiB |",
+        "|    1                 C   Not Supported                                        |",
+    )
+    gpu0, gpu1 = parse_recording_text(text).snapshots[0].samples
+    assert isinstance(gpu0.processes, tuple) and len(gpu0.processes) == 1
+    assert gpu1.processes is NOT_SUPPORTED

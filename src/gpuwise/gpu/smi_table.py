@@ -39,6 +39,7 @@ _PROC = re.compile(
     r"^\|\s*(?P<gpu>\d+)\s+(?:(?P<gi>\S+)\s+(?P<ci>\S+)\s+)?(?P<pid>\d+)\s+(?P<type>C\+G|M\+C|[CGM])\s+"
     r"(?P<name>.*?)\s+(?P<mem>\S+MiB|N/A)\s*\|$"
 )
+_PROC_GPU = re.compile(r"^\|\s*(?P<gpu>\d+)\s")
 _MIG_ROW = re.compile(
     r"^\|\s*(?P<gpu>\d+)\s+(?P<gi>\d+)\s+(?P<ci>\d+)\s+(?P<dev>\d+)\s*\|\s*(?P<mem>[^|]*)\|(?P<sm>[^|]*)\|"
 )
@@ -72,6 +73,7 @@ def parse_table(text: str, *, source: str = "<table>", default_timestamp_s: floa
     samples: list[dict[str, Any]] = []
     processes: dict[int, list[GpuProcess]] = {}
     migs: dict[int, list[MigDevice]] = {}
+    unreadable: set[int] = set()
     section = "gpus"
     i = 0
     while i < len(lines):
@@ -92,6 +94,11 @@ def parse_table(text: str, *, source: str = "<table>", default_timestamp_s: floa
                     continue
         elif section == "procs":
             mp = _PROC.match(stripped)
+            odd = None if mp else _PROC_GPU.match(stripped)
+            if odd:
+                # a row for this GPU we cannot read ("|  0   C   Not Supported |" on old GeForce drivers):
+                # its process list is unknown, not empty
+                unreadable.add(int(odd.group("gpu")))
             if mp:
                 gpu = int(mp.group("gpu"))
                 processes.setdefault(gpu, []).append(
@@ -126,7 +133,7 @@ def parse_table(text: str, *, source: str = "<table>", default_timestamp_s: floa
     for fields in samples:
         idx = fields.pop("index")
         if has_process_table:
-            fields["processes"] = tuple(processes.get(idx, ()))
+            fields["processes"] = NOT_SUPPORTED if idx in unreadable else tuple(processes.get(idx, ()))
         if fields.get("mig_mode") is True:
             fields["mig_devices"] = tuple(migs.get(idx, ()))
         out.append(Sample(timestamp_s=ts, index=idx, **fields))
