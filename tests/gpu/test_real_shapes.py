@@ -449,3 +449,24 @@ def test_table_process_row_it_cannot_read_makes_the_list_unknown() -> None:
     gpu0, gpu1 = parse_recording_text(text).snapshots[0].samples
     assert isinstance(gpu0.processes, tuple) and len(gpu0.processes) == 1
     assert gpu1.processes is NOT_SUPPORTED
+
+
+def test_kernel_log_line_variants() -> None:
+    from gpuwise.gpu.kernel_log import parse_xid_events
+
+    text = (
+        "Dec  6 17:49:03 h kernel: [ 8659.726062] NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off.\n"
+        "[6085126.134786] NVRM: Xid (PCI:0002:00:00): 79, pid=1582259, name=nvc:[driver], fell off.\n"
+        "kernel: NVRM: Xid (PCI:0000:01:00): 79, pid=1234\n"
+        "2024-03-05T10:00:00.123456+0000 h kernel: NVRM: Xid (PCI:0000:02:00.0): 154, recovery action\n"
+    )
+    events = parse_xid_events(text)
+    assert [(e.pci_bus_id, e.xid, e.pid) for e in events] == [
+        ("00000000:01:00.0", 79, None),
+        ("00000002:00:00.0", 79, 1582259),
+        ("00000000:01:00.0", 79, 1234),
+        ("00000000:02:00.0", 154, None),
+    ]
+    assert events[1].process_name == "nvc:[driver]"
+    assert events[3].timestamp_s is not None
+    assert v.format_trace_time(events[3].timestamp_s) == "2024-03-05T10:00:00.123456"

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from gpuwise.gpu._values import parse_trace_time
+
 __all__ = ["XidEvent", "looks_like_kernel_log", "normalize_bus_id", "parse_xid_events"]
 
 
@@ -31,9 +33,11 @@ _XID = re.compile(
     r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?)\):\s*"
     r"(?P<xid>\d+),\s*(?P<rest>.*)$"
 )
-_PID = re.compile(r"^pid=(?P<pid>'?<?[\w ]+>?'?),\s*name=(?P<name>[^,]*),\s*(?P<msg>.*)$")
+_PID = re.compile(r"^pid=(?P<pid>'?<?[\w ]+>?'?)(?:,\s*name=(?P<name>[^,]*))?(?:,\s*(?P<msg>.*))?$")
 _BRACKET_TIME = re.compile(r"^\[\s*(?P<t>[^\]]+)\]")
 _SYSLOG_TIME = re.compile(r"^(?P<t>[A-Z][a-z]{2}\s+\d{1,2} \d{2}:\d{2}:\d{2})")
+# `journalctl -o short-iso` / RFC 3339 syslog: "2024-03-05T10:00:00.123456+0000 host kernel: …"
+_ISO_TIME = re.compile(r"^(?P<t>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s")
 
 
 def normalize_bus_id(bus: str) -> str:
@@ -69,6 +73,10 @@ def _time(line: str) -> tuple[str | None, float | None]:
     m = _SYSLOG_TIME.match(line)
     if m:
         return m.group("t"), None  # syslog omits the year
+    m = _ISO_TIME.match(line)
+    if m:
+        # the wall clock as written (a zone is not applied), like nvidia-smi's own timestamps
+        return m.group("t"), parse_trace_time(m.group("t"))
     return None, None
 
 
@@ -88,9 +96,9 @@ def parse_xid_events(text: str) -> list[XidEvent]:
         if pm:
             raw_pid = pm.group("pid").strip("'")
             pid = int(raw_pid) if raw_pid.isdigit() else None
-            raw_name = pm.group("name").strip()
+            raw_name = (pm.group("name") or "").strip()
             name = raw_name if raw_name and raw_name != "<unknown>" else None
-            rest = pm.group("msg").strip()
+            rest = (pm.group("msg") or "").strip()
         stamp, stamp_s = _time(line)
         events.append(
             XidEvent(
