@@ -470,3 +470,34 @@ def test_kernel_log_line_variants() -> None:
     assert events[1].process_name == "nvc:[driver]"
     assert events[3].timestamp_s is not None
     assert v.format_trace_time(events[3].timestamp_s) == "2024-03-05T10:00:00.123456"
+
+
+def test_csv_with_comment_lines_above_the_header() -> None:
+    text = (
+        "# nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv -l 1\n"
+        "# host: trainer-3\n"
+        "timestamp, utilization.gpu [%]\n"
+        "2026/08/01 03:59:40.361, 7 %\n"
+    )
+    rec = parse_recording_text(text)
+    assert rec.format == "csv"
+    assert rec.snapshots[0].samples[0].util_gpu_pct == 7.0
+
+
+def test_table_pasted_with_kernel_log_lines_keeps_the_xids() -> None:
+    text = (
+        TABLE_PRE_410
+        + "$ dmesg | grep Xid\n"
+        + "[ 8659.7] NVRM: Xid (PCI:0000:03:00): 79, pid=42, name=python3, GPU has fallen off the bus.\n"
+    )
+    path_text = parse_recording_text(text)
+    assert path_text.format == "table"
+    assert [(e.pci_bus_id, e.xid) for e in path_text.xid_events] == [("00000000:03:00.0", 79)]
+
+
+def test_table_pasted_with_kernel_log_lines_counts_the_xid_on_its_gpu(tmp_path: Path) -> None:
+    path = tmp_path / "bundle.txt"
+    path.write_text(TABLE_PRE_410 + "[ 8659.7] NVRM: Xid (PCI:0000:03:00): 79, GPU has fallen off the bus.\n")
+    gpu0, gpu1 = load_recording(path).snapshots[0].samples
+    assert (gpu0.xid_errors, gpu0.xid_last) == (1, 79)
+    assert gpu1.xid_errors is NOT_SUPPORTED

@@ -99,8 +99,14 @@ def parse_recording_text(text: str, *, source: str = "<text>") -> Recording:
         return Recording("csv", snaps, source=source)
     if fmt == "capture":
         cap = capture.parse_capture(text, source=source)
+        events = kernel_log.parse_xid_events(text) if kernel_log.looks_like_kernel_log(text) else []
         return Recording(
-            "capture", cap.snapshots, problems=cap.problems, sections=cap.sections, source=source
+            "capture",
+            cap.snapshots,
+            xid_events=events,
+            problems=cap.problems,
+            sections=cap.sections,
+            source=source,
         )
     if fmt == "kernel-log":
         events = kernel_log.parse_xid_events(text)
@@ -112,7 +118,16 @@ def parse_recording_text(text: str, *, source: str = "<text>") -> Recording:
         "error": smi.parse_error_text,
     }[fmt]
     parsed = parse(text, source=source)
-    return Recording(fmt, [parsed.snapshot], problems=parsed.problems, sections={fmt: text}, source=source)
+    # a pasted bundle (`nvidia-smi; dmesg | grep Xid`) holds Xid lines after the snapshot: keep them
+    events = kernel_log.parse_xid_events(text) if kernel_log.looks_like_kernel_log(text) else []
+    return Recording(
+        fmt,
+        [parsed.snapshot],
+        xid_events=events,
+        problems=parsed.problems,
+        sections={fmt: text},
+        source=source,
+    )
 
 
 def _read_text(path: Path) -> str:

@@ -115,23 +115,25 @@ def _split_header(cell: str) -> tuple[str, str]:
     return cell.lower(), ""
 
 
+def _first_line(text: str) -> str:
+    """The first line that is neither blank nor a `#` comment (logging scripts often write one on top)."""
+    return next((ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")), "")
+
+
+def _header_names(text: str) -> set[str]:
+    return {_split_header(c)[0] for c in _first_line(text).split(",")}
+
+
 def looks_like_query_csv(text: str) -> bool:
-    """Whether the first non-blank line is a `--query-gpu` header naming `utilization.gpu` (or the
-    header of a Weights & Biases GPU export, which is read by translation)."""
-    for line in text.splitlines():
-        if line.strip():
-            names = {_split_header(c)[0] for c in line.split(",")}
-            return "utilization.gpu" in names or names >= _WANDB_REQUIRED
-    return False
+    """Whether the first line (after blank and `#` comment lines) is a `--query-gpu` header naming
+    `utilization.gpu` (or the header of a Weights & Biases GPU export, which is read by translation)."""
+    names = _header_names(text)
+    return "utilization.gpu" in names or names >= _WANDB_REQUIRED
 
 
 def has_timestamp_column(text: str) -> bool:
     """Whether the header names a timestamp (nvidia-smi's, or a W&B export's `timestamp_utc`)."""
-    for line in text.splitlines():
-        if line.strip():
-            names = {_split_header(c)[0] for c in line.split(",")}
-            return bool(names & {"timestamp", "timestamp_utc"})
-    return False
+    return bool(_header_names(text) & {"timestamp", "timestamp_utc"})
 
 
 # A Weights & Biases system-metrics export (one row per GPU per sample; the shared traces README shows
@@ -250,7 +252,11 @@ def _throttle(plan: _Plan, row: list[str]) -> Any:
 
 def _rows(text: str) -> list[list[str]]:
     reader = csv.reader(io.StringIO(text), skipinitialspace=True)
-    return [row for row in reader if row and any(cell.strip() for cell in row)]
+    rows = [row for row in reader if row and any(cell.strip() for cell in row)]
+    # `#` comment lines above the header are a logging script's notes, not data
+    while rows and rows[0][0].lstrip().startswith("#"):
+        rows.pop(0)
+    return rows
 
 
 def parse_query_csv(
@@ -353,8 +359,7 @@ def _sample(plan: _Plan, row: list[str], ts: float, index: int) -> Sample:
 def looks_like_headerless_csv(text: str) -> bool:
     """Whether the first non-blank line is a `--format=csv,noheader` data row: comma-separated cells, one of
     them an nvidia-smi timestamp or most of them numbers (with or without units)."""
-    first = next((line for line in text.splitlines() if line.strip()), "")
-    cells = [c.strip() for c in first.split(",")]
+    cells = [c.strip() for c in _first_line(text).split(",")]
     if len(cells) < 2:
         return False
     if any(parse_trace_time(c) is not None for c in cells):
