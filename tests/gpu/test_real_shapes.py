@@ -501,3 +501,22 @@ def test_table_pasted_with_kernel_log_lines_counts_the_xid_on_its_gpu(tmp_path: 
     gpu0, gpu1 = load_recording(path).snapshots[0].samples
     assert (gpu0.xid_errors, gpu0.xid_last) == (1, 79)
     assert gpu1.xid_errors is NOT_SUPPORTED
+
+
+def test_xml_of_driver_610_power_limit_in_its_ceiling_group() -> None:
+    text = XML_VGPU_GUEST.replace(
+        "\t\t<utilization>",
+        "\t\t<gpu_power_readings><instant_power_draw>40.0 W</instant_power_draw>"
+        "<gpu_ceiling_power_limit><current_power_limit>200.00 W</current_power_limit>"
+        "<default_power_limit>250.00 W</default_power_limit></gpu_ceiling_power_limit>"
+        "</gpu_power_readings>\n"
+        "\t\t<fb_memory_usage><total>8 GiB</total><used>1 GiB</used></fb_memory_usage>\n"
+        "\t\t<utilization>",
+    )
+    (gpu,) = parse_recording_text(text).snapshots[0].samples
+    assert (gpu.power_draw_watts, gpu.power_limit_watts, gpu.power_default_limit_watts) == (
+        40.0,
+        200.0,
+        250.0,
+    )
+    assert gpu.memory_total_bytes == 8 * 2**30

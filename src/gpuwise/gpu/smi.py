@@ -172,6 +172,7 @@ _SPECS: tuple[_Spec, ...] = (
         v.to_float,
         (
             "gpu_power_readings/current_power_limit",
+            "gpu_power_readings/gpu_ceiling_power_limit/current_power_limit",  # drivers 610+
             "power_readings/power_limit",
             "power_readings/enforced_power_limit",
         ),
