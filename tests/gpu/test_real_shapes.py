@@ -520,3 +520,28 @@ def test_xml_of_driver_610_power_limit_in_its_ceiling_group() -> None:
         250.0,
     )
     assert gpu.memory_total_bytes == 8 * 2**30
+
+
+LOST_LINE = "Unable to determine the device handle for GPU0000:07:00.0: Unknown Error\n"
+
+
+@pytest.mark.parametrize("shape", ["xml", "query-text", "table"])
+def test_a_gpu_nvidia_smi_could_not_reach_is_reported_lost_beside_the_others(shape: str) -> None:
+    # with one GPU fallen off the bus, nvidia-smi prints this line and then the others' readings
+    body = {"xml": XML_VGPU_GUEST, "query-text": QUERY_610, "table": TABLE_PRE_410}[shape]
+    rec = parse_recording_text(LOST_LINE + body)
+    assert rec.format == shape and rec.problems == []
+    snap = rec.snapshots[0]
+    lost = [s for s in snap.samples if s.lost]
+    assert len(lost) == 1 and lost[0].bus_id == "0000:07:00.0"
+    assert lost[0].extra["index_known"] == "no"
+    assert lost[0].index not in {s.index for s in snap.samples if not s.lost}
+    assert len([s for s in snap.samples if not s.lost]) >= 1  # the others are still read
+    assert any("device handle" in e for e in snap.errors)
+
+
+def test_a_lost_line_for_a_gpu_that_is_listed_adds_no_second_sample() -> None:
+    text = LOST_LINE.replace("0000:07:00.0", "0000:03:00.0") + TABLE_PRE_410
+    snap = parse_recording_text(text).snapshots[0]
+    assert [s.lost for s in snap.samples] == [False, False]
+    assert snap.errors  # the message is still kept for the doctor

@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from gpuwise.gpu import _values as v
+from gpuwise.gpu.kernel_log import normalize_bus_id
 from gpuwise.gpu.sample import (
     NOT_SUPPORTED,
     Failed,
@@ -41,6 +42,7 @@ __all__ = [
     "parse_error_text",
     "parse_query_text",
     "parse_xml",
+    "with_lost_gpus",
 ]
 
 
@@ -433,8 +435,11 @@ def parse_xml(text: str, *, source: str = "<xml>", default_timestamp_s: float = 
     (by PCI bus id, as nvidia-smi numbers them); `<attached_gpus>` is not trusted over the elements."""
     problems: list[ParseProblem] = []
     # the DOCTYPE names a DTD file that is never read: ElementTree does not fetch external entities
-    # a declaration after blank lines or a BOM (an `echo`ed or redirected file) is still the same XML
-    text = text.lstrip("\ufeff \t\r\n")
+    # a declaration after blank lines or a BOM (an `echo`ed or redirected file) is still the same XML;
+    # lines before it are what nvidia-smi printed first ("Unable to determine the device handle for GPU…"
+    # when one GPU is lost, the XML of the others follows)
+    start = _xml_start(text)
+    preamble, text = text[:start], text[start:]
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
@@ -472,7 +477,16 @@ def parse_xml(text: str, *, source: str = "<xml>", default_timestamp_s: float = 
         samples.append(Sample(timestamp_s=ts, index=index, extra=extra, **fields))
     if not samples:
         problems.append(ParseProblem(source, "the XML holds no <gpu> element"))
-    return Parsed(Snapshot(samples=tuple(samples), driver_version=driver, cuda_driver_version=cuda), problems)
+    snapshot = Snapshot(samples=tuple(samples), driver_version=driver, cuda_driver_version=cuda)
+    return Parsed(with_lost_gpus(snapshot, preamble, ts), problems)
+
+
+def _xml_start(text: str) -> int:
+    for marker in ("<?xml", "<!DOCTYPE", "<nvidia_smi_log"):
+        at = text.find(marker)
+        if at >= 0:
+            return at
+    return len(text) - len(text.lstrip("\ufeff \t\r\n"))
 
 
 def _version(*texts: str | None) -> Reading[str]:
@@ -683,7 +697,7 @@ def parse_query_text(text: str, *, source: str = "<text>", default_timestamp_s: 
         driver_version=_version(top.get("kmd version"), top.get("driver version")),
         cuda_driver_version=_version(top.get("cuda umd version"), top.get("cuda version")),
     )
-    return Parsed(snapshot, problems)
+    return Parsed(with_lost_gpus(snapshot, text, ts), problems)
 
 
 def _text_processes(gpu: _Node) -> Reading[tuple[GpuProcess, ...]]:
@@ -777,6 +791,39 @@ def looks_like_error_text(text: str) -> bool:
     """A short output (a few lines) that is one of nvidia-smi's failure messages."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return 0 < len(lines) <= 5 and classify_error_text(text) is not None
+
+
+_LOST_LINE = re.compile(
+    r"^[^\S\n]*Unable to determine the device handle for GPU\s*"
+    r"(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]).*$",
+    re.M | re.I,
+)
+
+
+def with_lost_gpus(snapshot: Snapshot, text: str, timestamp_s: float) -> Snapshot:
+    """`snapshot` plus a lost sample for each GPU that nvidia-smi said it could not reach, in a line printed
+    before (or among) the readings of the others. A lost GPU must never vanish silently: its index is
+    unknown, so it goes after the others with `extra["index_known"] = "no"`."""
+    found = list(_LOST_LINE.finditer(text))
+    if not found:
+        return snapshot
+    known = {normalize_bus_id(s.bus_id) for s in snapshot.samples if isinstance(s.bus_id, str)}
+    samples = list(snapshot.samples)
+    errors = list(snapshot.errors)
+    next_index = max((s.index for s in samples), default=-1) + 1
+    for m in found:
+        line = " ".join(m.group(0).split())
+        if line not in errors:
+            errors.append(line)
+        bus = m.group("bus").upper()
+        if normalize_bus_id(bus) in known:
+            continue
+        known.add(normalize_bus_id(bus))
+        lost = lost_sample(timestamp_s, next_index, bus, line)
+        lost.extra["index_known"] = "no"
+        samples.append(lost)
+        next_index += 1
+    return replace(snapshot, samples=tuple(samples), errors=tuple(errors))
 
 
 def lost_sample(timestamp_s: float, index: int, bus_id: Reading[str], why: str) -> Sample:

@@ -13,7 +13,7 @@ from typing import Any
 
 from gpuwise.gpu import _values as v
 from gpuwise.gpu.sample import NOT_SUPPORTED, GpuProcess, MigDevice, ParseProblem, Sample, Snapshot
-from gpuwise.gpu.smi import Parsed, parse_smi_time
+from gpuwise.gpu.smi import Parsed, parse_smi_time, with_lost_gpus
 
 __all__ = ["looks_like_table", "parse_table"]
 
@@ -139,14 +139,12 @@ def parse_table(text: str, *, source: str = "<table>", default_timestamp_s: floa
         out.append(Sample(timestamp_s=ts, index=idx, **fields))
     if not out:
         problems.append(ParseProblem(source, "no GPU rows found in the nvidia-smi table"))
-    return Parsed(
-        Snapshot(
-            samples=tuple(out),
-            driver_version=v.to_str(driver) if header else driver,
-            cuda_driver_version=cuda,
-        ),
-        problems,
+    snapshot = Snapshot(
+        samples=tuple(out),
+        driver_version=v.to_str(driver) if header else driver,
+        cuda_driver_version=cuda,
     )
+    return Parsed(with_lost_gpus(snapshot, text, ts), problems)
 
 
 def _gpu_block(
