@@ -2,9 +2,12 @@
 
 Each parser returns a `Snapshot` plus the `ParseProblem`s it met: a damaged or truncated output yields
 what could be read and a problem naming the part that could not, never a traceback. Field names differ
-across driver generations (`clocks_throttle_reasons` before 535, `clocks_event_reasons` since; the
-Volta-era "Single Bit / Double Bit" ECC layout versus the SRAM/DRAM one; `power_readings` versus
-`gpu_power_readings` with average and instantaneous draw); each reading lists every name it has had.
+across driver generations (`memory_usage` before ~340, `fb_memory_usage` since; `clocks_throttle_reasons`
+before 535, `clocks_event_reasons` since; the Volta-era "Single Bit / Double Bit" ECC layout versus the
+SRAM/DRAM one; `power_readings` versus `gpu_power_readings` with average and instantaneous draw, and its
+"GPU Ceiling Power Limit" group since 610; "KMD Version"/"CUDA UMD Version" since 610, the old labels then
+carrying a deprecation note); each reading lists every name it has had. A GPU that nvidia-smi names in an
+"Unable to determine the device handle" line becomes a lost sample beside the others.
 
 Pure: text in, data out. Standard library only (xml.etree for XML; the DTD is never fetched).
 """

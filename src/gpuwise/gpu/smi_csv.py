@@ -2,11 +2,18 @@
 
 The header is printed by nvidia-smi with units in brackets (`utilization.gpu [%]`, `memory.used [MiB]`) and
 values carry units and leading spaces (` 90 %`, ` 10549 MiB`). Only `timestamp` and `utilization.gpu` are
-required; `index` defaults to 0; every other known `--query-gpu` field lands on its `Sample` field, unknown
-columns are kept as text in `Sample.extra`. Cells such as `[N/A]` or `[Not Supported]` become NotSupported,
-`[Unknown Error]` becomes Failed — never a number.
+required; without `index`, GPUs are told apart by `pci.bus_id`/`uuid` (or their order within an instant);
+every other known `--query-gpu` field lands on its `Sample` field, unknown columns are kept as text in
+`Sample.extra`. Cells such as `[N/A]` or `[Not Supported]` become NotSupported, `[Unknown Error]` becomes
+Failed — never a number.
 
-Timestamps (`2026/08/01 03:59:40.361`, the machine's wall clock without a zone) are read *as if* UTC, so
+What real recordings also hold, and how it is read: `#` comment lines above the header and the header
+repeated by appended runs (skipped), nvidia-smi's own messages between rows (skipped), a half-written last
+line (dropped), `name[unit]` headers without the space, old `[MB]` units (binary, like MiB). A file with no
+header at all (`--format=csv,noheader`) is refused with a message saying to keep the header.
+
+Timestamps (`2026/08/01 03:59:40.361`, the machine's wall clock without a zone; also ISO 8601 as loggers
+write it, with or without milliseconds, a zone suffix being ignored) are read *as if* UTC, so
 `format_trace_time(sample.timestamp_s)` gives back the recorded clock text.
 
 Pure: text in, samples out (`read_query_csv` is the one function that opens a file). Standard library only.

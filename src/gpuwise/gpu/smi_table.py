@@ -1,4 +1,5 @@
-"""Parser for the default `nvidia-smi` table (both the narrow pre-545 layout and the wide newer one).
+"""Parser for the default `nvidia-smi` table (the pre-410 two-line blocks, the narrow pre-545 layout and the
+wide newer one; Linux's persistence column or Windows' driver-model column; the 610+ "KMD Version" banner).
 
 Reads each GPU's three-line block (index, name, persistence, bus id, display, ECC; fan, temperature,
 performance state, power, memory, utilization, compute mode; MIG mode), the MIG device table and the
