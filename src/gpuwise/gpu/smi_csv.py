@@ -377,7 +377,7 @@ def looks_like_headerless_csv(text: str) -> bool:
 
 def headerless_error(source: str) -> ReplayError:
     return ReplayError(
-        f"{source} is an nvidia-smi --query-gpu CSV without its header row",
+        f"{source} looks like an nvidia-smi --query-gpu CSV without its header row",
         why="gpuwise reads the columns by the names in the header; --format=csv,noheader leaves them out",
         fix="record again without noheader: "
         "nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv -l 1 > trace.csv",
