@@ -545,3 +545,14 @@ def test_a_lost_line_for_a_gpu_that_is_listed_adds_no_second_sample() -> None:
     snap = parse_recording_text(text).snapshots[0]
     assert [s.lost for s in snap.samples] == [False, False]
     assert snap.errors  # the message is still kept for the doctor
+
+
+def test_zero_attached_gpus_is_an_answer_not_damage() -> None:
+    xml = '<?xml version="1.0" ?>\n<nvidia_smi_log><attached_gpus>0</attached_gpus></nvidia_smi_log>\n'
+    rec = parse_recording_text(xml)
+    assert rec.problems == [] and rec.snapshots[0].samples == ()
+    text = "\n==============NVSMI LOG==============\n\nDriver Version : 550.54.15\n\nAttached GPUs : 0\n"
+    rec = parse_recording_text(text)
+    assert rec.problems == [] and rec.snapshots[0].samples == ()
+    damaged = parse_recording_text(xml.replace(">0<", ">2<"))
+    assert damaged.problems  # says two, shows none

@@ -478,7 +478,7 @@ def parse_xml(text: str, *, source: str = "<xml>", default_timestamp_s: float = 
             if k in flat
         }
         samples.append(Sample(timestamp_s=ts, index=index, extra=extra, **fields))
-    if not samples:
+    if not samples and (root.findtext("attached_gpus") or "").strip() != "0":
         problems.append(ParseProblem(source, "the XML holds no <gpu> element"))
     snapshot = Snapshot(samples=tuple(samples), driver_version=driver, cuda_driver_version=cuda)
     return Parsed(with_lost_gpus(snapshot, preamble, ts), problems)
@@ -693,7 +693,7 @@ def parse_query_text(text: str, *, source: str = "<text>", default_timestamp_s: 
                 source, f"says {attached} GPUs are attached but describes {len(gpus)}: output truncated"
             )
         )
-    if not gpus:
+    if not gpus and attached != 0:  # "Attached GPUs : 0" is an answer, not damage
         problems.append(ParseProblem(source, "no GPU block found in the nvidia-smi -q output"))
     snapshot = Snapshot(
         samples=tuple(samples),
