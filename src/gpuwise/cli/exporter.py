@@ -65,7 +65,8 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
         float | None,
         typer.Option(
             "--price-usd-per-hour",
-            help="Machine price (0 or more); default machine.price_usd_per_hour in the config.",
+            help="Machine price in USD per hour, 0 or more (default: price_usd_per_hour in the machine "
+            "section of the config).",
         ),
     ] = None,
     history: Annotated[

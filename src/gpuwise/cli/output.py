@@ -54,12 +54,21 @@ def print_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]  # typeshed: generic over the stream
+    """Writes to the stderr of the moment, not the one at set-up: a test harness (or a caller) that swaps
+    sys.stderr after the first long-running command must not get "Logging error" tracebacks."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr  # handle() holds the handler's lock here
+        super().emit(record)
+
+
 def setup_logging() -> None:
     """Long-running commands (monitor live, exporter, idle run) log to stderr instead of printing results.
     One handler on the "gpuwise" logger, added once per process."""
     root = logging.getLogger("gpuwise")
     if not root.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
         root.setLevel(logging.INFO)

@@ -47,6 +47,7 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         list[str] | None,
         typer.Option(
             "--spot-interruptions-per-hour",
+            metavar="RATE",
             help="Assumed spot preemptions per hour: RATE for every provider, or PROVIDER=RATE (repeatable).",
         ),
     ] = None,
@@ -54,6 +55,7 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         list[str] | None,
         typer.Option(
             "--exchange-rate",
+            metavar="CUR=USD",
             help="USD per unit of another currency, e.g. CNY=0.14 (offers in it are left out without one).",
         ),
     ] = None,
