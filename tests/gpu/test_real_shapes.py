@@ -556,3 +556,9 @@ def test_zero_attached_gpus_is_an_answer_not_damage() -> None:
     assert rec.problems == [] and rec.snapshots[0].samples == ()
     damaged = parse_recording_text(xml.replace(">0<", ">2<"))
     assert damaged.problems  # says two, shows none
+
+
+@pytest.mark.parametrize("cell", ["1e400", "-1e400", "nan", "inf"])
+def test_cells_that_are_no_finite_number_fail_without_an_exception(cell: str) -> None:
+    for conv in (v.to_float, v.to_int, v.to_bytes, v.to_rate):
+        assert isinstance(conv(cell, ""), Failed)

@@ -6,6 +6,7 @@ Shared by the CSV, XML, `-q` text and table parsers so that every format says "n
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -83,7 +84,10 @@ def number(text: str) -> tuple[float, str] | NotSupported | Failed:
     m = _NUMBER.match(text)
     if m is None:
         return Failed(f"not a number: {text.strip()!r}")
-    return float(m.group(1)), m.group(2)
+    value = float(m.group(1))
+    if not math.isfinite(value):  # "1e400" in a damaged file: no reading, and no int() overflow later
+        return Failed(f"not a finite number: {text.strip()!r}")
+    return value, m.group(2)
 
 
 def to_float(text: str, unit: str = "") -> Reading[float]:
