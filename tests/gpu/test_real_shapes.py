@@ -562,3 +562,19 @@ def test_zero_attached_gpus_is_an_answer_not_damage() -> None:
 def test_cells_that_are_no_finite_number_fail_without_an_exception(cell: str) -> None:
     for conv in (v.to_float, v.to_int, v.to_bytes, v.to_rate):
         assert isinstance(conv(cell, ""), Failed)
+
+
+def test_readings_no_gpu_can_have_are_not_passed_on_as_numbers() -> None:
+    text = (
+        "timestamp, index, utilization.gpu [%], utilization.memory [%], memory.total [MiB], power.limit [W], "
+        "clocks.max.sm [MHz], clocks.sm [MHz], temperature.gpu\n"
+        "2026/08/01 03:59:40.361, 0, -5 %, 250 %, 0 MiB, 0.00 W, 0 MHz, 0 MHz, 0\n"
+    )
+    (s,) = parse_query_csv(text)
+    assert isinstance(s.util_gpu_pct, Failed) and isinstance(s.util_memory_pct, Failed)
+    assert s.memory_total_bytes is NOT_SUPPORTED and s.power_limit_watts is NOT_SUPPORTED
+    assert s.sm_clock_max_mhz is NOT_SUPPORTED
+    # a current clock or a temperature of 0 may be what a bare-metal GPU reported: kept
+    assert (s.sm_clock_mhz, s.temperature_c) == (0.0, 0.0)
+    table = TABLE_PRE_410.replace("60W / 250W", "60W /   0W")
+    assert parse_recording_text(table).snapshots[0].samples[0].power_limit_watts is NOT_SUPPORTED

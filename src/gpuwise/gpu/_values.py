@@ -173,6 +173,33 @@ def to_str(text: str, unit: str = "") -> Reading[str]:
 
 Converter = Callable[[str, str], Any]
 
+# Readings whose 0 is no measurement, whatever the format: no GPU has a 0-byte framebuffer, a 0 W power
+# limit or a 0 MHz maximum clock (vGPU guests and damaged files print them); a 0 would also be divided by.
+_ZERO_IS_UNKNOWN = (
+    "memory_total_bytes",
+    "power_limit_watts",
+    "power_default_limit_watts",
+    "sm_clock_max_mhz",
+    "memory_clock_max_mhz",
+)
+# Utilization is a share of time: outside 0..100 % it is damage, not a reading. (Fan speed may exceed 100 %,
+# NVML says so; it is not checked.)
+_PERCENT = ("util_gpu_pct", "util_memory_pct", "util_encoder_pct", "util_decoder_pct")
+
+
+def drop_impossible(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` (Sample keyword arguments) with readings no GPU can have replaced by NotSupported (a zero
+    that means "unknown") or Failed (a percentage out of range)."""
+    for name in _ZERO_IS_UNKNOWN:
+        if name in fields and not isinstance(fields[name], bool) and fields[name] == 0:
+            fields[name] = NOT_SUPPORTED
+    for name in _PERCENT:
+        got = fields.get(name)
+        if isinstance(got, int | float) and not 0 <= got <= 100:
+            fields[name] = Failed(f"out of range: {got:g} %")
+    return fields
+
+
 # NVML's clock-event reason bits (nvmlClocksEventReason* / nvmlClocksThrottleReason* in nvml.h) → our ids.
 THROTTLE_BITS: tuple[tuple[int, str], ...] = (
     (0x1, "gpu_idle"),

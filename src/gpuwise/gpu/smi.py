@@ -380,9 +380,8 @@ _DEEP_FALLBACK: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
     ),
 }
 
-# Readings whose 0 is no measurement: no GPU runs at 0 MHz at most, and a vGPU guest, which cannot read
-# the board's sensors, reports 0 C and 0 MHz instead of N/A.
-_ZERO_NEVER_REAL = ("sm_clock_max_mhz", "memory_clock_max_mhz")
+# A vGPU guest, which cannot read the board's sensors, reports 0 C and 0 MHz instead of N/A. (Zeros that
+# are never real in any format are dropped by `_values.drop_impossible`.)
 _ZERO_IN_VGPU_GUEST = ("temperature_c", "memory_temperature_c", "sm_clock_mhz", "memory_clock_mhz")
 _VIRT_MODE = ("gpu_virtualization_mode/virtualization_mode", "gpu virtualization mode/virtualization mode")
 
@@ -397,7 +396,7 @@ def _fields(flat: Flat, xml: bool) -> dict[str, Any]:
             deep = tuple(k for k in flat if k.startswith(head) and k.endswith(tail))
             out[name] = _read(flat, v.to_float, deep) if deep else out[name]
     vgpu_guest = (_first(flat, _VIRT_MODE) or "").strip().lower() == "vgpu"
-    for name in (*_ZERO_NEVER_REAL, *(_ZERO_IN_VGPU_GUEST if vgpu_guest else ())):
+    for name in _ZERO_IN_VGPU_GUEST if vgpu_guest else ():
         if out.get(name) == 0:
             out[name] = NOT_SUPPORTED
     ecc = _ECC_XML if xml else _ECC_TEXT
@@ -477,7 +476,7 @@ def parse_xml(text: str, *, source: str = "<xml>", default_timestamp_s: float = 
             for k in ("vbios_version", "serial", "product_architecture", "product_brand")
             if k in flat
         }
-        samples.append(Sample(timestamp_s=ts, index=index, extra=extra, **fields))
+        samples.append(Sample(timestamp_s=ts, index=index, extra=extra, **v.drop_impossible(fields)))
     if not samples and (root.findtext("attached_gpus") or "").strip() != "0":
         problems.append(ParseProblem(source, "the XML holds no <gpu> element"))
     snapshot = Snapshot(samples=tuple(samples), driver_version=driver, cuda_driver_version=cuda)
@@ -685,7 +684,7 @@ def parse_query_text(text: str, *, source: str = "<text>", default_timestamp_s: 
         extra: dict[str, str] = {
             k: flat[k] for k in ("vbios version", "serial number", "product architecture") if k in flat
         }
-        samples.append(Sample(timestamp_s=ts, index=index, extra=extra, **fields))
+        samples.append(Sample(timestamp_s=ts, index=index, extra=extra, **v.drop_impossible(fields)))
     attached = v.to_int(top.get("attached gpus", ""))
     if isinstance(attached, int) and attached != len(gpus):
         problems.append(

@@ -360,7 +360,7 @@ def _sample(plan: _Plan, row: list[str], ts: float, index: int) -> Sample:
     if plan.reason_cols or plan.mask_col is not None:
         kwargs["throttle_reasons"] = _throttle(plan, row)
     extra = {name: row[i].strip() for i, name in plan.extra_cols}
-    return Sample(timestamp_s=ts, index=index, extra=extra, **kwargs)
+    return Sample(timestamp_s=ts, index=index, extra=extra, **v.drop_impossible(kwargs))
 
 
 def looks_like_headerless_csv(text: str) -> bool:

@@ -137,7 +137,7 @@ def parse_table(text: str, *, source: str = "<table>", default_timestamp_s: floa
             fields["processes"] = NOT_SUPPORTED if idx in unreadable else tuple(processes.get(idx, ()))
         if fields.get("mig_mode") is True:
             fields["mig_devices"] = tuple(migs.get(idx, ()))
-        out.append(Sample(timestamp_s=ts, index=idx, **fields))
+        out.append(Sample(timestamp_s=ts, index=idx, **v.drop_impossible(fields)))
     if not out:
         problems.append(ParseProblem(source, "no GPU rows found in the nvidia-smi table"))
     snapshot = Snapshot(
