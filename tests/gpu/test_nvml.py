@@ -246,3 +246,13 @@ def test_xid_events_are_counted_per_gpu_without_waiting() -> None:
     assert (second.samples[0].xid_last, second.samples[2].xid_last) == (13, 119)
     probe.close()
     assert stub.freed == 1
+
+
+def test_vgpu_guest_zero_limits_are_unknown_as_in_the_smi_parsers() -> None:
+    # a vGPU guest's NVML reports a 0 W limit and 0 MHz maximum clocks, like its nvidia-smi
+    gpu = FakeGpu(power_limit_mw=0, power_default_mw=0, max_clocks={1: 0, 2: 0}, util=(250, 0))
+    (s,) = _probe(StubNvml([gpu])).read().samples
+    assert s.power_limit_watts is NOT_SUPPORTED and s.power_default_limit_watts is NOT_SUPPORTED
+    assert s.sm_clock_max_mhz is NOT_SUPPORTED and s.memory_clock_max_mhz is NOT_SUPPORTED
+    assert isinstance(s.util_gpu_pct, Failed)  # 250 % is damage, not a reading
+    assert s.power_draw_watts == 70.0

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpuwise.errors import GpuError
-from gpuwise.gpu._values import throttle_ids_from_mask
+from gpuwise.gpu._values import drop_impossible, throttle_ids_from_mask
 from gpuwise.gpu.kernel_log import normalize_bus_id
 from gpuwise.gpu.sample import NOT_SUPPORTED, Failed, GpuProcess, NotSupported, Reading, Sample, Snapshot
 from gpuwise.gpu.smi import ErrorKind, lost_sample
@@ -292,7 +292,8 @@ class NvmlProbe:
             f["xid_errors"] = self._xid_count.get(index, 0)
             if index in self._xid_last:
                 f["xid_last"] = self._xid_last[index]
-        return Sample(timestamp_s=now, index=index, **f)
+        # the same rule as the nvidia-smi parsers: a 0 MiB framebuffer or 0 W limit (vGPU guests) is unknown
+        return Sample(timestamp_s=now, index=index, **drop_impossible(f))
 
     @staticmethod
     def _num(got: Any) -> Reading[float]:
