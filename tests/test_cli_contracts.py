@@ -206,6 +206,23 @@ BAD_INPUT: list[tuple[str, list[str], str]] = [
         ["monitor", "--once", "--replay", "{recording}", "--record", "{out}"],
         "directory",
     ),
+    (
+        "monitor-record-foreign",
+        ["monitor", "--once", "--replay", "{recording}", "--record", "{not_toml}"],
+        "else",
+    ),
+    (
+        "monitor-record-own-replay",
+        ["monitor", "--once", "--replay", "{recording}", "--record", "{recording}"],
+        "",
+    ),
+    ("monitor-since-0", ["monitor", "--since", "0"], "--since"),
+    (
+        "monitor-interval-nan",
+        ["monitor", "--once", "--replay", "{recording}", "--interval", "nan"],
+        "--interval",
+    ),
+    ("plan-boot-disk-inf", ["plan", "{workload}", "--boot-disk-gb", "inf"], "finite"),
     ("monitor-since-word", ["monitor", "--since", "yesterday"], "--since"),
     ("monitor-since-neg", ["monitor", "--since", "-2h"], "--since"),
     ("monitor-since-replay", ["monitor", "--since", "2h", "--replay", "{recording}"], "--since"),
@@ -282,6 +299,8 @@ def test_bad_input_is_one_clear_message_exit_2(
 ) -> None:
     data_dir = Path(os.environ["GPUWISE_DATA_DIR"])
     data_before = _files_under(data_dir)
+    inputs = [bad.empty, bad.binary, bad.not_toml, WORKLOAD, RECORDING, TRACE, OWN_CSV]
+    contents = [p.read_bytes() for p in inputs]
     code = main(bad.expand(argv))
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err + captured.out, captured.err
@@ -293,6 +312,7 @@ def test_bad_input_is_one_clear_message_exit_2(
     # nothing half-written: no output file, no folder created, no history or catalog in the data dir
     assert _files_under(bad.out) == set()
     assert not bad.no_dir.exists()
+    assert [p.read_bytes() for p in inputs] == contents, "an input file was changed"
     written = {f for f in _files_under(data_dir) - data_before if "cache" not in f}
     assert written == set(), written
 

@@ -89,10 +89,11 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
         check_input_file(config, "Config file", fix="give a TOML config file, or drop --config", text=True)
     if record is not None:
         check_output_file(record, "--record", name="gpu.csv")
+        _check_recording_target(record)
     cfg = load_config(config)
     settings = section(cfg, "monitor", MonitorSettings)
     interval_s = interval if interval is not None else settings.interval_s
-    if interval_s <= 0:
+    if not 0 < interval_s < float("inf"):  # also refuses NaN
         raise ConfigError(f"--interval must be positive (got {interval_s})", fix="use e.g. --interval 1")
     retention_s = settings.history_retention_days * 86400
 
@@ -135,6 +136,26 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
             store.close()
         if recorder is not None:
             recorder.close()
+
+
+def _check_recording_target(path: Path) -> None:
+    """--record appends, so a file that holds anything but a gpuwise recording (a workload given by
+    mistake, an nvidia-smi log with other columns) would be corrupted: refuse it before writing a byte."""
+    from gpuwise.monitor.record import header
+
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            first = fh.readline().rstrip("\r\n")
+    except OSError:
+        return  # missing (a new recording) or unreadable: the recorder reports the latter
+    if not first:
+        return
+    if [cell.strip() for cell in first.split(",")] != header(with_host=True):
+        raise ConfigError(
+            f"--record {path} already holds something else (its first line is {first[:60]!r})",
+            why="--record appends rows, and only to a recording it started itself",
+            fix="give a new file name, e.g. --record gpu-$(date +%F).csv",
+        )
 
 
 def _open_recorder(path: Path) -> Any:
@@ -208,6 +229,10 @@ def _show_since(since: str, json_out: bool, db: Path, retention_s: float) -> Non
         raise ConfigError(
             f"--since {since!r} is not a duration", fix="use e.g. --since 2h, 30m or 1d"
         ) from exc
+    if not 0 < seconds < float("inf"):
+        raise ConfigError(
+            f"--since {since!r} is not a positive duration", fix="use e.g. --since 2h, 30m or 1d"
+        )
     now = time.time()
     start = now - seconds
     if not db.exists():

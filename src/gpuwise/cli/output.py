@@ -124,9 +124,13 @@ def check_input_file(path: Path, what: str, *, fix: str, text: bool = False) -> 
 
 def check_at_least(value: float | None, minimum: float, option: str, *, example: str) -> None:
     """Bad input (exit 2, with "To fix:") when an option is below its minimum; None means not given."""
-    if value is not None and not value >= minimum:  # `not >=` also catches NaN
-        number = int(minimum) if minimum == int(minimum) else minimum
+    if value is None:
+        return
+    number = int(minimum) if minimum == int(minimum) else minimum
+    if not value >= minimum:  # `not >=` also catches NaN
         raise ConfigError(f"{option} must be {number} or more, not {value:g}", fix=f"use e.g. {example}")
+    if math.isinf(value):
+        raise ConfigError(f"{option} must be a finite number, not {value:g}", fix=f"use e.g. {example}")
 
 
 def check_output_file(path: Path, option: str, *, name: str) -> None:
