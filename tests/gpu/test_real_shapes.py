@@ -578,3 +578,13 @@ def test_readings_no_gpu_can_have_are_not_passed_on_as_numbers() -> None:
     assert (s.sm_clock_mhz, s.temperature_c) == (0.0, 0.0)
     table = TABLE_PRE_410.replace("60W / 250W", "60W /   0W")
     assert parse_recording_text(table).snapshots[0].samples[0].power_limit_watts is NOT_SUPPORTED
+
+
+def test_query_csv_without_utilization_says_what_is_missing() -> None:
+    text = (
+        "uuid, name, driver_version, fan.speed [%], memory.used [MiB], pci.bus_id, index\n"
+        "GPU-0, NVIDIA GeForce RTX 2080 SUPER, 466.63, 38 %, 575 MiB, 00000000:01:00.0, 0\n"
+    )
+    with pytest.raises(ReplayError) as caught:
+        parse_recording_text(text)
+    assert "utilization.gpu" in (caught.value.why or "") + caught.value.message

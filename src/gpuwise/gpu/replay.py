@@ -84,6 +84,9 @@ def parse_recording_text(text: str, *, source: str = "<text>") -> Recording:
             smi_csv.parse_query_csv(text, source=source)  # raises the error that names the W&B format
         if smi_csv.looks_like_headerless_csv(text):
             raise smi_csv.headerless_error(source)
+        if smi_csv.names_query_fields(text):
+            # raises the message that says the header must name utilization.gpu
+            smi_csv.parse_query_csv(text, source=source, default_timestamp_s=0.0)
         detail = "it is empty" if not stripped else f"it starts with {stripped.splitlines()[0][:80]!r}"
         raise _not_a_recording(source, detail)
     if fmt == "csv":

@@ -41,6 +41,7 @@ __all__ = [
     "headerless_error",
     "looks_like_headerless_csv",
     "looks_like_query_csv",
+    "names_query_fields",
     "parse_query_csv",
     "parse_trace_time",
     "read_query_csv",
@@ -136,6 +137,13 @@ def looks_like_query_csv(text: str) -> bool:
     `utilization.gpu` (or the header of a Weights & Biases GPU export, which is read by translation)."""
     names = _header_names(text)
     return "utilization.gpu" in names or names >= _WANDB_REQUIRED
+
+
+def names_query_fields(text: str) -> bool:
+    """Whether the first line is a `--query-gpu` header at all (two or more of its field names), with or
+    without `utilization.gpu`: such a file gets the CSV parser's own message, not "not a recording"."""
+    known = _header_names(text) & (FIELD_MAP.keys() | {"timestamp", "index", "driver_version"})
+    return len(known) >= 2
 
 
 def has_timestamp_column(text: str) -> bool:
@@ -388,6 +396,12 @@ def _not_query_csv(source: str, header: list[str]) -> ReplayError:
     if looks_like_headerless_csv(",".join(header)):
         return headerless_error(source)
     shown = ", ".join(c.strip() for c in header[:6])
+    if names_query_fields(",".join(header)):
+        return ReplayError(
+            f"{source} is an nvidia-smi --query-gpu CSV without utilization.gpu (header: {shown[:120]!r})",
+            why="gpuwise needs each GPU's utilization to monitor it or to judge idleness",
+            fix=RECORD_HINT,
+        )
     return ReplayError(
         f"{source} is not an nvidia-smi --query-gpu CSV (first line: {shown[:120]!r})",
         why="The header must name utilization.gpu",
