@@ -374,7 +374,21 @@ def _json(argv: list[str], capsys: pytest.CaptureFixture[str], *, expect: int = 
     assert code == expect, captured.err
     assert "Traceback" not in captured.err
     assert "\x1b[" not in captured.out, "terminal escape codes in --json output"
-    return json.loads(captured.out)  # exactly one document: trailing text would fail here
+    # exactly one strict document: trailing text, NaN or Infinity would fail here
+    return json.loads(captured.out, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+
+
+def test_json_is_strict(capsys: pytest.CaptureFixture[str]) -> None:
+    """Python writes NaN and Infinity unless told not to; jq and browsers reject them. Unknown is null."""
+    from gpuwise.cli.output import print_json
+
+    print_json({"hours": float("inf"), "mfu": float("nan"), "nested": [float("-inf"), 1.5]})
+    out = capsys.readouterr().out
+    assert json.loads(out, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}")) == {
+        "hours": None,
+        "mfu": None,
+        "nested": [None, 1.5],
+    }
 
 
 def test_estimate_json(capsys: pytest.CaptureFixture[str]) -> None:

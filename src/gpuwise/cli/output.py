@@ -43,14 +43,15 @@ def to_jsonable(obj: Any) -> Any:
         return str(obj)
     if isinstance(obj, Enum):
         return obj.value
-    if isinstance(obj, float) and math.isnan(obj):  # NaN is not JSON
+    if isinstance(obj, float) and not math.isfinite(obj):  # NaN and ±Infinity are not JSON
         return None
     return obj
 
 
 def print_json(obj: Any) -> None:
     """Write one JSON document to stdout (plain write: rich would wrap long lines)."""
-    sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False) + "\n")
+    # allow_nan=False: strict JSON, which jq and JavaScript parse (Python's own json would accept NaN)
+    sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     sys.stdout.flush()
 
 
