@@ -464,6 +464,14 @@ def test_monitor_and_idle_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert isinstance(status, dict) and status["found"] is False
 
 
+def test_monitor_without_a_terminal_prints_snapshots(capsys: pytest.CaptureFixture[str]) -> None:
+    """`gpuwise monitor > log`: the live view's alternate screen printed nothing at all into a file."""
+    assert main(["monitor", "--replay", str(RECORDING), "--count", "2", "--interval", "0.05"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("gpuwise monitor") == 2
+    assert "not a terminal" in captured.err
+
+
 def test_no_gpu_is_a_fault_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     """Without a driver (as on CI), monitor and exporter say so and exit 1, offering --replay."""
     from gpuwise.errors import GpuError

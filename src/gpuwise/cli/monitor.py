@@ -192,6 +192,26 @@ def _live(sampler: Sampler, interval_s: float, count: int | None) -> None:
     from gpuwise.monitor.sampler import Tick, run_loop
     from gpuwise.monitor.view import dashboard
 
+    if not console.is_terminal:
+        # Redirected or piped (`gpuwise monitor > log`, ssh without a tty): the alternate screen would
+        # show nothing at all, so print one snapshot per refresh, like `nvidia-smi -l`.
+        err_console.print(
+            "stdout is not a terminal: printing one snapshot per refresh "
+            "(--once or --json print one; --record FILE writes a replayable log)",
+            markup=False,
+        )
+
+        def print_tick(tick: Tick) -> None:
+            console.print(
+                dashboard(tick.snapshot, util_history=tick.util_history, host=tick.host, hints=tick.hints)
+            )
+
+        try:
+            run_loop(sampler, interval_s=interval_s, on_tick=print_tick, max_ticks=count)
+        except KeyboardInterrupt:
+            err_console.print("stopped")
+        return
+
     # The alternate screen (like top and nvitop): each refresh redraws in place, and quitting restores
     # the terminal instead of leaving frames in the scrollback.
     with Live(console=console, auto_refresh=False, screen=True, transient=False) as live:
