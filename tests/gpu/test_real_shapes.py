@@ -588,3 +588,27 @@ def test_query_csv_without_utilization_says_what_is_missing() -> None:
     with pytest.raises(ReplayError) as caught:
         parse_recording_text(text)
     assert "utilization.gpu" in (caught.value.why or "") + caught.value.message
+
+
+def test_csv_without_any_gpu_id_tells_gpus_of_one_poll_apart_by_their_ms_stamps() -> None:
+    # NVIDIA's own example query has no index; a 3-GPU poll is stamped .210, .211, .211
+    text = (
+        "timestamp, name, utilization.gpu [%]\n"
+        "2026/08/01 03:59:40.210, A100, 90 %\n"
+        "2026/08/01 03:59:40.211, A100, 5 %\n"
+        "2026/08/01 03:59:40.211, A100, 7 %\n"
+        "2026/08/01 03:59:41.210, A100, 91 %\n"
+        "2026/08/01 03:59:41.212, A100, 6 %\n"
+        "2026/08/01 03:59:41.213, A100, 8 %\n"
+    )
+    rec = parse_recording_text(text)
+    assert [[(s.index, s.util_gpu_pct) for s in snap.samples] for snap in rec.snapshots] == [
+        [(0, 90.0), (1, 5.0), (2, 7.0)],
+        [(0, 91.0), (1, 6.0), (2, 8.0)],
+    ]
+
+
+def test_csv_of_one_gpu_logged_every_100_ms_stays_one_gpu() -> None:
+    rows = "".join(f"2026/08/01 03:59:40.{ms:03d}, {ms // 100} %\n" for ms in range(0, 1000, 100))
+    samples = parse_query_csv("timestamp, utilization.gpu [%]\n" + rows)
+    assert {s.index for s in samples} == {0} and len(samples) == 10

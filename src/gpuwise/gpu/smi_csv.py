@@ -103,6 +103,10 @@ FIELD_MAP: dict[str, tuple[str, v.Converter, int]] = {
     "display_active": ("display_active", v.to_bool, 1),
 }
 
+# Consecutive rows stamped closer than this are GPUs of one poll (nvidia-smi reads GPUs ~1 ms apart; the
+# fastest loop people record with, `-lms 50`, is far slower).
+_SAME_POLL_S = 0.02
+
 RECORD_HINT = (
     "record with nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv -l 1"
 )
@@ -314,8 +318,10 @@ def parse_query_csv(
     identities: dict[str, int] = {}
     samples: dict[tuple[float, int], Sample] = {}
     # Without an index column, GPUs logged at the same instant are told apart by their order in the file
-    # (nvidia-smi writes one row per GPU, GPU 0 first); keying them all as GPU 0 would drop busy GPUs.
+    # (nvidia-smi writes one row per GPU, GPU 0 first); keying them all as GPU 0 would drop busy GPUs. The
+    # rows of one poll carry one stamp or stamps a few ms apart (each GPU is stamped as it is read).
     rows_at: dict[float, int] = {}
+    prev: tuple[float, int] | None = None  # (timestamp, index) of the previous data row
     for lineno, cells in enumerate(rows[1:], start=2):
         if [c.strip() for c in cells] == header_key:
             continue  # the header again: runs appended to one file (`>> trace.csv`) each print it
@@ -344,8 +350,14 @@ def parse_query_csv(
             # nvidia-smi lists GPUs in index order, so the order the ids first appear in is the index
             index = identities.setdefault(row[plan.identity_col].strip().upper(), len(identities))
         elif plan.index_col is None:
-            index = rows_at.get(ts, 0)
+            if ts in rows_at:
+                index = rows_at[ts]
+            elif prev is not None and 0 < ts - prev[0] < _SAME_POLL_S:
+                index = prev[1] + 1
+            else:
+                index = 0
             rows_at[ts] = index + 1
+            prev = (ts, index)
         else:
             got = v.to_int(row[plan.index_col])
             index = got if isinstance(got, int) else 0
