@@ -464,6 +464,26 @@ def test_monitor_and_idle_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert isinstance(status, dict) and status["found"] is False
 
 
+def test_names_with_brackets_are_text_not_markup(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A user's CSV or workload may hold "[/x]": rich raised MarkupError (a traceback) or ate the text."""
+    own = tmp_path / "own.csv"
+    own.write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region\n"
+        "rig[/x]8,H100,8,128,1024,12.00,,lab[/red]1\n"
+    )
+    target = tmp_path / "catalog"
+    assert main(["catalog", "import", str(own), "--provider", "mine", "--catalog-dir", str(target)]) == 0
+    assert main(["catalog", "offers", "--provider", "mine", "--catalog-dir", str(target)]) == 0
+    assert main(["catalog", "stats", "--catalog-dir", str(target)]) == 0
+    workload = tmp_path / "w.toml"
+    workload.write_text(WORKLOAD.read_text(encoding="utf-8").replace('name = "', 'name = "run [/bold] ', 1))
+    assert main(["estimate", str(workload), "--gpu", "H100"]) == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    shown = "".join(captured.out.split())
+    assert "rig[/x]8" in shown and "lab[/red]1" in shown and "run[/bold]" in shown
+
+
 def test_monitor_without_a_terminal_prints_snapshots(capsys: pytest.CaptureFixture[str]) -> None:
     """`gpuwise monitor > log`: the live view's alternate screen printed nothing at all into a file."""
     assert main(["monitor", "--replay", str(RECORDING), "--count", "2", "--interval", "0.05"]) == 0

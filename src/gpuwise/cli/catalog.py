@@ -280,6 +280,7 @@ def offers(
 
 def _print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: int) -> None:
     from rich import box
+    from rich.markup import escape
     from rich.table import Table
 
     from gpuwise.cli.output import console
@@ -305,18 +306,20 @@ def _print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: i
             min_width=12 if col == "price date" else None,
         )
     for o in shown:
-        place = o.region or "—"
+        # names come from catalog files, a user's own CSV included: never rich markup
+        place = escape(o.region or "—")
         if o.zone and o.zone != o.region:
-            place = f"{place} ({o.zone})"
+            place = f"{place} ({escape(o.zone)})"
+        instance = escape(o.instance_type or "—")
         price = _money(o.price_usd_per_hour, o.currency)
         if o.gpu_only_price:
             price += "\nGPU-only"
         host = f"{_num(o.vcpus)} vCPU, {_num(o.memory_gib)} GiB" if o.vcpus or o.memory_gib else ""
         table.add_row(
-            o.provider,
-            f"{o.instance_type or '—'}\n[dim]{host}[/]" if host else (o.instance_type or "—"),
+            escape(o.provider),
+            f"{instance}\n[dim]{host}[/]" if host else instance,
             place,
-            f"{_num(o.gpus, 3)}× {o.gpu}",
+            f"{_num(o.gpus, 3)}× {escape(o.gpu)}",
             price,
             _money(o.spot_price_usd_per_hour, o.currency),
             _age_text(o, today),
@@ -339,6 +342,7 @@ def _print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: i
 @app.command("stats")
 def stats(json_out: JsonOption = False, catalog_dir: CatalogDirOption = None) -> None:
     """What the catalog holds: offers and price date per provider, and every row skipped or price dropped."""
+    from rich.markup import escape
     from rich.table import Table
 
     from gpuwise import paths
@@ -386,7 +390,8 @@ def stats(json_out: JsonOption = False, catalog_dir: CatalogDirOption = None) ->
         print_json(doc)
         return
     console.print(
-        f"Catalog: {catalog.location}; {st.offers} offers. User catalog dir: {doc['user_catalog_dir']}"
+        f"Catalog: {catalog.location}; {st.offers} offers. User catalog dir: {doc['user_catalog_dir']}",
+        markup=False,
     )
     table = Table(title="Offers per provider")
     for col in ("provider", "offers", "price date", "age"):
@@ -395,7 +400,7 @@ def stats(json_out: JsonOption = False, catalog_dir: CatalogDirOption = None) ->
         date_text = str(row["price_as_of"])
         if not row["price_date_exact"]:
             date_text = f"date unknown (collected {date_text})"
-        table.add_row(str(row["provider"]), str(row["offers"]), date_text, f"{row['age_days']} d")
+        table.add_row(escape(str(row["provider"])), str(row["offers"]), date_text, f"{row['age_days']} d")
     console.print(table)
     for title, counts in (
         ("Rows skipped (never guessed)", st.skipped_rows),
@@ -405,7 +410,7 @@ def stats(json_out: JsonOption = False, catalog_dir: CatalogDirOption = None) ->
         if counts:
             console.print(f"[bold]{title}[/]")
             for reason, n in counts.items():
-                console.print(f"  {n:>6}  {reason}")
+                console.print(f"  {n:>6}  {reason}", markup=False)  # reasons quote file contents
 
 
 # ---------------------------------------------------------------- import / update
@@ -424,10 +429,12 @@ def _report_install(result: Any, json_out: bool, what: str) -> None:
     if json_out:
         print_json(doc)
         return
-    console.print(f"{what}: {', '.join(f'{p} ({n} GPU rows)' for p, n in result.rows_kept.items())}")
-    console.print(f"User catalog now at {result.catalog_dir} ({sum(result.providers.values())} offers).")
+    rows = ", ".join(f"{p} ({n} GPU rows)" for p, n in result.rows_kept.items())
+    console.print(f"{what}: {rows}", markup=False)
+    offers = sum(result.providers.values())
+    console.print(f"User catalog now at {result.catalog_dir} ({offers} offers).", markup=False)
     if result.previous_dir:
-        console.print(f"The previous catalog is kept at {result.previous_dir}.")
+        console.print(f"The previous catalog is kept at {result.previous_dir}.", markup=False)
     console.print(
         "These files carry no price date: their prices show as 'date unknown (collected "
         f"{result.collected.isoformat()})'. The bundled catalog is unchanged."

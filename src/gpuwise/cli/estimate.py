@@ -80,6 +80,7 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
 def _render(est: Estimate, path: str, name: str) -> None:
     import math
 
+    from rich.markup import escape
     from rich.table import Table
 
     from gpuwise.cli.output import console
@@ -87,7 +88,9 @@ def _render(est: Estimate, path: str, name: str) -> None:
 
     gib = 1024**3
     m = est.memory
-    title = f"{name or path} on {est.count}× {est.gpu}" + (f" ({est.nodes} nodes)" if est.nodes > 1 else "")
+    title = f"{escape(name or path)} on {est.count}× {est.gpu}" + (
+        f" ({est.nodes} nodes)" if est.nodes > 1 else ""
+    )
     mem = Table(title=f"Memory per GPU — {title}", title_justify="left")
     mem.add_column("part")
     mem.add_column("GiB", justify="right")
@@ -111,7 +114,7 @@ def _render(est: Estimate, path: str, name: str) -> None:
     perf.add_column("what")
     perf.add_column("value", justify="right")
     if est.infeasible_reason:
-        perf.add_row("[bold red]cannot run[/]", est.infeasible_reason)
+        perf.add_row("[bold red]cannot run[/]", escape(est.infeasible_reason))
     else:
         perf.add_row("throughput per GPU", f"{est.throughput_per_gpu:,.1f} {est.throughput_unit}")
         perf.add_row("throughput total", f"{est.throughput_total:,.1f} {est.throughput_unit}")
@@ -125,4 +128,4 @@ def _render(est: Estimate, path: str, name: str) -> None:
     console.print(perf)
     console.print("[bold]Assumptions[/]")
     for line in est.assumptions:
-        console.print(f"  • {line}", soft_wrap=False)
+        console.print(f"  • {line}", soft_wrap=False, markup=False)  # sources quote [brackets] verbatim
