@@ -612,3 +612,17 @@ def test_csv_of_one_gpu_logged_every_100_ms_stays_one_gpu() -> None:
     rows = "".join(f"2026/08/01 03:59:40.{ms:03d}, {ms // 100} %\n" for ms in range(0, 1000, 100))
     samples = parse_query_csv("timestamp, utilization.gpu [%]\n" + rows)
     assert {s.index for s in samples} == {0} and len(samples) == 10
+
+
+def test_gzipped_recordings_load_and_a_damaged_one_is_a_replay_error(tmp_path: Path) -> None:
+    import gzip
+
+    path = tmp_path / "trace.csv.gz"
+    path.write_bytes(gzip.compress(b"timestamp, utilization.gpu [%]\n2026/08/01 03:59:40.361, 7 %\n"))
+    assert load_recording(path).snapshots[0].samples[0].util_gpu_pct == 7.0
+    path.write_bytes(gzip.compress(QUERY_610.encode())[:40])
+    with pytest.raises(ReplayError, match="gzip"):
+        load_recording(path)
+    csv_path = tmp_path / "idle.csv.gz"
+    csv_path.write_bytes(gzip.compress(b"timestamp, utilization.gpu [%]\n2026/08/01 03:59:40.361, 7 %\n"))
+    assert [s.util_gpu_pct for s in read_query_csv(csv_path)] == [7.0]  # what `idle replay` reads

@@ -22,9 +22,7 @@ __all__ = ["FORMATS", "ParseProblem", "Recording", "XidEvent", "load_recording",
 
 FORMATS = ("xml", "query-text", "table", "error", "kernel-log", "capture", "csv", "directory")
 
-# A recording bigger than this is not nvidia-smi output (the largest real capture is ~160 KB; a day of
-# 1-s CSV for 8 GPUs is ~60 MB).
-_MAX_BYTES = 512 * 1024 * 1024
+_MAX_BYTES = smi_csv.MAX_RECORDING_BYTES
 
 
 @dataclass
@@ -138,7 +136,7 @@ def _read_text(path: Path) -> str:
         size = path.stat().st_size
         if size > _MAX_BYTES:
             raise _not_a_recording(str(path), f"{size} bytes is far larger than any nvidia-smi output")
-        return smi_csv.decode_text(path.read_bytes())
+        return smi_csv.decode_text(smi_csv.gunzip_if_gzipped(path.read_bytes(), str(path)))
     except OSError as exc:
         raise ReplayError(
             f"cannot read {path}", why=exc.strerror or str(exc), fix="check the path and its permissions"

@@ -22,7 +22,9 @@ Pure: text in, samples out (`read_query_csv` is the one function that opens a fi
 from __future__ import annotations
 
 import csv
+import gzip
 import io
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ __all__ = [
     "FIELD_MAP",
     "decode_text",
     "format_trace_time",
+    "gunzip_if_gzipped",
     "has_timestamp_column",
     "headerless_error",
     "looks_like_headerless_csv",
@@ -421,6 +424,32 @@ def _not_query_csv(source: str, header: list[str]) -> ReplayError:
     )
 
 
+# A recording bigger than this is not nvidia-smi output (the largest real capture is ~160 KB; a day of
+# 1-s CSV for 8 GPUs is ~60 MB).
+MAX_RECORDING_BYTES = 512 * 1024 * 1024
+
+
+def gunzip_if_gzipped(data: bytes, source: str) -> bytes:
+    """`data` unpacked when it is gzip (logs are often rotated and compressed), else as it is. Unpacking
+    is bounded, so a small file cannot expand into gigabytes; a damaged one is a ReplayError."""
+    if data[:2] != b"\x1f\x8b":
+        return data
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            out = f.read(MAX_RECORDING_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ReplayError(
+            f"{source} is a damaged gzip file", why=str(exc), fix="copy the recording again"
+        ) from exc
+    if len(out) > MAX_RECORDING_BYTES:
+        raise ReplayError(
+            f"{source} unpacks to more than {MAX_RECORDING_BYTES // 2**20} MiB",
+            why="no nvidia-smi recording is that large",
+            fix="replay a shorter part of it",
+        )
+    return out
+
+
 def decode_text(data: bytes) -> str:
     """Bytes of a recording -> text: UTF-8 (with or without BOM) or UTF-16 (a Windows PowerShell redirect);
     CRLF line ends become LF."""
@@ -443,6 +472,7 @@ def read_query_csv(path: Path | str, *, default_timestamp_s: float | None = None
         raise ReplayError(
             f"cannot read {path}", why=exc.strerror or str(exc), fix="check the path and its permissions"
         ) from exc
+    data = gunzip_if_gzipped(data, str(path))
     return parse_query_csv(decode_text(data), source=str(path), default_timestamp_s=default_timestamp_s)
 
 
