@@ -592,7 +592,7 @@ def test_help_keeps_every_word(path: str, capsys: pytest.CaptureFixture[str]) ->
             assert _plain(text) in shown, f"help text lost or mangled: {text!r}"
     for param in getattr(command, "params", []):
         if not getattr(param, "hidden", False):
-            for opt in getattr(param, "opts", []):
+            for opt in [*getattr(param, "opts", []), *getattr(param, "secondary_opts", [])]:
                 if opt.startswith("--"):
                     assert opt in shown, f"{path}: {opt} missing from --help"
 
