@@ -60,27 +60,50 @@ app.command("exporter")(exporter.exporter)
 app.add_typer(idle.app, name="idle")
 
 
+# typer vendors click; every command-line parsing error (missing option, bad number, unknown option or
+# command) derives from its UsageError, reached through the public BadParameter.
+_UsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
+def _usage_error(exc: Exception) -> int:
+    """A parsing error in the shape of every other bad input: one paragraph on stderr with what and
+    "To fix:", exit 2. (`gpuwise GROUP` alone has printed its help already.)"""
+    message: str = exc.format_message()  # type: ignore[attr-defined]  # click UsageError API
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        if message:  # typer's rich help printed itself and left the message empty
+            typer.echo(message)
+        return 2
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "gpuwise"
+    fix = f"To fix: see `{escape(where)} --help` for the options."
+    err_console.print(f"[bold red]Error:[/] {escape(message.rstrip('.'))}. {fix}", soft_wrap=True)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (the console script passes it to sys.exit)."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
     try:
-        # standalone mode: typer prints usage errors itself (exit 2) and raises SystemExit.
-        app(args=args, prog_name="gpuwise")
+        # not standalone: parsing errors come back here and are printed like every other bad input
+        result = app(args=args, prog_name="gpuwise", standalone_mode=False)
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
+    except _UsageError as exc:
+        return _usage_error(exc)
     except GpuwiseError as exc:
         if debug or _debug:
             err_console.print_exception()
         err_console.print(f"[bold red]Error:[/] {escape(exc.render())}", soft_wrap=True)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):
         return 130
     except BrokenPipeError:
         # `gpuwise … | head` closed the pipe: not an error worth a traceback.
         return 0
-    return 0
+    # a typer.Exit(code) raised by a command comes back as its code outside standalone mode
+    return result if isinstance(result, int) else 0
 
 
 def run() -> None:  # pragma: no cover - console script shim
