@@ -51,6 +51,11 @@ def load_config(path: Path | None = None) -> Config:
             f"Config file {target} is not valid TOML: {exc}",
             fix="correct the line named above (TOML syntax: key = value, [section])",
         ) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"Config file {target} is not a text file: byte {exc.start} is not UTF-8",
+            fix="give the TOML config file (a binary or non-UTF-8 file cannot be one)",
+        ) from exc
     except OSError as exc:
         raise ConfigError(
             f"Cannot read config file {target}: {exc.strerror}", fix="check the path and its permissions"

@@ -81,10 +81,16 @@ ConfigOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
+_TRACE_FIX = "give a file written by nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv -l 1"
+
+
 def _settings(config: Path | None, **overrides: Any) -> IdleSettings:
+    from gpuwise.cli.output import check_input_file
     from gpuwise.config import load_config
     from gpuwise.idle.settings import load_settings
 
+    if config is not None:
+        check_input_file(config, "Config file", fix="give a TOML config file, or drop --config", text=True)
     return load_settings(load_config(config).sections).with_cli(**overrides)
 
 
@@ -153,7 +159,7 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
     config: ConfigOpt = None,
 ) -> None:
     """Replay a recorded GPU trace through the idle policy: when would it stop the machine, and why."""
-    from gpuwise.cli.output import console, print_json
+    from gpuwise.cli.output import check_input_file, console, print_json
     from gpuwise.gpu.smi_csv import format_trace_time
     from gpuwise.idle.policy import group_samples
     from gpuwise.idle.policy import replay as run_replay
@@ -173,6 +179,7 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
     )
     from gpuwise.gpu.smi_csv import read_query_csv
 
+    check_input_file(trace, "Trace", fix=_TRACE_FIX)
     samples = read_query_csv(trace)
     observations = group_samples(samples)
     result = run_replay(observations, settings.policy, samples=len(samples))
@@ -271,7 +278,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     ] = None,
     hook_blocks: Annotated[
         bool | None,
-        typer.Option("--hook-blocks/--hook-does-not-block", help="Whether a failing hook cancels the stop."),
+        typer.Option("--hook-blocks/--no-hook-blocks", help="Whether a failing hook cancels the stop."),
     ] = None,
     webhook: Annotated[str | None, typer.Option("--webhook", help="POST JSON notices here.")] = None,
     interval_s: Annotated[
@@ -294,7 +301,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     import signal as signal_mod
 
     from gpuwise import paths
-    from gpuwise.cli.output import setup_logging
+    from gpuwise.cli.output import check_input_file, setup_logging
     from gpuwise.gpu.probe import open_probe
     from gpuwise.idle.actions import MetadataEndpoints
     from gpuwise.idle.daemon import IdleDaemon, RetryingProbe
@@ -320,6 +327,8 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     setup_logging()
     # a recording that cannot be read is bad input (exit 2) now; a live driver that does not answer is
     # retried at every observation and counts as busy meanwhile
+    if replay_path is not None:
+        check_input_file(replay_path, "Recording", fix=_TRACE_FIX)
     probe = open_probe(replay_path) if replay_path is not None else RetryingProbe(open_probe)
     endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
     keepalive = _keepalive_path(settings)

@@ -427,6 +427,11 @@ def load_workload(path: Path) -> Workload:
         raise ConfigError(
             f"Workload file {path} does not exist", fix="check the path (examples/ holds workload files)"
         ) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"Workload file {path} is not a text file: byte {exc.start} is not UTF-8",
+            fix="give a TOML workload file (examples/ holds some)",
+        ) from exc
     except OSError as exc:
         raise ConfigError(f"Cannot read workload file {path}: {exc.strerror}", fix="check the path") from exc
     try:
