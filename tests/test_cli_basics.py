@@ -25,7 +25,7 @@ def test_unknown_command_is_usage_error() -> None:
 
 def test_error_renders_what_why_fix() -> None:
     err = ConfigError("Workload file x.toml: unknown key 'epoch'", why="keys are checked", fix="rename it")
-    assert err.render() == "Workload file x.toml: unknown key 'epoch'. keys are checked. To fix: rename it."
+    assert err.render() == "Workload file x.toml: unknown key 'epoch'. Keys are checked. To fix: rename it."
     assert err.exit_code == 2
     assert GpuwiseError("a fault").exit_code == 1
 

@@ -272,11 +272,7 @@ BAD_INPUT: list[tuple[str, list[str], str]] = [
 
 # Known gaps in files this suite's author does not own; each is described, with its fix, in the
 # cli-review report. strict: the day the fix lands, the xfail turns into a failure and is removed.
-KNOWN_GAPS: dict[str, str] = {
-    "idle-replay-fifo": "cli/idle.py does not refuse a named pipe (check_input_file)",
-    "idle-replay-config-binary": "config.load_config lets UnicodeDecodeError through (traceback)",
-    "idle-status-config-binary": "config.load_config lets UnicodeDecodeError through (traceback)",
-}
+KNOWN_GAPS: dict[str, str] = {}
 BAD_INPUT += [
     ("idle-replay-fifo", ["idle", "replay", "{fifo}"], "named pipe"),
     ("idle-replay-config-binary", ["idle", "replay", "{trace}", "--config", "{binary}"], ""),
@@ -339,9 +335,6 @@ def test_parse_errors_exit_2_without_traceback(argv: list[str], capsys: pytest.C
     assert "Error" in captured.err
 
 
-@pytest.mark.xfail(
-    strict=True, reason="cli/main.py prints click's usage errors without 'To fix:' (see report)"
-)
 @pytest.mark.parametrize("argv", [pytest.param(a, id=i) for i, a in PARSE_ERRORS])
 def test_parse_errors_say_to_fix(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     main(argv)
@@ -563,7 +556,7 @@ def _plain(text: str) -> str:
 
 # cli/idle.py (not this suite author's file): at 80 columns rich cuts "--held-threshold-pct" to
 # "--held-threshold-p…"; a shorter metavar or option name fixes it (see the cli-review report).
-_HELP_GAPS = {"idle run": "idle run's option column is cut at 80 columns"}
+_HELP_GAPS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(

@@ -35,13 +35,19 @@ class GpuwiseError(Exception):
 
     def render(self) -> str:
         """One paragraph: what, why, and "To fix: …"."""
-        # A message may end with a question ("Did you mean 'H100'?"): keep it rather than add a full stop.
-        parts = [self.message if self.message.endswith("?") else self.message.rstrip(".") + "."]
+        # A message may end with a question ("Did you mean 'H100'?") or a listing that ends its line:
+        # keep those as they are rather than add a full stop.
+        message = self.message
+        parts = [message if message.endswith(("?", "\n")) else message.rstrip(".") + "."]
         if self.why:
-            parts.append(self.why.rstrip(".") + ".")
+            why = self.why.rstrip(".")
+            parts.append(why[:1].upper() + why[1:] + ".")
         if self.fix:
             parts.append("To fix: " + self.fix.rstrip(".") + ".")
-        return " ".join(parts)
+        text = parts[0]
+        for part in parts[1:]:
+            text += part if text.endswith("\n") else " " + part
+        return text
 
 
 class UsageError(GpuwiseError):

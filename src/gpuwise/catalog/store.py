@@ -340,7 +340,10 @@ def install_user_catalog(catalog_dir: Path, inputs: list[CatalogInput], *, today
         parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{catalog_dir.name}.new-", dir=parent))
     except OSError as exc:
-        raise CatalogError(f"Cannot create the catalog directory next to {catalog_dir}: {exc}") from exc
+        raise CatalogError(
+            f"Cannot create the catalog directory next to {catalog_dir}: {exc.strerror or exc}",
+            fix="choose a writable --catalog-dir, or check the permissions of its parent directory",
+        ) from exc
     try:
         manifest: dict[str, dict[str, object]] = {}
         old = _read_manifest(catalog_dir) if catalog_dir.is_dir() else {}
