@@ -129,6 +129,9 @@ def test_no_published_peak_is_declared_impossible() -> None:
     est = estimate(work(model="gpt2"), _bare_gpu(), 1)
     assert math.isinf(est.hours)
     assert est.infeasible_reason and "no published" in est.infeasible_reason
+    doc = est.to_json()  # no speed at all: null, never a 0 that reads like a measurement
+    assert doc["hours"] is None and doc["mfu"] is None
+    assert doc["throughput_per_gpu"] is None and doc["throughput_total"] is None
 
 
 def test_fp8_is_faster_than_bf16_on_hopper_but_not_twice() -> None:

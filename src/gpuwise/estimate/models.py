@@ -64,6 +64,10 @@ class Estimate:
         def num(x: float) -> float | None:  # JSON has no infinity: an impossible time is null
             return x if math.isfinite(x) else None
 
+        # A configuration that cannot run (no published peak, tp × pp above the GPU count) has no
+        # speed at all: say null rather than a 0 that reads like a measurement.
+        runs = self.infeasible_reason is None and math.isfinite(self.hours)
+
         return {
             "gpu": self.gpu,
             "count": self.count,
@@ -79,12 +83,12 @@ class Estimate:
                 "kv_cache": m.kv_cache / gib,
                 "overhead": m.overhead / gib,
             },
-            "throughput_per_gpu": self.throughput_per_gpu,
-            "throughput_total": self.throughput_total,
+            "throughput_per_gpu": self.throughput_per_gpu if runs else None,
+            "throughput_total": self.throughput_total if runs else None,
             "throughput_unit": self.throughput_unit,
             "hours": num(self.hours),
             "gpu_hours": num(self.gpu_hours),
-            "mfu": self.mfu,
+            "mfu": self.mfu if runs else None,
             "bottleneck": self.bottleneck,
             "assumptions": list(self.assumptions),
             "meets_target": self.meets_target,
