@@ -32,23 +32,6 @@ CatalogDirOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
-OFFER_JSON_KEYS = (
-    "provider",
-    "instance_type",
-    "region",
-    "zone",
-    "gpu",
-    "gpus",
-    "gpu_memory_gib",
-    "vcpus",
-    "memory_gib",
-    "price_usd_per_hour",
-    "spot_price_usd_per_hour",
-    "currency",
-    "price_as_of",
-    "price_date_exact",
-    "source",
-)
 _TABLE_DEFAULT_LIMIT = 30
 
 

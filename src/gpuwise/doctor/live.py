@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -141,7 +140,3 @@ def _nvml_library_version(gpus: GpuFacts) -> str | None:
     if latest is not None and isinstance(latest.driver_version, str):
         return latest.driver_version
     return None
-
-
-def dataset_paths(values: Sequence[Path] | None) -> tuple[Path, ...]:
-    return tuple(values or ())

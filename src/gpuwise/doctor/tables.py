@@ -11,7 +11,7 @@ import io
 from dataclasses import dataclass
 from importlib import resources
 
-from gpuwise.doctor.versions import Version, at_least, major_minor, parse_version
+from gpuwise.doctor.versions import Version, major_minor, parse_version
 
 
 @dataclass(frozen=True)
@@ -66,11 +66,6 @@ class Tables:
             return None
         exact = [row for row in rows if row.cuda_version == cuda_version]
         return exact[0] if exact else min(rows, key=lambda row: row.cuda_version)
-
-    def newest_cuda_for_driver(self, driver: Version) -> CudaCompat | None:
-        """The newest toolkit whose own driver minimum ``driver`` meets (for the "upgrade to" advice)."""
-        fitting = [row for row in self.cuda if at_least(driver, row.min_driver)]
-        return max(fitting, key=lambda row: row.cuda_version) if fitting else None
 
     def framework_build(self, framework: str, version: str, variant: str | None) -> FrameworkBuild | None:
         """The row for e.g. ('pytorch', '2.5.1+cu124', None): matched on major.minor and the cuXYZ suffix."""

@@ -37,10 +37,6 @@ class Recording:
     sections: dict[str, str] = field(default_factory=dict)  # raw texts by name (capture sections, files)
     source: str = ""
 
-    @property
-    def is_time_series(self) -> bool:
-        return len(self.snapshots) > 1
-
 
 def _not_a_recording(source: str, detail: str) -> ReplayError:
     return ReplayError(

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PROVIDERS = ("aws", "gcp", "azure", "alibaba")
-PROVIDER_CLI = {"aws": "aws", "gcp": "gcloud", "azure": "az", "alibaba": "aliyun"}
 AZURE_API_VERSION = "2021-02-01"
 
 

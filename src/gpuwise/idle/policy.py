@@ -624,9 +624,3 @@ def replay(
     return ReplayResult(
         None, reason, n_samples, len(observations), first, end, max_idle, tuple(stretches), policy.config
     )
-
-
-def with_overrides(config: PolicyConfig, **overrides: float | None) -> PolicyConfig:
-    """`config` with every non-None override applied (CLI flags win over the config file)."""
-    clean = {k: float(v) for k, v in overrides.items() if v is not None}
-    return replace(config, **clean).validate()
