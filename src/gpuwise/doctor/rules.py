@@ -18,6 +18,7 @@ from gpuwise.doctor.facts import Facts, FrameworkFacts, GpuFacts, SpaceFacts, Xi
 from gpuwise.doctor.tables import Tables
 from gpuwise.doctor.versions import Version, at_least, format_version, major_minor, parse_version
 from gpuwise.gpu.sample import Failed, Sample, Snapshot, has_value
+from gpuwise.gpu.smi import ErrorKind, classify_error_text
 from gpuwise.units import GIB, format_bytes
 
 SEVERITIES = ("ok", "info", "warn", "error")
@@ -99,22 +100,32 @@ def check_replay(facts: Facts, _tables: Tables) -> list[Finding]:
 
 # ---------------------------------------------------------------------------------------------- driver
 
+# nvidia-smi's own failure texts are classified by the gpu room (gpu.smi.classify_error_text); these cover
+# what only the live readers say (NVML's Python errors, a missing library or program, a dmesg wording).
+_FINDING_BY_ERROR_KIND = {
+    ErrorKind.LIBRARY_MISMATCH: "driver.library_mismatch",
+    ErrorKind.DRIVER_MISSING: "driver.missing",
+    ErrorKind.NO_DEVICES: "gpu.none_found",
+    ErrorKind.GPU_LOST: "gpu.lost",
+    ErrorKind.NVML_INIT: "driver.nvml_error",
+}
 _MISMATCH = re.compile(r"version mismatch|kernel module are different versions", re.I)
 _NO_DRIVER = re.compile(
-    r"couldn't communicate with the nvidia driver|driver not loaded|no nvidia driver found"
-    r"|nvidia kernel module.*not loaded"
+    r"driver not loaded|no nvidia driver found|nvidia kernel module.*not loaded"
     r"|nvml shared library not found|libnvidia-ml\.so.*(not found|cannot open)"
     r"|nvidia-smi.*(not found|no such file)",
     re.I,
 )
 _NONE_FOUND = re.compile(r"no devices were found", re.I)
-_LOST = re.compile(r"unable to determine the device handle|gpu is lost|fallen off the bus", re.I)
-_NVML = re.compile(r"failed to initialize nvml|nvml", re.I)
+_LOST = re.compile(r"unable to determine the device handle|fallen off the bus", re.I)
 _BUS_ID = re.compile(r"([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f])", re.I)
 
 
 def classify_error(text: str) -> str:
     """Which finding an error text that nvidia-smi or NVML printed stands for."""
+    kind = classify_error_text(text)
+    if kind is not None:
+        return _FINDING_BY_ERROR_KIND[kind]
     if _MISMATCH.search(text):
         return "driver.library_mismatch"
     if _NO_DRIVER.search(text):
@@ -123,8 +134,6 @@ def classify_error(text: str) -> str:
         return "gpu.none_found"
     if _LOST.search(text):
         return "gpu.lost"
-    if _NVML.search(text):
-        return "driver.nvml_error"
     return "driver.nvml_error"
 
 
