@@ -17,7 +17,7 @@ from gpuwise.errors import ConfigError
 from gpuwise.estimate import constants as K  # noqa: N812 - K is the constants table, read everywhere
 from gpuwise.estimate.calibration import Calibration
 from gpuwise.estimate.models import Estimate, MemoryBreakdown
-from gpuwise.workload.spec import ModelSpec, TrainSpec, Workload
+from gpuwise.workload.spec import InferenceSpec, ModelSpec, TrainSpec, Workload
 
 GIB = 1024**3
 
@@ -594,11 +594,7 @@ def _inference_estimate(
         flops = (m.flops_per_sample or 0) * c
         step = max(flops / (peak * kind_eff * tp), weights / (bw * bw_eff))
         thr_replica = c / step
-        total = (
-            inf.requests
-            if inf.requests is not None
-            else (inf.target_output_tokens_per_s or 0) * (inf.duration_hours or 0) * 3600
-        )
+        total = _units_to_serve(inf, per_request=1)
         return _inference_result(
             w,
             gpu,
@@ -641,11 +637,7 @@ def _inference_estimate(
     thr_replica = c * inf.output_tokens / cohort_s
     bottleneck = "memory_bandwidth" if mem_s >= comp_s else "compute"
     thr_total = thr_replica * replicas
-    total_out = (
-        inf.requests * inf.output_tokens
-        if inf.requests is not None
-        else (inf.target_output_tokens_per_s or 0) * (inf.duration_hours or 0) * 3600
-    )
+    total_out = _units_to_serve(inf, per_request=inf.output_tokens)
     model_flops_per_out = (2 * n_act * (p + inf.output_tokens)) / inf.output_tokens
     mfu = model_flops_per_out * thr_total / count / peak
     notes.add(
@@ -673,6 +665,13 @@ def _inference_estimate(
         notes=notes,
         details=details,
     )
+
+
+def _units_to_serve(inf: InferenceSpec, *, per_request: float) -> float:
+    """What the whole workload serves: every request's units, or the target rate for its duration."""
+    if inf.requests is not None:
+        return inf.requests * per_request
+    return (inf.target_output_tokens_per_s or 0) * (inf.duration_hours or 0) * 3600
 
 
 def _inference_result(
