@@ -25,7 +25,8 @@ import csv
 import gzip
 import io
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -211,10 +212,6 @@ class _Plan:
             self.units.append(unit)
         self.timestamp_col = self._find("timestamp")
         self.index_col = self._find("index")
-        # without an index, a GPU's identity (bus id or UUID) tells the rows apart
-        self.identity_col = self._find("pci.bus_id")
-        if self.identity_col is None:
-            self.identity_col = self._find("uuid")
         self.util_col = self._find("utilization.gpu")
         # (column, field, converter, unit) sorted so that higher priorities are applied last and win
         fields = []
@@ -318,13 +315,7 @@ def parse_query_csv(
         )
     width = len(header)
     header_key = [c.strip() for c in header]
-    identities: dict[str, int] = {}
-    samples: dict[tuple[float, int], Sample] = {}
-    # Without an index column, GPUs logged at the same instant are told apart by their order in the file
-    # (nvidia-smi writes one row per GPU, GPU 0 first); keying them all as GPU 0 would drop busy GPUs. The
-    # rows of one poll carry one stamp or stamps a few ms apart (each GPU is stamped as it is read).
-    rows_at: dict[float, int] = {}
-    prev: tuple[float, int] | None = None  # (timestamp, index) of the previous data row
+    parsed: list[Sample] = []
     for lineno, cells in enumerate(rows[1:], start=2):
         if [c.strip() for c in cells] == header_key:
             continue  # the header again: runs appended to one file (`>> trace.csv`) each print it
@@ -349,10 +340,35 @@ def parse_query_csv(
         else:
             assert default_timestamp_s is not None
             ts = default_timestamp_s
-        if plan.index_col is None and plan.identity_col is not None and row[plan.identity_col].strip():
-            # nvidia-smi lists GPUs in index order, so the order the ids first appear in is the index
-            index = identities.setdefault(row[plan.identity_col].strip().upper(), len(identities))
-        elif plan.index_col is None:
+        index = 0
+        if plan.index_col is not None:
+            got = v.to_int(row[plan.index_col])
+            index = got if isinstance(got, int) else 0
+        parsed.append(_sample(plan, row, ts, index))
+    if plan.index_col is None:
+        parsed = number_unindexed_gpus(parsed)
+    samples: dict[tuple[float, int], Sample] = {}
+    for sample in parsed:
+        samples.setdefault((sample.timestamp_s, sample.index), sample)
+    return [samples[k] for k in sorted(samples)]
+
+
+def number_unindexed_gpus(samples: Sequence[Sample]) -> list[Sample]:
+    """Samples in recording order that carry no GPU index (a CSV without an `index` column — NVIDIA's own
+    example query has none — reads every row as GPU 0) get one; keying them all as GPU 0 would drop busy
+    GPUs. A GPU's identity (PCI bus id, else UUID) numbers it in order of first appearance, since
+    nvidia-smi lists GPUs in index order; without one, the rows of one poll (one stamp, or stamps a few ms
+    apart as each GPU is read) are numbered by position."""
+    identities: dict[str, int] = {}
+    rows_at: dict[float, int] = {}
+    prev: tuple[float, int] | None = None  # (timestamp, index) of the previous positional row
+    out: list[Sample] = []
+    for s in samples:
+        identity = s.bus_id if isinstance(s.bus_id, str) and s.bus_id else s.uuid
+        if isinstance(identity, str) and identity:
+            index = identities.setdefault(identity.strip().upper(), len(identities))
+        else:
+            ts = s.timestamp_s
             if ts in rows_at:
                 index = rows_at[ts]
             elif prev is not None and 0 < ts - prev[0] < _SAME_POLL_S:
@@ -361,12 +377,8 @@ def parse_query_csv(
                 index = 0
             rows_at[ts] = index + 1
             prev = (ts, index)
-        else:
-            got = v.to_int(row[plan.index_col])
-            index = got if isinstance(got, int) else 0
-        sample = _sample(plan, row, ts, index)
-        samples.setdefault((ts, index), sample)
-    return [samples[k] for k in sorted(samples)]
+        out.append(s if s.index == index else replace(s, index=index))
+    return out
 
 
 def _sample(plan: _Plan, row: list[str], ts: float, index: int) -> Sample:

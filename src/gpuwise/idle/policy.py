@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -59,7 +58,7 @@ from typing import Any, Literal
 
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample, Snapshot
-from gpuwise.gpu.smi_csv import iter_snapshot_groups
+from gpuwise.gpu.smi_csv import iter_snapshot_groups, number_unindexed_gpus
 
 MIB = 1024**2
 MIN_GAP_S = 120.0
@@ -507,39 +506,13 @@ def median_interval_s(timestamps: Sequence[float]) -> float | None:
     return steps[len(steps) // 2] if steps else None
 
 
-def _reindex(ordered: list[Sample]) -> list[Sample]:
-    """A CSV without an `index` column (NVIDIA's own example query has none) gives every GPU index 0.
-    Tell the GPUs apart by uuid or PCI bus id when present, else by position within a poll (rows of one
-    poll are stamped milliseconds apart, polls at least ~a second apart)."""
-    if not ordered:
-        return ordered
-    # The reader numbers rows that share one timestamp 0, 1, 2 …; a GPU index on a row with a timestamp of
-    # its own can only come from an index column. Rows of one poll stamped a millisecond apart (5 GPUs
-    # at .210, .211, … in a real log) get index 0 from the reader and are told apart here.
-    per_stamp = Counter(s.timestamp_s for s in ordered)
-    if any(s.index != 0 and per_stamp[s.timestamp_s] == 1 for s in ordered):
-        return ordered
-    for key in ("uuid", "bus_id"):
-        ids = [getattr(s, key) for s in ordered]
-        if all(isinstance(i, str) for i in ids) and len(set(ids)) > 1:
-            order = {v: n for n, v in enumerate(sorted(set(ids)))}
-            return [replace(s, index=order[i]) for s, i in zip(ordered, ids, strict=True)]
-    out: list[Sample] = []
-    pos = 0
-    for prev, s in zip([None, *ordered[:-1]], ordered, strict=True):
-        pos = pos + 1 if prev is not None and s.timestamp_s - prev.timestamp_s <= _SAME_POLL_S else 0
-        out.append(replace(s, index=pos) if pos != s.index else s)
-    return out
-
-
-_SAME_POLL_S = 0.25
-
-
 def group_samples(samples: Iterable[Sample]) -> list[Observation]:
     """Time-ordered samples → one observation per poll. nvidia-smi stamps each GPU's row separately and a
     poll of 8 GPUs can take a good fraction of a second, so a poll ends when a GPU index repeats, or when
     the clock moves on by more than half of one GPU's own sampling interval."""
-    ordered = _reindex(sorted(samples, key=lambda x: (x.timestamp_s, x.index)))
+    ordered = sorted(samples, key=lambda x: (x.timestamp_s, x.index))
+    if all(s.index == 0 for s in ordered):  # no index in the recording: tell the GPUs apart
+        ordered = number_unindexed_gpus(ordered)
     by_gpu: dict[int, list[float]] = {}
     for s in ordered:
         by_gpu.setdefault(s.index, []).append(s.timestamp_s)
