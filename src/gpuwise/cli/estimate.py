@@ -84,9 +84,8 @@ def _render(est: Estimate, path: str, name: str) -> None:
     from rich.table import Table
 
     from gpuwise.cli.output import console
-    from gpuwise.units import format_hours
+    from gpuwise.units import GIB, format_hours
 
-    gib = 1024**3
     m = est.memory
     title = f"{escape(name or path)} on {est.count}× {est.gpu}" + (
         f" ({est.nodes} nodes)" if est.nodes > 1 else ""
@@ -102,11 +101,11 @@ def _render(est: Estimate, path: str, name: str) -> None:
         ("KV cache", m.kv_cache),
         ("runtime overhead", m.overhead),
     ):
-        mem.add_row(label, f"{value / gib:,.1f}")
+        mem.add_row(label, f"{value / GIB:,.1f}")
     verdict = "[green]fits[/]" if est.fits else "[bold red]does not fit[/]"
     mem.add_row(
         "[bold]total[/]",
-        f"[bold]{m.total / gib:,.1f}[/] of {est.memory_capacity_bytes / gib:,.1f} — {verdict}",
+        f"[bold]{m.total / GIB:,.1f}[/] of {est.memory_capacity_bytes / GIB:,.1f} — {verdict}",
     )
     console.print(mem)
 

@@ -17,9 +17,8 @@ from gpuwise.errors import ConfigError
 from gpuwise.estimate import constants as K  # noqa: N812 - K is the constants table, read everywhere
 from gpuwise.estimate.calibration import Calibration
 from gpuwise.estimate.models import Estimate, MemoryBreakdown
+from gpuwise.units import GIB
 from gpuwise.workload.spec import InferenceSpec, ModelSpec, TrainSpec, Workload
-
-GIB = 1024**3
 
 
 @dataclass

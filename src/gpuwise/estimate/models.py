@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from gpuwise.units import GIB
+
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
@@ -58,7 +60,6 @@ class Estimate:
 
     def to_json(self) -> dict[str, object]:
         """The CONTRACTS §2 object (plus extras)."""
-        gib = 1024**3
         m = self.memory
 
         def num(x: float) -> float | None:  # JSON has no infinity: an impossible time is null
@@ -73,15 +74,15 @@ class Estimate:
             "count": self.count,
             "nodes": self.nodes,
             "fits": self.fits,
-            "memory_per_gpu_gib": m.total / gib,
-            "memory_capacity_gib": self.memory_capacity_bytes / gib,
+            "memory_per_gpu_gib": m.total / GIB,
+            "memory_capacity_gib": self.memory_capacity_bytes / GIB,
             "memory_breakdown_gib": {
-                "weights": m.weights / gib,
-                "gradients": m.gradients / gib,
-                "optimizer": m.optimizer / gib,
-                "activations": m.activations / gib,
-                "kv_cache": m.kv_cache / gib,
-                "overhead": m.overhead / gib,
+                "weights": m.weights / GIB,
+                "gradients": m.gradients / GIB,
+                "optimizer": m.optimizer / GIB,
+                "activations": m.activations / GIB,
+                "kv_cache": m.kv_cache / GIB,
+                "overhead": m.overhead / GIB,
             },
             "throughput_per_gpu": self.throughput_per_gpu if runs else None,
             "throughput_total": self.throughput_total if runs else None,

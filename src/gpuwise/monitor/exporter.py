@@ -33,11 +33,11 @@ from gpuwise.gpu.sample import Sample, Snapshot, value_or_none
 from gpuwise.monitor.hints import Hint
 from gpuwise.monitor.record import throttle_mask
 from gpuwise.monitor.source import Probe
+from gpuwise.units import MIB
 
 log = logging.getLogger("gpuwise.monitor.exporter")
 
 LABELS = ["gpu", "UUID", "pci_bus_id", "device", "modelName", "hostname"]
-MIB = 2**20
 
 
 def _num(reading: object) -> float | None:

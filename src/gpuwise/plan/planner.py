@@ -47,11 +47,11 @@ from gpuwise.plan.rates import (
     region_has_list_rates,
     unknown_text,
 )
+from gpuwise.units import GIB
 
 Estimator = Callable[[str, int, int], Estimate | None]
 SpotLookup = Callable[[Offer], InterruptionRate | None]
 
-GIB = 1024**3
 _RELAXABLE = frozenset(RELAXABLE)
 CONSTRAINT_KEYS = {  # rejection reason -> the workload key (or option) that sets it
     "currency": "--exchange-rate",
