@@ -774,19 +774,16 @@ def _read_disk_cache(key: str | None) -> Catalog | None:
 def _write_disk_cache(key: str | None, catalog: Catalog) -> None:
     if key is None:
         return
-    import os
     import pickle
-    import tempfile
+
+    from gpuwise.files import write_atomic
 
     target = _disk_cache_path(key)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         for old in target.parent.glob("catalog-*.pickle"):
             old.unlink(missing_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".catalog-", suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(catalog, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        Path(tmp).replace(target)
+        write_atomic(target, pickle.dumps(catalog, protocol=pickle.HIGHEST_PROTOCOL), private=True)
     except OSError:
         return  # a read-only home still gets a catalog, just without the speed-up
 

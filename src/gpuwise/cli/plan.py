@@ -8,8 +8,6 @@ imported inside the command (plotly only for --html).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -221,26 +219,15 @@ def _parse_spot(values: list[str]) -> dict[str, float]:
 def _write_atomic(path: Path, text: str) -> None:
     """Write beside the target and rename, so a reader never sees half a report."""
     from gpuwise.errors import StorageError
+    from gpuwise.files import write_atomic
 
-    directory = path.parent
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        write_atomic(path, text)
     except OSError as exc:
         raise StorageError(
             f"Cannot write the HTML report to {path}: {exc.strerror}",
             fix="check that the folder exists and is writable",
         ) from exc
-    try:
-        # mkstemp creates 0600; a report is an ordinary file: honour the umask like open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        Path(tmp).chmod(0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        Path(tmp).replace(path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise StorageError(f"Cannot write the HTML report to {path}: {exc.strerror}") from exc
 
 
 def _nothing_message(result: PlanResult) -> str:

@@ -17,12 +17,11 @@ output. Standard library only.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuwise import files
 from gpuwise.errors import StorageError
 
 STATE_VERSION = 1
@@ -44,16 +43,10 @@ def load_state(path: Path) -> dict[str, Any] | None:
 
 
 def write_atomic(path: Path, text: str) -> None:
+    """The daemon's state and the systemd unit, written whole and owner-only."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            Path(tmp).replace(path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        files.write_atomic(path, text, private=True)
     except OSError as exc:
         raise StorageError(
             f"cannot write {path}: {exc.strerror or exc}", fix="check that the directory is writable"
