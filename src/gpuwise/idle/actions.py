@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuwise.webhook import post_json, redact_url
+
 PROVIDERS = ("aws", "gcp", "azure", "alibaba")
 AZURE_API_VERSION = "2021-02-01"
 
@@ -247,30 +249,12 @@ def plan_stop(
     return [argv, SHUTDOWN_ARGV], note, provider
 
 
-def safe_url(url: str) -> str:
-    """scheme://host of a URL: webhook paths and queries often carry secrets."""
-    parts = urllib.parse.urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or '?'}" + ("/…" if parts.path not in ("", "/") else "")
-
-
 def post_webhook(url: str, payload: Mapping[str, Any], *, timeout_s: float = 10.0) -> str | None:
     """POST `payload` as JSON. Returns None on success, else an error text without the URL's secrets."""
-    data = json.dumps(payload).encode("utf-8")
-    req = urllib.request.Request(
-        url,
-        data=data,
-        method="POST",
-        headers={"Content-Type": "application/json", "User-Agent": "gpuwise-idle"},
+    problem = post_json(
+        url, json.dumps(payload).encode("utf-8"), user_agent="gpuwise-idle", timeout_s=timeout_s
     )
-    try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-            resp.read(10_000)
-    except urllib.error.HTTPError as exc:
-        return f"webhook {safe_url(url)} answered HTTP {exc.code}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return f"webhook {safe_url(url)} failed: {type(reason).__name__}"
-    return None
+    return None if problem is None else f"webhook {redact_url(url)} {problem}"
 
 
 def wall(message: str, runner: Runner) -> ActionResult:

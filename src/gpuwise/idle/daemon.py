@@ -31,13 +31,13 @@ from gpuwise.idle.actions import (
     Runner,
     plan_stop,
     post_webhook,
-    safe_url,
     wall,
 )
 from gpuwise.idle.policy import Decision, IdlePolicy, IdleState, Observation, PolicyState
 from gpuwise.idle.settings import IdleSettings
 from gpuwise.idle.signals import Gatherer, gather_all
 from gpuwise.idle.state import load_state, save_state
+from gpuwise.webhook import redact_url
 
 log = logging.getLogger("gpuwise.idle")
 
@@ -191,7 +191,7 @@ class IdleDaemon:
         if error:
             log.warning("%s", error)
         else:
-            log.info("webhook %s: sent %s", safe_url(url), event)
+            log.info("webhook %s: sent %s", redact_url(url), event)
 
     def _wall(self, text: str) -> None:
         if self.dry_run:

@@ -30,9 +30,7 @@ import json
 import logging
 import shlex
 import subprocess
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -42,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gpuwise.config import validate_section
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Sample, Snapshot, value_or_none
+from gpuwise.webhook import post_json
 
 log = logging.getLogger("gpuwise.monitor.alerts")
 
@@ -247,17 +246,9 @@ class AlertDelivery:
 
     def _post(self, body: bytes) -> None:
         url = self.cfg.webhook_url or ""
-        host = urllib.parse.urlsplit(url).hostname or "?"  # the path may hold a secret: log only the host
-        headers = {"Content-Type": "application/json", "User-Agent": "gpuwise", **self.cfg.webhook_headers}
-        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.cfg.webhook_timeout_s) as response:
-                response.read(1024)
-        except urllib.error.HTTPError as exc:
-            self.log.error("alert webhook to %s answered HTTP %d", host, exc.code)
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
-            reason = getattr(exc, "reason", exc)
-            self.log.error("alert webhook to %s failed: %s", host, type(reason).__name__)
+        problem = post_json(url, body, headers=self.cfg.webhook_headers, timeout_s=self.cfg.webhook_timeout_s)
+        if problem is not None:  # the path may hold a secret: log only the host
+            self.log.error("alert webhook to %s %s", urllib.parse.urlsplit(url).hostname or "?", problem)
 
     def _run(self, body: bytes) -> None:
         cmd = self.cfg.command
