@@ -1,4 +1,4 @@
-"""Every recorded nvidia-smi output in ../shared/fixtures/nvidia-smi replays through `gpuwise doctor` without
+"""Every recorded nvidia-smi output in tests/fixtures/recordings/nvidia-smi replays through `gpuwise doctor` without
 a traceback and raises the findings its README describes (the table "What each recording should raise")."""
 
 from __future__ import annotations
