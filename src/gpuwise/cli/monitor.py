@@ -31,7 +31,7 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
     ] = None,
     since: Annotated[
         str | None,
-        typer.Option("--since", help="Summarise the stored history of the last DURATION (2h, 30m, 1d)."),
+        typer.Option("--since", help="Summarise the stored history of the last DURATION (2h, 1h30m, 1d)."),
     ] = None,
     interval: Annotated[
         float | None,
