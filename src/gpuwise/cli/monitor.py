@@ -170,7 +170,7 @@ def _open_recorder(path: Path) -> Any:
 
 
 def _once(sampler: Sampler, json_out: bool) -> None:
-    from gpuwise.monitor.jsonview import snapshot_to_json
+    from gpuwise.gpu.jsonview import snapshot_to_json
     from gpuwise.monitor.view import dashboard
 
     tick = sampler.tick()
