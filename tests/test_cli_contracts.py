@@ -615,3 +615,49 @@ def test_shared_options_have_one_spelling() -> None:
     ):
         assert near_miss not in spellings
     assert {"--replay", "--json", "--config", "--catalog-dir"} <= spellings
+
+
+# ------------------------------------------------------------------------------------------ terminal escapes
+
+HOSTILE_NAME = "NVIDIA \x1b]0;pwned\x07H100\x1b[2J\x9b31m"  # retitle the window, clear the screen, C1 CSI
+
+
+@pytest.fixture
+def hostile_recording(tmp_path: Path) -> Path:
+    """Red-team finding: names from drivers, recordings and users' CSVs were printed raw, so a GPU name
+    could retitle the terminal or clear it. A recording whose GPU name carries OSC, CSI and C1 codes."""
+    lines = RECORDING.read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "hostile.csv"
+    body = [line.replace("NVIDIA H100 80GB HBM3", HOSTILE_NAME) for line in lines[1:17]]
+    path.write_text("\n".join([lines[0], *body]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("argv", [["monitor", "--once", "--replay"], ["doctor", "--replay"]], ids=" ".join)
+def test_names_cannot_drive_the_terminal(
+    argv: list[str], hostile_recording: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main([*argv, str(hostile_recording)])
+    captured = capsys.readouterr()
+    for stream in (captured.out, captured.err):
+        assert not set(stream) & {"\x1b", "\x07", "\x9b"}, repr(stream[:300])
+    assert "]0;pwned" in captured.out  # the rest of the name stays visible
+
+
+def test_json_keeps_hostile_names_exactly_but_escaped(
+    hostile_recording: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = _json(["monitor", "--once", "--json", "--replay", str(hostile_recording)], capsys)
+    assert isinstance(doc, dict)
+    assert {g["name"] for g in doc["gpus"]} == {HOSTILE_NAME}
+    main(["monitor", "--once", "--json", "--replay", str(hostile_recording)])
+    out = capsys.readouterr().out
+    assert not set(out) & {"\x1b", "\x07", "\x9b"}  # json escapes C0 itself; DEL and C1 we escape
+
+
+def test_log_lines_are_sanitised_too() -> None:
+    from gpuwise.cli.output import _StderrHandler
+
+    handler = _StderrHandler(sys.stderr)
+    record = logging.LogRecord("gpuwise", logging.WARNING, __file__, 1, "GPU %s", (HOSTILE_NAME,), None)
+    assert handler.format(record) == "GPU NVIDIA ]0;pwnedH100[2J31m"
