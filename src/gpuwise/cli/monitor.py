@@ -174,6 +174,8 @@ def _once(sampler: Sampler, json_out: bool) -> None:
     from gpuwise.monitor.view import dashboard
 
     tick = sampler.tick()
+    if sampler.record_error is not None:  # the one snapshot asked for was not recorded
+        raise sampler.record_error
     if json_out:
         out = snapshot_to_json(tick.snapshot)
         out["host"] = to_jsonable(tick.host)
@@ -218,6 +220,8 @@ def _live(sampler: Sampler, interval_s: float, count: int | None) -> None:
 
         def show(tick: Tick) -> None:
             alerts = [f"{rule} firing on GPU {gpu}" for rule, gpu in tick.firing]
+            if sampler.record_error is not None:  # the alternate screen hides the log line
+                alerts.append(f"recording paused: {sampler.record_error.message}")
             live.update(
                 dashboard(
                     tick.snapshot,
