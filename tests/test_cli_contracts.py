@@ -313,6 +313,81 @@ def test_bad_input_is_one_clear_message_exit_2(
     assert written == set(), written
 
 
+# ------------------------------------------------------------------------------------------ hostile files
+
+# (id, argv, needle): files a hostile or careless hand made, built by the `hostile` fixture below.
+_MONITOR_WITH = ["monitor", "--once", "--replay", "{recording}", "--config"]
+_EXPORTER_WITH = ["exporter", "--replay", "{recording}", "--config"]
+HOSTILE_INPUT: list[tuple[str, list[str], str]] = [
+    ("monitor-config-others-write", [*_MONITOR_WITH, "{open}"], "chmod go-w"),
+    ("exporter-config-others-write", [*_EXPORTER_WITH, "{open}"], "chmod go-w"),
+    ("idle-status-config-others-write", ["idle", "status", "--config", "{open_hook}"], "chmod go-w"),
+    ("monitor-config-foreign-owner", [*_MONITOR_WITH, "{foreign}"], "chown"),
+    ("monitor-config-quote", [*_MONITOR_WITH, "{quote}"], "character 13"),
+    ("exporter-config-quote", [*_EXPORTER_WITH, "{quote}"], "unclosed"),
+    ("idle-replay-config-hook-quote", ["idle", "replay", "{trace}", "--config", "{hook_quote}"], "unclosed"),
+    ("monitor-config-inf", [*_MONITOR_WITH, "{inf}"], "finite"),
+    ("exporter-config-nan", [*_EXPORTER_WITH, "{nan}"], "finite"),
+    ("monitor-config-deep", [*_MONITOR_WITH, "{deep_toml}"], "deep"),
+    ("estimate-deep", ["estimate", "{deep_toml}", "--gpu", "H100"], "levels deep"),
+    ("plan-deep", ["plan", "{deep_toml}"], "levels deep"),
+    ("estimate-dotted-key", ["estimate", "{dotted}", "--gpu", "H100"], "dotted parts"),
+    ("estimate-huge", ["estimate", "{huge}", "--gpu", "H100"], "larger than"),
+    ("doctor-compare-deep", ["doctor", "--compare", "{deep_json}", "{deep_json}"], "levels deep"),
+    ("doctor-compare-nan", ["doctor", "--compare", "{nan_json}", "{nan_json}"], "not JSON"),
+]  # fmt: skip
+
+
+@pytest.fixture
+def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    monkeypatch.delenv("GPUWISE_INSECURE_CONFIG", raising=False)
+    root = tmp_path / "hostile"
+    root.mkdir(mode=0o700)
+    texts = {
+        "open": '[alerts]\ncommand = "logger gpuwise"\n',
+        "open_hook": '[idle]\npre_stop_hook = "sync"\n',
+        "foreign": '[alerts]\ncommand = "logger gpuwise"\n',
+        "quote": '[alerts]\ncommand = "notify-send \'GPU hot"\n',
+        "hook_quote": '[idle]\npre_stop_hook = "aws s3 sync \'x"\n',
+        "inf": "[alerts]\ntemperature_c = inf\n",
+        "nan": "[machine]\nprice_usd_per_hour = nan\n",
+        "deep_toml": "x = " + "[" * 500 + "]" * 500 + "\n",
+        "dotted": "a" + ".b" * 5000 + " = 1\n",
+        "huge": "# padding\n" * 500_000,
+        "deep_json": "[" * 500 + "]" * 500,
+        "nan_json": '{"schema": 1, "x": NaN}',
+    }
+    paths = {}
+    for name, text in texts.items():
+        path = root / f"{name}.toml"
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o600)
+        paths[name] = path
+    for name in ("open", "open_hook"):
+        paths[name].chmod(0o666)
+    os.chown(paths["foreign"], 54321, -1)  # as root in tests: another user's file
+    return paths
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("argv", "needle"), [pytest.param(a, n, id=i) for i, a, n in HOSTILE_INPUT])
+def test_hostile_files_are_bad_input(
+    argv: list[str], needle: str, hostile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir = Path(os.environ["GPUWISE_DATA_DIR"])
+    data_before = _files_under(data_dir)
+    names = {"{recording}": RECORDING, "{trace}": TRACE, **{f"{{{k}}}": v for k, v in hostile.items()}}
+    code = main([str(names.get(a, a)) for a in argv])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out, captured.err
+    assert code == 2, captured.err
+    assert "To fix:" in captured.err and captured.err.count("Error:") == 1, captured.err
+    assert needle in captured.err, captured.err
+    assert captured.out == ""
+    written = {f for f in _files_under(data_dir) - data_before if "cache" not in f}
+    assert written == set(), written
+
+
 # ------------------------------------------------------------------------------------------ click errors
 
 PARSE_ERRORS: list[tuple[str, list[str]]] = [
