@@ -4,6 +4,7 @@ key of thousands of dotted parts kept tomllib busy for seconds."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -112,3 +113,21 @@ def test_binary_names_the_offset(tmp_path: Path) -> None:
     path.write_bytes(b"a = 1\n\xff")
     with pytest.raises(ConfigError, match="byte 6 is not UTF-8"):
         safe_read.read_text(path, what="Workload file", fix="-")
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        lambda n: "a = [" + "1," * (n // 2 - 8) + "]\n",
+        lambda n: "".join(f"k{i}" + ".b" * 30 + " = 1\n" for i in range(n // 70)),
+    ],
+    ids=["long array", "long dotted keys"],
+)
+def test_the_slowest_toml_shapes_at_the_size_cap_parse_in_bounded_time(shape: object) -> None:
+    """At 4 MiB these took tomllib 10-35 s on a busy machine; at the cap they must stay far under 10 s."""
+    assert callable(shape)
+    text = shape(safe_read.MAX_TOML_BYTES)[: safe_read.MAX_TOML_BYTES]
+    started = time.monotonic()
+    with contextlib.suppress(ConfigError):  # refused is as good as parsed: what matters is the time
+        safe_read.parse_toml(text, "test", fix="-")
+    assert time.monotonic() - started < 10

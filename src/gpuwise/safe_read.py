@@ -29,9 +29,12 @@ from typing import Any
 
 from gpuwise.errors import ConfigError
 
-MAX_BYTES = 4 << 20  # 4 MiB: the largest workload, config or fingerprint we know is under 100 kB
+MAX_BYTES = 4 << 20  # 4 MiB: JSON (a C parser, fast); the largest fingerprint or bench file is under 100 kB
+# 256 KiB for TOML: tomllib is pure Python, and at 4 MiB some shapes (a long array, thousands of tables)
+# took 10-35 s on a busy 2-core machine; the largest workload or config we know is under 10 kB.
+MAX_TOML_BYTES = 256 << 10
 MAX_DEPTH = 32  # our formats nest 4 levels at most; 32 leaves room for users' extra tables
-MAX_DOTTED_PARTS = 64  # a.b.c… in one TOML key
+MAX_DOTTED_PARTS = 32  # a.b.c… in one TOML key: tomllib's time grows with the square of the parts
 
 # The process's own streams: `--config <(…)` or `/dev/stdin` are pipes with a writer already attached.
 _STREAM_PREFIXES = ("/dev/fd/", "/proc/self/fd/", "/dev/stdin")
@@ -102,7 +105,7 @@ def decode_utf8(data: bytes, source: str, *, fix: str) -> str:
 
 
 def load_toml(
-    path: Path, *, what: str, fix: str, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
+    path: Path, *, what: str, fix: str, max_bytes: int = MAX_TOML_BYTES, max_depth: int = MAX_DEPTH
 ) -> dict[str, Any]:
     """Read and parse a TOML file under the size and nesting bounds."""
     return parse_toml(
@@ -164,6 +167,7 @@ def parse_json(text: str, source: str, *, fix: str, max_depth: int = MAX_DEPTH) 
 def _check_toml_shape(text: str, source: str, *, fix: str, max_depth: int) -> None:
     """Refuse, before tomllib sees it, nesting deeper than ``max_depth`` and keys of too many dotted parts."""
     depth = dots = 0
+    max_parts = min(MAX_DOTTED_PARTS, max_depth)
     for match in _TOML_TOKENS.finditer(text):
         token = match.group()
         if token in ("[", "{"):
@@ -176,10 +180,11 @@ def _check_toml_shape(text: str, source: str, *, fix: str, max_depth: int) -> No
             dots = 0
         elif token == ".":
             dots += 1
-            if dots >= MAX_DOTTED_PARTS:
+            if dots >= max_parts:
                 line = text.count("\n", 0, match.start()) + 1
                 raise ConfigError(
-                    f"{source}: line {line} has a key of more than {MAX_DOTTED_PARTS} dotted parts", fix=fix
+                    f"{source}: line {line} has a key of more than {max_parts} dotted parts",
+                    fix=fix,
                 )
         elif token in ("=", ",", "\n"):
             dots = 0
