@@ -21,6 +21,8 @@ from gpuwise.monitor.alerts import AlertDelivery, alerts_config
 ALERT = '[alerts]\ncommand = "logger gpuwise"\n'
 HOOK = '[idle]\npre_stop_hook = "aws s3 sync /ckpt s3://bucket/ckpt"\n'
 STOP = '[idle]\naction = "command"\ncommand = "poweroff"\n'
+# Giving a file to another user or group takes root (the tests' usual user here and in CI).
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="os.chown to another owner needs root")
 OTHER_UID = 54321  # no such user on the test machine; any uid but ours and root's
 OTHER_GID = 54321
 
@@ -40,6 +42,8 @@ def _write(folder: Path, text: str, mode: int = 0o600) -> Path:
     return path
 
 
+@needs_root
+@needs_root
 @pytest.mark.parametrize("text", [ALERT, HOOK, STOP], ids=["alert", "hook", "stop-command"])
 @pytest.mark.parametrize("mode", [0o666, 0o602, 0o620], ids=oct)
 def test_a_command_in_a_file_others_can_write_is_refused(folder: Path, text: str, mode: int) -> None:
@@ -53,6 +57,7 @@ def test_a_command_in_a_file_others_can_write_is_refused(folder: Path, text: str
     assert INSECURE_ENV in message
 
 
+@needs_root
 def test_a_command_in_a_file_of_another_user_is_refused(folder: Path) -> None:
     path = _write(folder, ALERT)
     os.chown(path, OTHER_UID, -1)
@@ -71,6 +76,7 @@ def test_a_folder_others_can_write_is_refused_unless_sticky(folder: Path) -> Non
     assert load_config(path).section("idle")["pre_stop_hook"].startswith("aws")
 
 
+@needs_root
 def test_a_folder_of_another_user_is_refused(folder: Path) -> None:
     path = _write(folder, ALERT)
     os.chown(folder, OTHER_UID, -1)
@@ -86,6 +92,7 @@ def test_owner_only_and_private_group_files_load(folder: Path) -> None:
         assert load_config(path).section("alerts")["command"] == "logger gpuwise"
 
 
+@needs_root
 def test_a_file_without_commands_is_not_judged(folder: Path) -> None:
     path = _write(folder, "[monitor]\ninterval_s = 2\n", 0o666)
     os.chown(path, OTHER_UID, OTHER_GID)

@@ -143,11 +143,13 @@ def _check_recording_target(path: Path) -> None:
     mistake, an nvidia-smi log with other columns) would be corrupted: refuse it before writing a byte."""
     from gpuwise.monitor.record import header
 
+    if not path.is_file():
+        return  # missing (a new recording), or a pipe or device, which must not be opened here to be read
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:
             first = fh.readline().rstrip("\r\n")
     except OSError:
-        return  # missing (a new recording) or unreadable: the recorder reports the latter
+        return  # unreadable: the recorder reports it
     if not first:
         return
     if [cell.strip() for cell in first.split(",")] != header(with_host=True):
