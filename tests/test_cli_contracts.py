@@ -318,6 +318,7 @@ def test_bad_input_is_one_clear_message_exit_2(
 # (id, argv, needle): files a hostile or careless hand made, built by the `hostile` fixture below.
 _MONITOR_WITH = ["monitor", "--once", "--replay", "{recording}", "--config"]
 _EXPORTER_WITH = ["exporter", "--replay", "{recording}", "--config"]
+_ESTIMATE_WITH = ["estimate", "{workload}", "--gpu", "H100"]
 HOSTILE_INPUT: list[tuple[str, list[str], str]] = [
     ("monitor-config-others-write", [*_MONITOR_WITH, "{open}"], "chmod go-w"),
     ("exporter-config-others-write", [*_EXPORTER_WITH, "{open}"], "chmod go-w"),
@@ -335,6 +336,8 @@ HOSTILE_INPUT: list[tuple[str, list[str], str]] = [
     ("estimate-huge", ["estimate", "{huge}", "--gpu", "H100"], "larger than"),
     ("doctor-compare-deep", ["doctor", "--compare", "{deep_json}", "{deep_json}"], "levels deep"),
     ("doctor-compare-nan", ["doctor", "--compare", "{nan_json}", "{nan_json}"], "not JSON"),
+    ("doctor-compare-deepest", ["doctor", "--compare", "{deepest_json}", "{deep_json}"], "levels deep"),
+    ("calibration-deepest", [*_ESTIMATE_WITH, "--calibration", "{deepest_json}"], "levels deep"),
 ]  # fmt: skip
 
 
@@ -355,6 +358,7 @@ def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
         "dotted": "a" + ".b" * 5000 + " = 1\n",
         "huge": "# padding\n" * 30_000,
         "deep_json": "[" * 500 + "]" * 500,
+        "deepest_json": "[" * 100_000 + "]" * 100_000,  # RecursionError in json's C parser
         "nan_json": '{"schema": 1, "x": NaN}',
     }
     paths = {}
@@ -383,7 +387,8 @@ def test_hostile_files_are_bad_input(
 ) -> None:
     data_dir = Path(os.environ["GPUWISE_DATA_DIR"])
     data_before = _files_under(data_dir)
-    names = {"{recording}": RECORDING, "{trace}": TRACE, **{f"{{{k}}}": v for k, v in hostile.items()}}
+    names = {"{recording}": RECORDING, "{trace}": TRACE, "{workload}": WORKLOAD}
+    names.update({f"{{{k}}}": v for k, v in hostile.items()})
     code = main([str(names.get(a, a)) for a in argv])
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err + captured.out, captured.err
