@@ -52,7 +52,12 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
         int | None, typer.Option("--count", help="Stop the live view after N refreshes (1 or more).")
     ] = None,
     config: Annotated[
-        Path | None, typer.Option("--config", help="Config file (default: the user config).")
+        Path | None,
+        typer.Option(
+            "--config",
+            help="Config file (default: the user config). One that holds an alert command must be writable "
+            "only by you or root.",
+        ),
     ] = None,
 ) -> None:
     """Watch the GPUs live: utilization and memory bars, recent-utilization sparklines, power, temperature,
