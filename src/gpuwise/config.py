@@ -58,7 +58,10 @@ def load_config(path: Path | None = None) -> Config:
         return Config(path=None)
     fix = "correct the line named above (TOML syntax: key = value, [section])"
     raw, st = safe_read.read_bytes_and_stat(
-        target, what="Config file", fix=fix, max_bytes=safe_read.MAX_TOML_BYTES
+        target,
+        what="Config file",
+        fix=f"give the TOML config file, a few kB (default: {paths.config_file()})",
+        max_bytes=safe_read.MAX_TOML_BYTES,
     )
     source = f"Config file {target}"
     text = safe_read.decode_utf8(
