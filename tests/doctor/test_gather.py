@@ -344,3 +344,18 @@ def test_the_users_pythonpath_still_finds_their_framework(stub_torch: Path, tmp_
         sys.executable, 20.0, is_installed=lambda module: module == "torch"
     )
     assert [f.version for f in frameworks] == ["2.5.1+cu124"]
+
+
+def test_a_relative_python_is_found_from_where_the_user_stands(
+    stub_torch: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--python .venv/bin/python` (as --help suggests) must survive the probe's move to an empty folder."""
+    venv_bin = tmp_path / "project" / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").symlink_to(sys.executable)
+    monkeypatch.chdir(tmp_path / "project")
+    frameworks, unreadable = gather.gather_frameworks(
+        ".venv/bin/python", 20.0, is_installed=lambda module: module == "torch"
+    )
+    assert unreadable == []
+    assert [f.version for f in frameworks] == ["2.5.1+cu124"]

@@ -245,7 +245,10 @@ def gather_frameworks(
     """
     import importlib.util
 
-    interpreter = python or sys.executable
+    # Absolute before the child moves to its empty folder: `--python .venv/bin/python` names a path
+    # relative to where the user stands, and a bare `python3` is looked up on this PATH, from here.
+    # absolute(), not resolve(): a venv's python is a symlink, and following it would leave the venv.
+    interpreter = str(Path(shutil.which(python) or python).absolute()) if python else sys.executable
     if is_installed is None:
         if python is None:
 
