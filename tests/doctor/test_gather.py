@@ -325,7 +325,7 @@ def test_a_torch_py_in_the_working_directory_never_runs(
     repo.mkdir()
     marker = tmp_path / "pwned"
     payload = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
-    for module in ("torch", "json", "warnings", "importlib"):
+    for module in ("torch", "json", "warnings", "importlib", "sitecustomize", "usercustomize"):
         (repo / f"{module}.py").write_text(payload)
     monkeypatch.chdir(repo)
     monkeypatch.setenv("PYTHONPATH", ".")
