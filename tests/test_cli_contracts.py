@@ -313,6 +313,93 @@ def test_bad_input_is_one_clear_message_exit_2(
     assert written == set(), written
 
 
+# ------------------------------------------------------------------------------------------ hostile files
+
+# (id, argv, needle): files a hostile or careless hand made, built by the `hostile` fixture below.
+_MONITOR_WITH = ["monitor", "--once", "--replay", "{recording}", "--config"]
+_EXPORTER_WITH = ["exporter", "--replay", "{recording}", "--config"]
+_ESTIMATE_WITH = ["estimate", "{workload}", "--gpu", "H100"]
+HOSTILE_INPUT: list[tuple[str, list[str], str]] = [
+    ("monitor-config-others-write", [*_MONITOR_WITH, "{open}"], "chmod go-w"),
+    ("exporter-config-others-write", [*_EXPORTER_WITH, "{open}"], "chmod go-w"),
+    ("idle-status-config-others-write", ["idle", "status", "--config", "{open_hook}"], "chmod go-w"),
+    ("monitor-config-foreign-owner", [*_MONITOR_WITH, "{foreign}"], "chown"),
+    ("monitor-config-quote", [*_MONITOR_WITH, "{quote}"], "character 13"),
+    ("exporter-config-quote", [*_EXPORTER_WITH, "{quote}"], "unclosed"),
+    ("idle-replay-config-hook-quote", ["idle", "replay", "{trace}", "--config", "{hook_quote}"], "unclosed"),
+    ("monitor-config-inf", [*_MONITOR_WITH, "{inf}"], "finite"),
+    ("exporter-config-nan", [*_EXPORTER_WITH, "{nan}"], "finite"),
+    ("monitor-config-deep", [*_MONITOR_WITH, "{deep_toml}"], "deep"),
+    ("estimate-deep", ["estimate", "{deep_toml}", "--gpu", "H100"], "levels deep"),
+    ("plan-deep", ["plan", "{deep_toml}"], "levels deep"),
+    ("estimate-dotted-key", ["estimate", "{dotted}", "--gpu", "H100"], "dotted parts"),
+    ("estimate-huge", ["estimate", "{huge}", "--gpu", "H100"], "larger than"),
+    ("doctor-compare-deep", ["doctor", "--compare", "{deep_json}", "{deep_json}"], "levels deep"),
+    ("doctor-compare-nan", ["doctor", "--compare", "{nan_json}", "{nan_json}"], "not JSON"),
+    ("doctor-compare-deepest", ["doctor", "--compare", "{deepest_json}", "{deep_json}"], "levels deep"),
+    ("calibration-deepest", [*_ESTIMATE_WITH, "--calibration", "{deepest_json}"], "levels deep"),
+]  # fmt: skip
+
+
+@pytest.fixture
+def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    monkeypatch.delenv("GPUWISE_INSECURE_CONFIG", raising=False)
+    root = tmp_path / "hostile"
+    root.mkdir(mode=0o700)
+    texts = {
+        "open": '[alerts]\ncommand = "logger gpuwise"\n',
+        "open_hook": '[idle]\npre_stop_hook = "sync"\n',
+        "foreign": '[alerts]\ncommand = "logger gpuwise"\n',
+        "quote": '[alerts]\ncommand = "notify-send \'GPU hot"\n',
+        "hook_quote": '[idle]\npre_stop_hook = "aws s3 sync \'x"\n',
+        "inf": "[alerts]\ntemperature_c = inf\n",
+        "nan": "[machine]\nprice_usd_per_hour = nan\n",
+        "deep_toml": "x = " + "[" * 500 + "]" * 500 + "\n",
+        "dotted": "a" + ".b" * 5000 + " = 1\n",
+        "huge": "# padding\n" * 30_000,
+        "deep_json": "[" * 500 + "]" * 500,
+        "deepest_json": "[" * 100_000 + "]" * 100_000,  # RecursionError in json's C parser
+        "nan_json": '{"schema": 1, "x": NaN}',
+    }
+    paths = {}
+    for name, text in texts.items():
+        path = root / f"{name}.toml"
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o600)
+        paths[name] = path
+    for name in ("open", "open_hook"):
+        paths[name].chmod(0o666)
+    if os.geteuid() == 0:
+        os.chown(paths["foreign"], 54321, -1)  # another user's file
+    return paths
+
+
+_ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="os.chown to another owner needs root")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [pytest.param(a, n, id=i, marks=[_ROOT_ONLY] if "foreign" in i else []) for i, a, n in HOSTILE_INPUT],
+)
+def test_hostile_files_are_bad_input(
+    argv: list[str], needle: str, hostile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir = Path(os.environ["GPUWISE_DATA_DIR"])
+    data_before = _files_under(data_dir)
+    names = {"{recording}": RECORDING, "{trace}": TRACE, "{workload}": WORKLOAD}
+    names.update({f"{{{k}}}": v for k, v in hostile.items()})
+    code = main([str(names.get(a, a)) for a in argv])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out, captured.err
+    assert code == 2, captured.err
+    assert "To fix:" in captured.err and captured.err.count("Error:") == 1, captured.err
+    assert needle in captured.err, captured.err
+    assert captured.out == ""
+    written = {f for f in _files_under(data_dir) - data_before if "cache" not in f}
+    assert written == set(), written
+
+
 # ------------------------------------------------------------------------------------------ click errors
 
 PARSE_ERRORS: list[tuple[str, list[str]]] = [
@@ -615,3 +702,49 @@ def test_shared_options_have_one_spelling() -> None:
     ):
         assert near_miss not in spellings
     assert {"--replay", "--json", "--config", "--catalog-dir"} <= spellings
+
+
+# ------------------------------------------------------------------------------------------ terminal escapes
+
+HOSTILE_NAME = "NVIDIA \x1b]0;pwned\x07H100\x1b[2J\x9b31m"  # retitle the window, clear the screen, C1 CSI
+
+
+@pytest.fixture
+def hostile_recording(tmp_path: Path) -> Path:
+    """Red-team finding: names from drivers, recordings and users' CSVs were printed raw, so a GPU name
+    could retitle the terminal or clear it. A recording whose GPU name carries OSC, CSI and C1 codes."""
+    lines = RECORDING.read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "hostile.csv"
+    body = [line.replace("NVIDIA H100 80GB HBM3", HOSTILE_NAME) for line in lines[1:17]]
+    path.write_text("\n".join([lines[0], *body]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("argv", [["monitor", "--once", "--replay"], ["doctor", "--replay"]], ids=" ".join)
+def test_names_cannot_drive_the_terminal(
+    argv: list[str], hostile_recording: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main([*argv, str(hostile_recording)])
+    captured = capsys.readouterr()
+    for stream in (captured.out, captured.err):
+        assert not set(stream) & {"\x1b", "\x07", "\x9b"}, repr(stream[:300])
+    assert "]0;pwned" in captured.out  # the rest of the name stays visible
+
+
+def test_json_keeps_hostile_names_exactly_but_escaped(
+    hostile_recording: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = _json(["monitor", "--once", "--json", "--replay", str(hostile_recording)], capsys)
+    assert isinstance(doc, dict)
+    assert {g["name"] for g in doc["gpus"]} == {HOSTILE_NAME}
+    main(["monitor", "--once", "--json", "--replay", str(hostile_recording)])
+    out = capsys.readouterr().out
+    assert not set(out) & {"\x1b", "\x07", "\x9b"}  # json escapes C0 itself; DEL and C1 we escape
+
+
+def test_log_lines_are_sanitised_too() -> None:
+    from gpuwise.cli.output import _StderrHandler
+
+    handler = _StderrHandler(sys.stderr)
+    record = logging.LogRecord("gpuwise", logging.WARNING, __file__, 1, "GPU %s", (HOSTILE_NAME,), None)
+    assert handler.format(record) == "GPU NVIDIA ]0;pwnedH100[2J31m"

@@ -313,3 +313,49 @@ def test_another_interpreter_reports_only_what_it_has(stub_torch: Path) -> None:
     frameworks, unreadable = gather.gather_frameworks(sys.executable, 20.0)
     assert [f.name for f in frameworks] == ["pytorch"]
     assert unreadable == []
+
+
+def test_a_torch_py_in_the_working_directory_never_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red-team finding: `gpuwise doctor` inside a cloned repository (as root) ran the repository's own
+    `torch.py`, and a `json.py` would have run before the probe even chose a framework, because
+    `python -c` puts the working directory first on sys.path. `PYTHONPATH=.`, common in ML repos, too."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    marker = tmp_path / "pwned"
+    payload = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    for module in ("torch", "json", "warnings", "importlib", "sitecustomize", "usercustomize"):
+        (repo / f"{module}.py").write_text(payload)
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("PYTHONPATH", ".")
+    frameworks, _ = gather.gather_frameworks(
+        sys.executable, 20.0, is_installed=lambda module: module == "torch"
+    )
+    assert not marker.exists(), marker.read_text()
+    # torch is not installed in the test interpreter: the probe says so rather than run the impostor
+    assert frameworks == ()
+
+
+def test_the_users_pythonpath_still_finds_their_framework(stub_torch: Path, tmp_path: Path) -> None:
+    """The isolation must not hide a framework the user's job would import (an absolute PYTHONPATH entry,
+    a --user install): `python -I` would have reported PyTorch as missing here."""
+    frameworks, _ = gather.gather_frameworks(
+        sys.executable, 20.0, is_installed=lambda module: module == "torch"
+    )
+    assert [f.version for f in frameworks] == ["2.5.1+cu124"]
+
+
+def test_a_relative_python_is_found_from_where_the_user_stands(
+    stub_torch: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--python .venv/bin/python` (as --help suggests) must survive the probe's move to an empty folder."""
+    venv_bin = tmp_path / "project" / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").symlink_to(sys.executable)
+    monkeypatch.chdir(tmp_path / "project")
+    frameworks, unreadable = gather.gather_frameworks(
+        ".venv/bin/python", 20.0, is_installed=lambda module: module == "torch"
+    )
+    assert unreadable == []
+    assert [f.version for f in frameworks] == ["2.5.1+cu124"]

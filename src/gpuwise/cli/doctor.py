@@ -7,7 +7,6 @@ compare nodes for multi-node jobs. Top-level imports stay cheap: the doctor's mo
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -268,21 +267,12 @@ def _print_report(facts: Facts, shown: list[Finding], findings: list[Finding]) -
 def _load_fingerprint(path: Path) -> dict[str, Any]:
     from gpuwise.doctor.fingerprint import SCHEMA
     from gpuwise.errors import UsageError
+    from gpuwise.safe_read import load_json
 
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(
-            f"Cannot read fingerprint {path}",
-            why=exc.strerror or str(exc),
-            fix="give files written by: gpuwise doctor --fingerprint > node.json",
-        ) from exc
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise UsageError(
-            f"{path} is not JSON",
-            why=str(exc),
-            fix="give files written by: gpuwise doctor --fingerprint > node.json",
-        ) from exc
+    # bounded: size, nesting, no pipes or devices (a fingerprint is a few kB, a few levels deep)
+    data = load_json(
+        path, what="Fingerprint", fix="give files written by: gpuwise doctor --fingerprint > node.json"
+    )
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise UsageError(
             f"{path} is not a gpuwise fingerprint",

@@ -52,7 +52,12 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
         int | None, typer.Option("--count", help="Stop the live view after N refreshes (1 or more).")
     ] = None,
     config: Annotated[
-        Path | None, typer.Option("--config", help="Config file (default: the user config).")
+        Path | None,
+        typer.Option(
+            "--config",
+            help="Config file (default: the user config). One that holds an alert command must be writable "
+            "only by you or root.",
+        ),
     ] = None,
 ) -> None:
     """Watch the GPUs live: utilization and memory bars, recent-utilization sparklines, power, temperature,
@@ -143,11 +148,13 @@ def _check_recording_target(path: Path) -> None:
     mistake, an nvidia-smi log with other columns) would be corrupted: refuse it before writing a byte."""
     from gpuwise.monitor.record import header
 
+    if not path.is_file():
+        return  # missing (a new recording), or a pipe or device, which must not be opened here to be read
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:
             first = fh.readline().rstrip("\r\n")
     except OSError:
-        return  # missing (a new recording) or unreadable: the recorder reports the latter
+        return  # unreadable: the recorder reports it
     if not first:
         return
     if [cell.strip() for cell in first.split(",")] != header(with_host=True):
@@ -174,6 +181,8 @@ def _once(sampler: Sampler, json_out: bool) -> None:
     from gpuwise.monitor.view import dashboard
 
     tick = sampler.tick()
+    if sampler.record_error is not None:  # the one snapshot asked for was not recorded
+        raise sampler.record_error
     if json_out:
         out = snapshot_to_json(tick.snapshot)
         out["host"] = to_jsonable(tick.host)
@@ -218,6 +227,8 @@ def _live(sampler: Sampler, interval_s: float, count: int | None) -> None:
 
         def show(tick: Tick) -> None:
             alerts = [f"{rule} firing on GPU {gpu}" for rule, gpu in tick.firing]
+            if sampler.record_error is not None:  # the alternate screen hides the log line
+                alerts.append(f"recording paused: {sampler.record_error.message}")
             live.update(
                 dashboard(
                     tick.snapshot,

@@ -12,19 +12,48 @@ import json
 import logging
 import math
 import os
+import re
 import stat
 import sys
+from collections.abc import Iterable
 from datetime import date, datetime
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 
 from gpuwise.errors import ConfigError
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# C0 controls but tab and newline, DEL, and C1 controls (U+0080-U+009F; some terminals read U+009B as CSI).
+# Removed, not escaped: rich measured the text without them (a control has no width), so tables stay aligned,
+# and what follows an ESC ("]0;pwned", "[2J") stays visible as plain text.
+_CONTROLS = dict.fromkeys([*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)])
+
+
+def sanitize_terminal_text(text: str) -> str:
+    """``text`` without the control characters a terminal would act on (ESC starts escape sequences that
+    retitle the window, clear the screen or, on some terminals, write files). GPU, process, provider and
+    host names come from drivers, recordings and users' CSVs: never let them drive the terminal."""
+    return text.translate(_CONTROLS)
+
+
+class _SafeConsole(Console):
+    """A rich Console whose every rendered piece of text (tables, panels, plain prints, the live view, error
+    paragraphs) is sanitised; rich's own styling travels outside the text, so colours survive."""
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control or not segment.text:
+                yield segment
+                continue
+            clean = segment.text.translate(_CONTROLS)
+            yield segment if clean == segment.text else Segment(clean, segment.style, segment.control)
+
+
+console: Console = _SafeConsole(highlight=False)
+err_console: Console = _SafeConsole(stderr=True, highlight=False)
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -48,10 +77,16 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+_RAW_IN_JSON = re.compile("[\x7f-\x9f]")
+
+
 def print_json(obj: Any) -> None:
     """Write one JSON document to stdout (plain write: rich would wrap long lines)."""
     # allow_nan=False: strict JSON, which jq and JavaScript parse (Python's own json would accept NaN)
-    sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    text = json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False)
+    # json escapes C0 controls itself; DEL and C1 it writes raw. They can only sit inside strings, so
+    # writing them as \u escapes keeps the data identical and keeps the terminal out of it.
+    sys.stdout.write(_RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
     sys.stdout.flush()
 
 
@@ -62,6 +97,9 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]  # typesh
     def emit(self, record: logging.LogRecord) -> None:
         self.stream = sys.stderr  # handle() holds the handler's lock here
         super().emit(record)
+
+    def format(self, record: logging.LogRecord) -> str:
+        return sanitize_terminal_text(super().format(record))  # names reach log lines too
 
 
 def setup_logging() -> None:

@@ -19,6 +19,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -142,9 +143,12 @@ def gather_kernel_xids(
 FRAMEWORKS = {"pytorch": "torch", "tensorflow": "tensorflow", "jax": "jax"}
 
 # Runs in a child interpreter: imports one framework and prints one JSON object. Warnings are captured so
-# "CUDA initialization: …" explanations reach the doctor.
+# "CUDA initialization: …" explanations reach the doctor. Its first line drops the working directory from
+# sys.path (`-c` puts it first) before anything else is imported: see _probe_argv.
 _PROBE = r"""
-import json, sys, warnings
+import os, sys
+sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != os.getcwd()]
+import json, warnings
 name = sys.argv[1]
 out = {"name": name}
 import importlib.util
@@ -241,7 +245,10 @@ def gather_frameworks(
     """
     import importlib.util
 
-    interpreter = python or sys.executable
+    # Absolute before the child moves to its empty folder: `--python .venv/bin/python` names a path
+    # relative to where the user stands, and a bare `python3` is looked up on this PATH, from here.
+    # absolute(), not resolve(): a venv's python is a symlink, and following it would leave the venv.
+    interpreter = str(Path(shutil.which(python) or python).absolute()) if python else sys.executable
     if is_installed is None:
         if python is None:
 
@@ -254,23 +261,47 @@ def gather_frameworks(
 
     names = [name for name, module in FRAMEWORKS.items() if is_installed(module)]
     procs: dict[str, subprocess.Popen[str]] = {}
-    results: list[FrameworkFacts] = []
     unreadable: Unreadable = []
-    for name in names:
-        try:
-            procs[name] = subprocess.Popen(
-                [interpreter, "-c", _PROBE, name],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL,
-                text=True,
-                errors="replace",
-                env={**os.environ, "PYTHONWARNINGS": "ignore", "TF_CPP_MIN_LOG_LEVEL": "3"},
-            )
-        except OSError as exc:
-            unreadable.append(f"{name}: cannot start {interpreter}: {exc.strerror}")
+    with tempfile.TemporaryDirectory(prefix="gpuwise-doctor-") as neutral_dir:
+        for name in names:
+            try:
+                procs[name] = subprocess.Popen(
+                    _probe_argv(interpreter, name),
+                    cwd=neutral_dir,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    stdin=subprocess.DEVNULL,
+                    text=True,
+                    errors="replace",
+                    env={**os.environ, "PYTHONWARNINGS": "ignore", "TF_CPP_MIN_LOG_LEVEL": "3"},
+                )
+            except OSError as exc:
+                unreadable.append(f"{name}: cannot start {interpreter}: {exc.strerror}")
+        nccl_wheel = _nccl_from_wheels() if python is None else None
+        return _collect(procs, timeout_s, nccl_wheel=nccl_wheel), unreadable
+
+
+def _probe_argv(interpreter: str, name: str) -> list[str]:
+    """The child's command line. The doctor is run as root inside cloned repositories, and `python -c`
+    puts the working directory first on sys.path: a `torch.py` (or `json.py`) there would run as root.
+    The child therefore starts in a fresh empty directory of ours (so '' and any relative PYTHONPATH
+    entry such as `PYTHONPATH=.` point at nothing) and its first line drops that directory from sys.path.
+
+    Not `-I`: isolated mode also ignores PYTHONPATH and the user site-packages, and a framework installed
+    with `pip install --user` or reached through PYTHONPATH (HPC modules, some containers) is exactly what
+    the user's own job imports, so the doctor must see it too. Not `-P` either: another interpreter given
+    with --python may predate Python 3.11, which added it. The user's interpreter (this one, or --python)
+    is kept for the same reason: a venv's frameworks are found from its own pyvenv.cfg, not from the
+    environment."""
+    return [interpreter, "-c", _PROBE, name]
+
+
+def _collect(
+    procs: dict[str, subprocess.Popen[str]], timeout_s: float, *, nccl_wheel: str | None
+) -> tuple[FrameworkFacts, ...]:
+    """Wait for every probe under one deadline; a probe that overruns is killed and reported."""
+    results: list[FrameworkFacts] = []
     deadline = time.monotonic() + timeout_s
-    nccl_wheel = _nccl_from_wheels() if python is None else None
     for name, proc in procs.items():
         try:
             out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
@@ -292,7 +323,7 @@ def gather_frameworks(
         if name == "pytorch" and fact.nccl_version is None and nccl_wheel:
             fact = FrameworkFacts(**{**vars(fact), "nccl_version": nccl_wheel})
         results.append(fact)
-    return tuple(results), unreadable
+    return tuple(results)
 
 
 def _framework_from_json(name: str, out: str, err: str, code: int | None) -> FrameworkFacts:

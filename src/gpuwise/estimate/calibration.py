@@ -7,7 +7,6 @@ Must not import the CLI.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,13 +91,9 @@ def parse_calibration(data: Any, source: str) -> Calibration:
 
 def load_calibration(path: Path) -> Calibration:
     """Read a bench result JSON. Raises ConfigError (exit 2) when it is missing or not a bench result."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(f"Calibration file {path} does not exist", fix="check the path") from exc
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            f"Calibration file {path} is not readable JSON: {exc}",
-            fix="pass the file `gpuwise bench --json --out FILE` wrote",
-        ) from exc
+    from gpuwise.safe_read import load_json  # bounded: size, nesting, no pipes or devices
+
+    data = load_json(
+        path, what="Calibration file", fix="pass the file `gpuwise bench --json --out FILE` wrote"
+    )
     return parse_calibration(data, str(path))

@@ -37,7 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpuwise.config import validate_section
+from gpuwise.config import check_command_line, validate_section
 from gpuwise.errors import ConfigError
 from gpuwise.gpu import throttle
 from gpuwise.gpu.sample import Sample, Snapshot, value_or_none
@@ -51,7 +51,7 @@ _BAD_THROTTLE = tuple(r.id for r in throttle.REASONS if r.severity == "warn")
 class AlertsConfig(BaseModel):
     """The `[alerts]` section."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     enabled: bool = True
     temperature_c: float = 85.0
@@ -70,6 +70,8 @@ class AlertsConfig(BaseModel):
 def alerts_config(section: dict[str, Any], source: str = "config") -> AlertsConfig:
     """Validate the `[alerts]` section; a bad key or value is a ConfigError naming it."""
     cfg = validate_section(section, "alerts", AlertsConfig, source=source)
+    if isinstance(cfg.command, str):  # split now: an unclosed quote must not wait for the first alert
+        check_command_line(cfg.command, f"{source}: alerts.command")
     if cfg.webhook_url is not None and urllib.parse.urlsplit(cfg.webhook_url).scheme not in ("http", "https"):
         raise ConfigError(f"{source}: alerts.webhook_url must be an http:// or https:// URL")
     return cfg
@@ -253,7 +255,11 @@ class AlertDelivery:
 
     def _run(self, body: bytes) -> None:
         cmd = self.cfg.command
-        argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd or [])
+        try:
+            argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd or [])
+        except ValueError as exc:  # alerts_config refuses these; a hand-built config still must not crash
+            self.log.error("alert command cannot be split into words: %s", exc)
+            return
         if not argv:
             return
         try:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
+from typing import Any
 
 from gpuwise.errors import StorageError
 from gpuwise.gpu.sample import Snapshot, value_or_none
@@ -144,9 +145,18 @@ class HistoryStore:
             raise StorageError(f"Cannot prune the history database {self.path}: {exc}") from exc
         return n
 
+    def _read(self, sql: str, args: tuple[object, ...]) -> list[Any]:
+        try:
+            return self._db.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:  # a damaged file, or one locked past the timeout
+            raise StorageError(
+                f"Cannot read the history database {self.path}: {exc}",
+                fix="move the file aside (a new one is started) or set GPUWISE_DATA_DIR to another directory",
+            ) from exc
+
     def samples(self, since_s: float, until_s: float | None = None) -> list[SampleRow]:
         until = float("inf") if until_s is None else until_s
-        cur = self._db.execute(
+        cur = self._read(
             "SELECT ts, gpu, name, util_gpu_pct, memory_used_bytes, memory_total_bytes, power_draw_watts,"
             " temperature_c, lost FROM monitor_samples WHERE ts >= ? AND ts <= ? ORDER BY ts, gpu",
             (since_s, until),
@@ -168,7 +178,7 @@ class HistoryStore:
 
     def events(self, since_s: float, until_s: float | None = None) -> list[EventRow]:
         until = float("inf") if until_s is None else until_s
-        cur = self._db.execute(
+        cur = self._read(
             "SELECT ts, kind, gpu, event_id, state, message FROM monitor_events"
             " WHERE ts >= ? AND ts <= ? ORDER BY ts",
             (since_s, until),

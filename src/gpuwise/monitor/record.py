@@ -10,11 +10,14 @@ host facts under `gpuwise.*` names. Pure formatting plus a small append-only wri
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
+from gpuwise.errors import StorageError
 from gpuwise.gpu import throttle
 from gpuwise.gpu.sample import Failed, NotSupported, Sample, value_or_none
 from gpuwise.monitor.host import HostStats
@@ -154,7 +157,14 @@ def _line(cells: list[str]) -> str:
 
 
 class Recorder:
-    """Appends rows to FILE; the header is written once, when the file is new or empty."""
+    """Appends rows to FILE; the header is written once, when the file is new or empty.
+
+    Each snapshot's rows go out in one unbuffered write; when that write fails (a full disk, a quota) the
+    file is cut back to its last complete row and a StorageError says so, so a recording never holds half
+    a row and appending resumes cleanly once there is space again."""
+
+    # The raw write, injectable by tests (a full disk at our own interface).
+    _os_write: Callable[[int, memoryview], int] = staticmethod(os.write)
 
     def __init__(self, path: Path, *, with_host: bool = True) -> None:
         self.path = path
@@ -164,11 +174,24 @@ class Recorder:
         if new:
             self._fh.write(_line(header(with_host=with_host)) + "\n")
             self._fh.flush()
+        self._complete_size = os.fstat(self._fh.fileno()).st_size  # the file up to its last whole row
 
     def write(self, samples: tuple[Sample, ...], host: HostStats | None = None) -> None:
-        for row in rows(samples, host, with_host=self.with_host):
-            self._fh.write(_line(row) + "\n")
-        self._fh.flush()  # a recording cut short by Ctrl-C keeps every complete row
+        data = "".join(_line(row) + "\n" for row in rows(samples, host, with_host=self.with_host)).encode()
+        fd = self._fh.fileno()
+        view = memoryview(data)
+        try:
+            while view:  # a recording cut short by Ctrl-C keeps every complete row
+                view = view[self._os_write(fd, view) :]
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, self._complete_size)
+            raise StorageError(
+                f"Cannot write the recording {self.path}: {exc.strerror or exc}",
+                why="the rows of this snapshot were not written; every earlier row is complete and kept",
+                fix="free space on that disk (or choose another --record path); recording resumes by itself",
+            ) from exc
+        self._complete_size += len(data)
 
     def close(self) -> None:
         self._fh.close()

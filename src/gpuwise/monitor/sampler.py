@@ -57,6 +57,7 @@ class Sampler:
     _last_history_s: float = float("-inf")
     _last_snapshot: Snapshot | None = None
     last_hints: list[Hint] = field(default_factory=list)  # read by the exporter (atomic swap)
+    record_error: GpuwiseError | None = None  # why the last recording write failed; None while it works
 
     def tick(self) -> Tick:
         snapshot = self.probe.read()
@@ -84,7 +85,7 @@ class Sampler:
                 if self.delivery is not None:
                     self.delivery.deliver(ev)
         if self.recorder is not None and fresh:
-            self.recorder.write(snapshot.samples, host)
+            self._record(snapshot, host)
         for observe in self.observers:
             observe(snapshot)
         if self.history is not None:
@@ -97,6 +98,20 @@ class Sampler:
             util_history={i: list(h) for i, h in self._utils.items()},
             firing=self.alerts.firing() if self.alerts is not None else [],
         )
+
+    def _record(self, snapshot: Snapshot, host: HostStats | None) -> None:
+        assert self.recorder is not None
+        try:
+            self.recorder.write(snapshot.samples, host)
+        except GpuwiseError as exc:
+            # A full disk must not stop the view; say so when it starts and when it ends, not every tick.
+            if self.record_error is None:
+                log.error("%s", exc.render())
+            self.record_error = exc
+        else:
+            if self.record_error is not None:
+                log.warning("recording to %s resumed", self.recorder.path)
+            self.record_error = None
 
     def _to_history(
         self, snapshot: Snapshot, hints: list[Hint], events: list[AlertEvent], now: float, fresh: bool

@@ -30,7 +30,7 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class MonitorSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     interval_s: float = Field(default=1.0, gt=0, le=3600)
     history: bool = True
@@ -39,7 +39,7 @@ class MonitorSettings(BaseModel):
 
 
 class ExporterSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     bind: str = "127.0.0.1"
     port: int = Field(default=9400, ge=0, le=65535)
@@ -50,7 +50,7 @@ class ExporterSettings(BaseModel):
 
 class MachineSettings(BaseModel):
     # Other rooms own more [machine] keys (provider, instance_type, …): allow them here.
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
 
     price_usd_per_hour: float | None = Field(default=None, ge=0)
 

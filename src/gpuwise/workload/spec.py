@@ -17,7 +17,6 @@ Must not import the CLI, the catalog or the estimator.
 from __future__ import annotations
 
 import math
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -420,25 +419,13 @@ def parse_workload(data: dict[str, Any], source: str) -> Workload:
 
 
 def load_workload(path: Path) -> Workload:
-    """Read and validate a workload TOML file. Raises ConfigError (exit 2) for any problem."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise ConfigError(
-            f"Workload file {path} does not exist", fix="check the path (examples/ holds workload files)"
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"Workload file {path} is not a text file: byte {exc.start} is not UTF-8",
-            fix="give a TOML workload file (examples/ holds some)",
-        ) from exc
-    except OSError as exc:
-        raise ConfigError(f"Cannot read workload file {path}: {exc.strerror}", fix="check the path") from exc
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(
-            f"Workload file {path} is not valid TOML: {exc}",
-            fix="correct the line named above (TOML: key = value, [section], strings in quotes)",
-        ) from exc
+    """Read and validate a workload TOML file. Raises ConfigError (exit 2) for any problem: a missing,
+    binary, oversized or too deeply nested file included (gpuwise.safe_read)."""
+    from gpuwise.safe_read import load_toml
+
+    data = load_toml(
+        path,
+        what="Workload file",
+        fix="correct the file (TOML: key = value, [section], strings in quotes; see examples/)",
+    )
     return parse_workload(data, str(path))
