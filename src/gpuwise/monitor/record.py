@@ -10,11 +10,13 @@ host facts under `gpuwise.*` names. Pure formatting plus a small append-only wri
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
+from gpuwise import files
 from gpuwise.gpu.sample import Failed, NotSupported, Sample, value_or_none
 from gpuwise.monitor.host import HostStats
 
@@ -173,9 +175,9 @@ class Recorder:
     def __init__(self, path: Path, *, with_host: bool = True) -> None:
         self.path = path
         self.with_host = with_host
-        new = not path.exists() or path.stat().st_size == 0
-        self._fh: IO[str] = path.open("a", encoding="utf-8", newline="")
-        if new:
+        # files.open_append refuses a FIFO or device (a hang or a black hole) and unsafe symlinks
+        self._fh: IO[str] = files.open_append(path)
+        if os.fstat(self._fh.fileno()).st_size == 0:
             self._fh.write(_line(header(with_host=with_host)) + "\n")
             self._fh.flush()
 
