@@ -167,3 +167,48 @@ def open_append(path: Path) -> IO[str]:
         with contextlib.suppress(OSError):
             os.close(fd)
         raise
+
+
+class UnreadableInputError(UsageError):
+    """An input path that is not a regular file, or larger than its reader allows."""
+
+
+def read_regular(path: Path, *, limit: int, label: str = "") -> bytes:
+    """The bytes of the regular file at ``path`` (a symlink to one is fine), at most ``limit`` of them.
+
+    A FIFO, device, socket or directory is refused before a byte is read (O_NONBLOCK: opening a FIFO
+    without a writer returns at once instead of waiting), and a file over ``limit`` bytes is refused
+    without reading more than ``limit + 1``: `/dev/zero` or a 10 GB file cannot hang or exhaust memory.
+    Raises UnreadableInputError, or OSError when the file cannot be opened."""
+    shown = f"{label + ' ' if label else ''}{path}"
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        kind = _kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise UnreadableInputError(
+                f"{shown} is {kind}, not a regular file",
+                why="reading it could wait for a writer or never end",
+                fix="give a regular file (copy the data into one first)",
+            )
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise UnreadableInputError(
+            f"{shown} is larger than {_size(limit)}",
+            why="gpuwise reads such files whole and refuses ones this large",
+            fix="check that it is the right file",
+        )
+    return b"".join(chunks)
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n / 1024:g} KiB"

@@ -39,6 +39,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gpuwise.catalog import cache
 from gpuwise.catalog.csvrows import CsvRow, RowProblem, parse_number, read_vms_csv
 from gpuwise.catalog.models import Offer
 from gpuwise.catalog.specs import alias_key, canonical_gpu_name, load_gpu_specs
@@ -710,7 +711,7 @@ def load_catalog(catalog_dir: Path | None = None) -> Catalog:
     if cached is not None:
         return cached
     disk_key = _disk_cache_key(catalog_dir, mtime)
-    catalog = _read_disk_cache(disk_key)
+    catalog = cache.read(_data_dir(), disk_key) if disk_key else None
     if catalog is None:
         user_files = _user_source_files(catalog_dir) if mtime >= 0 else []
         replaced = {f.info.provider for f in user_files}
@@ -722,70 +723,32 @@ def load_catalog(catalog_dir: Path | None = None) -> Catalog:
         ]
         location = f"bundled + user catalog {catalog_dir}" if user_files else "bundled"
         catalog = build_catalog([*files, *user_files], location=location)
-        _write_disk_cache(disk_key, catalog)
+        if disk_key:
+            cache.write(_data_dir(), disk_key, catalog)
     _CACHE[key] = catalog
     return catalog
 
 
-# A built catalog is cached on disk (a pickle in the user's own data dir), because normalising ~20 source
-# files costs ~100 ms per command while unpickling costs ~10 ms: `plan` and `catalog offers` start faster.
-# The key covers the gpuwise version, the code that builds the catalog, every bundled file and the user
-# catalog's manifest, so any change rebuilds. Any failure to read or write the cache just rebuilds.
+# The built catalog is cached on disk as plain JSON (catalog/cache.py says why and what it costs).
+
+
+def _data_dir() -> Path:
+    from gpuwise import paths
+
+    return paths.data_dir()
 
 
 def _disk_cache_key(catalog_dir: Path, manifest_mtime: float) -> str | None:
-    import hashlib
-
     from gpuwise import __version__
     from gpuwise.catalog import specs
 
     bundled = _bundled_dir()
     if not isinstance(bundled, Path):  # installed in a zip: no cheap stat, no cache
         return None
-    digest = hashlib.sha256(f"{__version__}|{catalog_dir}|{manifest_mtime}".encode())
-    try:
-        for path in [Path(__file__), Path(specs.__file__), *sorted(bundled.rglob("*"))]:
-            st = path.stat()
-            digest.update(f"|{path}|{st.st_size}|{st.st_mtime_ns}".encode())
-    except OSError:
-        return None
-    return digest.hexdigest()[:20]
-
-
-def _disk_cache_path(key: str) -> Path:
-    from gpuwise import paths
-
-    return paths.data_dir() / "cache" / f"catalog-{key}.pickle"
-
-
-def _read_disk_cache(key: str | None) -> Catalog | None:
-    if key is None:
-        return None
-    import pickle
-
-    try:
-        with _disk_cache_path(key).open("rb") as fh:
-            loaded = pickle.load(fh)
-    except Exception:  # a missing, partial or outdated cache only means "rebuild"
-        return None
-    return loaded if isinstance(loaded, Catalog) else None
-
-
-def _write_disk_cache(key: str | None, catalog: Catalog) -> None:
-    if key is None:
-        return
-    import pickle
-
-    from gpuwise.files import write_atomic
-
-    target = _disk_cache_path(key)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        for old in target.parent.glob("catalog-*.pickle"):
-            old.unlink(missing_ok=True)
-        write_atomic(target, pickle.dumps(catalog, protocol=pickle.HIGHEST_PROTOCOL), private=True)
-    except OSError:
-        return  # a read-only home still gets a catalog, just without the speed-up
+    code = [Path(__file__), Path(specs.__file__), Path(cache.__file__)]
+    return cache.cache_key(
+        f"{__version__}|{catalog_dir}|{manifest_mtime}", [*code, *sorted(bundled.rglob("*"))]
+    )
 
 
 # ---------------------------------------------------------------- queries
