@@ -38,7 +38,7 @@ class UnsafeOutputError(UsageError):
     """An output path that is not a regular file (device, FIFO, socket, directory) or an unsafe symlink."""
 
 
-def _kind(mode: int) -> str | None:
+def describe_mode(mode: int) -> str | None:
     """What a non-regular file is, in words; None for a regular file."""
     if stat.S_ISREG(mode):
         return None
@@ -99,7 +99,7 @@ def resolve_output(path: Path, label: str = "") -> Path:
             target = current.readlink()
             current = target if target.is_absolute() else current.parent / target
             continue
-        kind = _kind(st.st_mode)
+        kind = describe_mode(st.st_mode)
         if kind is None:
             return current
         shown = kind if current is path else f"a symlink to {current}, {kind}"
@@ -158,7 +158,7 @@ def open_append(path: Path) -> IO[str]:
             raise _refuse(path, "not a regular file", "it changed into a pipe or a link") from exc
         raise
     try:
-        kind = _kind(os.fstat(fd).st_mode)
+        kind = describe_mode(os.fstat(fd).st_mode)
         if kind is not None:
             raise _refuse(path, f"{kind}, not a regular file", "appending there would never reach a file")
         os.set_blocking(fd, True)
@@ -183,7 +183,7 @@ def read_regular(path: Path, *, limit: int, label: str = "") -> bytes:
     shown = f"{label + ' ' if label else ''}{path}"
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        kind = _kind(os.fstat(fd).st_mode)
+        kind = describe_mode(os.fstat(fd).st_mode)
         if kind is not None:
             raise UnreadableInputError(
                 f"{shown} is {kind}, not a regular file",

@@ -27,7 +27,7 @@ def _cache_file() -> Path:
 def test_second_process_reads_the_cache_and_gets_the_same_catalog(tmp_path: Path) -> None:
     first = _fresh_load(tmp_path)
     assert _cache_file().suffix == ".json"
-    key = offers._disk_cache_key(tmp_path / "no-user-catalog", -1.0)
+    key = offers._disk_cache_key(tmp_path / "no-user-catalog", "")
     assert key is not None
     assert cache.read(paths.data_dir(), key) == first  # the cache is valid, so it is really used
     second = _fresh_load(tmp_path)
@@ -74,7 +74,7 @@ def test_a_pickle_planted_in_the_cache_dir_is_never_loaded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    key = offers._disk_cache_key(tmp_path / "no-user-catalog", -1.0)
+    key = offers._disk_cache_key(tmp_path / "no-user-catalog", "")
     assert key is not None
     planted = paths.data_dir() / "cache" / f"catalog-{key}.pickle"
     planted.parent.mkdir(parents=True, exist_ok=True)
@@ -87,7 +87,7 @@ def test_a_pickle_planted_in_the_cache_dir_is_never_loaded(
 
 
 def test_a_fifo_at_the_cache_path_does_not_hang(tmp_path: Path) -> None:
-    key = offers._disk_cache_key(tmp_path / "no-user-catalog", -1.0)
+    key = offers._disk_cache_key(tmp_path / "no-user-catalog", "")
     assert key is not None
     path = cache.cache_path(paths.data_dir(), key)
     path.parent.mkdir(parents=True, exist_ok=True)

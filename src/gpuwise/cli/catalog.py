@@ -81,10 +81,12 @@ def check_catalog_dir(catalog_dir: Path | None) -> None:
 def _check_target_dir(catalog_dir: Path | None) -> None:
     """import/update write into --catalog-dir: it may be new, but not a file."""
     from gpuwise.errors import ConfigError
+    from gpuwise.files import describe_mode
 
     if catalog_dir is not None and catalog_dir.exists() and not catalog_dir.is_dir():
+        kind = describe_mode(catalog_dir.stat().st_mode) or "a file"
         raise ConfigError(
-            f"--catalog-dir {catalog_dir} is a file, not a directory",
+            f"--catalog-dir {catalog_dir} is {kind}, not a directory",
             fix="give a directory (it is created if missing)",
         )
 
@@ -407,6 +409,7 @@ def _report_install(result: Any, json_out: bool, what: str) -> None:
         "previous_dir": str(result.previous_dir) if result.previous_dir else None,
         "providers": result.providers,
         "gpu_rows_imported": result.rows_kept,
+        "gpu_rows_dropped": result.rows_dropped,
         "collected": result.collected.isoformat(),
     }
     if json_out:
@@ -414,6 +417,12 @@ def _report_install(result: Any, json_out: bool, what: str) -> None:
         return
     rows = ", ".join(f"{p} ({n} GPU rows)" for p, n in result.rows_kept.items())
     console.print(f"{what}: {rows}", markup=False)
+    for provider, reasons in result.rows_dropped.items():
+        n = sum(reasons.values())
+        said = ", ".join(f"{k} {v}" for k, v in reasons.items())
+        console.print(
+            f"  {provider}: {n} row(s) gave no offer ({said}); see `gpuwise catalog stats`", markup=False
+        )
     offers = sum(result.providers.values())
     console.print(f"User catalog now at {result.catalog_dir} ({offers} offers).", markup=False)
     if result.previous_dir:
