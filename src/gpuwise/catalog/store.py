@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import http.client
 import io
 import json
 import re
@@ -262,17 +263,71 @@ def check_base_url(base_url: str) -> str:
     return base_url.rstrip("/")
 
 
-def urllib_fetch(timeout_s: float) -> Fetch:
-    """A fetcher over urllib: body bytes, None for HTTP 404, CatalogError for anything else."""
+DEFAULT_TOTAL_TIMEOUT_S = 600.0  # the whole update; 61 files at a few MB each take well under a minute
+_CHUNK = 64 * 1024
+
+
+def _too_slow(url: str, what: str) -> CatalogError:
+    return CatalogError(
+        f"Download of {url} stopped: {what}",
+        why="the server is too slow or never ends its answer; nothing was changed",
+        fix="try again later, raise --timeout-s / --total-timeout-s, or pass --base-url of a mirror",
+    )
+
+
+def urllib_fetch(
+    timeout_s: float,
+    *,
+    total_timeout_s: float = DEFAULT_TOTAL_TIMEOUT_S,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    max_total_bytes: int = MAX_TOTAL_BYTES,
+    clock: Callable[[], float] | None = None,
+) -> Fetch:
+    """A fetcher over urllib: body bytes, None for HTTP 404, CatalogError for anything else.
+
+    Bounded in every direction, so a server that streams forever or drips one byte at a time ends with
+    a clear error: each request must finish within ``timeout_s`` (also the socket timeout, so one read
+    never waits longer), all requests together within ``total_timeout_s``, one body may hold at most
+    ``max_file_bytes`` (a larger Content-Length is refused before reading) and all bodies together
+    ``max_total_bytes``. The clock is injectable for tests."""
+    import time
     import urllib.error
     import urllib.request
 
+    now = clock or time.monotonic
+    deadline = now() + total_timeout_s
+    received = 0
+
     def fetch(url: str) -> bytes | None:
+        nonlocal received
         request = urllib.request.Request(url, headers={"User-Agent": "gpuwise-catalog-update"})
+        start = now()
+        if start > deadline:
+            raise _too_slow(url, f"the whole update took longer than {total_timeout_s:g} s")
         try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as response:
-                body: bytes = response.read()
-                return body
+            with urllib.request.urlopen(request, timeout=min(timeout_s, deadline - start)) as response:
+                declared = response.headers.get("Content-Length", "")
+                if declared.strip().isdigit() and int(declared) > max_file_bytes:
+                    raise _too_big(url, f"it announces {int(declared):,} bytes", max_file_bytes)
+                chunks: list[bytes] = []
+                size = 0
+                while True:
+                    chunk = response.read1(_CHUNK)  # what has arrived: a slow server cannot stall it
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    received += len(chunk)
+                    if size > max_file_bytes:
+                        raise _too_big(url, "the file", max_file_bytes)
+                    if received > max_total_bytes:
+                        raise _too_big(url, "the files together", max_total_bytes)
+                    t = now()
+                    if t - start > timeout_s:
+                        raise _too_slow(url, f"it took longer than --timeout-s {timeout_s:g} s")
+                    if t > deadline:
+                        raise _too_slow(url, f"the whole update took longer than {total_timeout_s:g} s")
+                return b"".join(chunks)
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return None
@@ -281,7 +336,7 @@ def urllib_fetch(timeout_s: float) -> Fetch:
                 why="the catalog server refused or failed the request; nothing was changed",
                 fix="try again later, or pass --base-url of a mirror",
             ) from exc
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        except (urllib.error.URLError, OSError, TimeoutError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", exc)
             raise CatalogError(
                 f"Download of {url} failed: {reason}",
@@ -290,6 +345,14 @@ def urllib_fetch(timeout_s: float) -> Fetch:
             ) from exc
 
     return fetch
+
+
+def _too_big(url: str, what: str, limit: int) -> CatalogError:
+    return CatalogError(
+        f"Download of {url} stopped: {what} is larger than {limit / (1 << 20):g} MiB",
+        why="the server is not serving catalog files of a plausible size; nothing was changed",
+        fix="check --base-url",
+    )
 
 
 def download_catalog(

@@ -466,7 +466,7 @@ def import_(
 
 
 @app.command("update")
-def update(
+def update(  # noqa: PLR0917 - typer passes options positionally
     base_url: Annotated[
         str | None,
         typer.Option(
@@ -480,20 +480,32 @@ def update(
     timeout_s: Annotated[
         float, typer.Option("--timeout-s", help="Seconds each download may take (0.1 or more).")
     ] = 30.0,
+    total_timeout_s: Annotated[
+        float,
+        typer.Option("--total-timeout-s", help="Seconds the whole update may take (1 or more)."),
+    ] = 600.0,
     json_out: JsonOption = False,
     catalog_dir: CatalogDirOption = None,
 ) -> None:
-    """Download the current SkyPilot catalog (newest schema version) and install it as the user catalog."""
+    """Download the current SkyPilot catalog (newest schema version) and install it as the user catalog.
+
+    Bounded: each file at most 64 MiB and all at most 256 MiB together, each download within --timeout-s
+    and the whole update within --total-timeout-s; past any bound it stops and changes nothing.
+    """
     from gpuwise import paths
     from gpuwise.catalog.store import DEFAULT_BASE_URL, download_catalog, install_user_catalog, urllib_fetch
     from gpuwise.cli.output import check_at_least
 
     check_at_least(schema_version, 1, "--schema-version", example="--schema-version 7")
     check_at_least(timeout_s, 0.1, "--timeout-s", example="--timeout-s 30")
+    check_at_least(total_timeout_s, 1, "--total-timeout-s", example="--total-timeout-s 600")
     _check_target_dir(catalog_dir)
     today = _today()
     version, inputs = download_catalog(
-        base_url or DEFAULT_BASE_URL, urllib_fetch(timeout_s), today=today, schema_version=schema_version
+        base_url or DEFAULT_BASE_URL,
+        urllib_fetch(timeout_s, total_timeout_s=total_timeout_s),
+        today=today,
+        schema_version=schema_version,
     )
     result = install_user_catalog(catalog_dir or paths.user_catalog_dir(), inputs, today=today)
     _report_install(result, json_out, f"Downloaded schema v{version}")
