@@ -237,6 +237,7 @@ def offers(
     """
     from gpuwise.catalog.offers import load_catalog, query_offers
     from gpuwise.catalog.specs import parse_gpu_request
+    from gpuwise.catalog.validate import check_region
     from gpuwise.cli.output import check_at_least
     from gpuwise.errors import UsageError
 
@@ -253,6 +254,7 @@ def offers(
             count = shorthand
     today = _today()
     catalog = load_catalog(catalog_dir)
+    check_region(catalog, region)  # an unknown region is a typo, not "no offers match"
     found = query_offers(catalog, gpu=gpu, count=count, provider=provider, region=region, spot=spot)
     if json_out:
         shown = found if not limit else found[:limit]
