@@ -143,8 +143,40 @@ def _write_all(fh: IO[bytes], payload: bytes) -> None:
     fh.flush()
 
 
-def open_append(path: Path) -> IO[str]:
-    """Open ``path`` (resolved as :func:`resolve_output` does) for appending UTF-8 text.
+_write_fd = os.write  # the one place appended bytes reach the disk (a test injects a full disk here)
+
+
+class Appender:
+    """An append-only file that takes whole pieces or nothing: a write that fails part-way (a full disk)
+    is cut back off, so the file never ends in half a line."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    @property
+    def size(self) -> int:
+        return os.fstat(self._fd).st_size
+
+    def append(self, text: str) -> None:
+        """Append ``text`` (UTF-8) whole, or raise OSError with the file as it was."""
+        view = memoryview(text.encode("utf-8"))
+        start = self.size  # O_APPEND: every write lands at the end
+        try:
+            while view:
+                view = view[_write_fd(self._fd, view) :]
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, start)
+            raise
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def open_append(path: Path) -> Appender:
+    """Open ``path`` (resolved as :func:`resolve_output` does) for appending whole pieces of text.
 
     O_NOFOLLOW and O_NONBLOCK make the open itself safe even if the path changed after the check: a link
     is not followed, and a FIFO without a reader fails at once (ENXIO) instead of blocking; the opened
@@ -162,11 +194,10 @@ def open_append(path: Path) -> IO[str]:
         if kind is not None:
             raise _refuse(path, f"{kind}, not a regular file", "appending there would never reach a file")
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "a", encoding="utf-8", newline="")
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+        os.close(fd)
         raise
+    return Appender(fd)
 
 
 class UnreadableInputError(UsageError):

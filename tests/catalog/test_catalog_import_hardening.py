@@ -235,3 +235,37 @@ def test_stale_leftovers_of_a_killed_run_are_cleaned(tmp_path: Path) -> None:
     ]
     assert (target / "notes.txt").exists() and (tmp_path / ".other.new-abc").exists()
     assert _lambda_prices(target) == {1.11}
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_full_disk_during_import_is_a_clean_error_and_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], existing: bool
+) -> None:
+    import errno
+    from typing import IO
+
+    from gpuwise import files
+
+    a = _csv(tmp_path / "a", "lambda.csv", "a,H100,1,8,32,1.11,,us\n")
+    b = _csv(tmp_path / "b", "lambda.csv", "a,H100,1,8,32,2.21,,us\n")
+    target = tmp_path / "data" / "catalog"
+    if existing:
+        assert _import(a, target) == 0
+    before = sorted((p.name, p.read_bytes()) for p in target.iterdir()) if existing else None
+
+    def full_disk(fh: IO[bytes], payload: bytes) -> None:
+        fh.write(payload[:3])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(files, "_write_all", full_disk)
+    capsys.readouterr()
+    assert _import(b, target) == 1
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and "To fix:" in err and "Traceback" not in err
+    monkeypatch.undo()
+    if existing:
+        assert sorted((p.name, p.read_bytes()) for p in target.iterdir()) == before
+        assert _lambda_prices(target) == {1.11}
+    else:
+        assert not target.exists()
+    assert [p.name for p in target.parent.iterdir() if p.name.startswith(".")] == []

@@ -193,3 +193,24 @@ def _a_recording() -> Path:
     if not found:
         pytest.skip("no CSV recording in tests/fixtures/monitor")
     return found[0]
+
+
+def test_recorder_full_disk_leaves_no_half_row_and_is_a_storage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuwise.errors import StorageError
+    from gpuwise.gpu.sample import Sample
+
+    path = tmp_path / "run.csv"
+    rec = Recorder(path, with_host=False)
+    before = path.read_bytes()
+
+    def full_disk(fd: int, data: memoryview) -> int:
+        os.write(fd, bytes(data[:7]))  # part of the row reaches the disk, then it is full
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(files, "_write_fd", full_disk)
+    with pytest.raises(StorageError, match="No space left on device"):
+        rec.write((Sample(index=0, timestamp_s=1_700_000_000.0),))
+    rec.close()
+    assert path.read_bytes() == before  # the header, whole; no half row

@@ -609,14 +609,16 @@ def _install_new(
     catalog_dir: Path, reduced: dict[str, tuple[CatalogInput, str, int]], today: date
 ) -> _Manifest:
     """No catalog yet: build it in a folder beside, then one rename puts it in place."""
+    from gpuwise.files import write_atomic
+
     tmp = Path(tempfile.mkdtemp(prefix=f".{catalog_dir.name}.new-", dir=catalog_dir.parent))
     try:
         names = {p: f"{p}.csv" for p in reduced}
         for provider, (_, text, _) in reduced.items():
-            (tmp / names[provider]).write_text(text, encoding="utf-8")
+            write_atomic(tmp / names[provider], text)
         manifest = _entries(reduced, names, today)
         text, offers_by_provider = _check_and_dump(tmp, manifest, catalog_dir, today)
-        (tmp / MANIFEST).write_text(text, encoding="utf-8")
+        write_atomic(tmp / MANIFEST, text)
         tmp.replace(catalog_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -10,13 +10,12 @@ host facts under `gpuwise.*` names. Pure formatting plus a small append-only wri
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
 
 from gpuwise import files
+from gpuwise.errors import StorageError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample, value_or_none
 from gpuwise.monitor.host import HostStats
 
@@ -170,21 +169,32 @@ def _line(cells: list[str]) -> str:
 
 
 class Recorder:
-    """Appends rows to FILE; the header is written once, when the file is new or empty."""
+    """Appends rows to FILE; the header is written once, when the file is new or empty. Each tick's rows
+    go in as one piece (files.Appender): a full disk leaves the file as it was, never half a row, and is
+    reported as a StorageError."""
 
     def __init__(self, path: Path, *, with_host: bool = True) -> None:
         self.path = path
         self.with_host = with_host
         # files.open_append refuses a FIFO or device (a hang or a black hole) and unsafe symlinks
-        self._fh: IO[str] = files.open_append(path)
-        if os.fstat(self._fh.fileno()).st_size == 0:
-            self._fh.write(_line(header(with_host=with_host)) + "\n")
-            self._fh.flush()
+        self._out = files.open_append(path)
+        if self._out.size == 0:
+            self._append(_line(header(with_host=with_host)) + "\n")
 
     def write(self, samples: tuple[Sample, ...], host: HostStats | None = None) -> None:
-        for row in rows(samples, host, with_host=self.with_host):
-            self._fh.write(_line(row) + "\n")
-        self._fh.flush()  # a recording cut short by Ctrl-C keeps every complete row
+        lines = [_line(row) + "\n" for row in rows(samples, host, with_host=self.with_host)]
+        if lines:
+            self._append("".join(lines))  # unbuffered: a recording cut short keeps every complete row
+
+    def _append(self, text: str) -> None:
+        try:
+            self._out.append(text)
+        except OSError as exc:
+            raise StorageError(
+                f"Cannot append to the recording {self.path}: {exc.strerror or exc}",
+                why="the rows of this sample were not written; the file holds every earlier row whole",
+                fix="free some disk space, or record to another disk with --record",
+            ) from exc
 
     def close(self) -> None:
-        self._fh.close()
+        self._out.close()
