@@ -13,7 +13,8 @@ here, so one policy holds everywhere:
   in sticky directories, applied everywhere here). A dangling link and a loop are refused too.
 - :func:`write_atomic` writes beside the (resolved) target and renames over it, so a reader sees the old
   file or the new one, never half; on any error, a full disk (ENOSPC) included, the temporary file is
-  removed and the old file is untouched.
+  removed and the old file is untouched. A writer killed outright leaves its temporary file; the next
+  write of the same target removes it (the writer's PID is in its name and no longer runs).
 - :func:`open_append` opens with O_NOFOLLOW|O_NONBLOCK and checks the opened file is regular, so a path
   swapped for a FIFO or a device after the check cannot hang or feed it.
 
@@ -120,7 +121,8 @@ def write_atomic(path: Path, data: str | bytes, *, private: bool = False) -> Non
     either way the old file is untouched and no temporary file is left behind."""
     target = resolve_output(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    # the PID in the name lets a later write tell a killed writer's leftover from a live writer's file
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     try:
         if not private:
             umask = os.umask(0)
@@ -135,6 +137,36 @@ def write_atomic(path: Path, data: str | bytes, *, private: bool = False) -> Non
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _remove_dead_temps(target)
+
+
+def _remove_dead_temps(target: Path) -> None:
+    """Remove ``.<name>.<pid>.*.tmp`` files beside ``target`` whose writer is gone (killed mid-write):
+    only our own (same owner), only when no process has that PID."""
+    prefix = f".{target.name}."
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(target.parent):
+            name = entry.name
+            if not (name.startswith(prefix) and name.endswith(".tmp")):
+                continue
+            pid_text = name[len(prefix) :].split(".", 1)[0]
+            if not pid_text.isdigit() or int(pid_text) == os.getpid() or _alive(int(pid_text)):
+                continue
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and (uid is None or st.st_uid == uid):
+                with contextlib.suppress(OSError):
+                    Path(entry.path).unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, but another user's (EPERM)
+    return True
 
 
 def _write_all(fh: IO[bytes], payload: bytes) -> None:

@@ -214,3 +214,44 @@ def test_recorder_full_disk_leaves_no_half_row_and_is_a_storage_error(
         rec.write((Sample(index=0, timestamp_s=1_700_000_000.0),))
     rec.close()
     assert path.read_bytes() == before  # the header, whole; no half row
+
+
+_KILL_CHILD = """
+import sys
+from pathlib import Path
+from gpuwise.files import write_atomic
+target = Path(sys.argv[1])
+pages = [("<html>" + c * (4 << 20) + "</html>").encode() for c in "ab"]  # ~4 MB, as a plan report
+print("ready", flush=True)
+while True:
+    for page in pages:
+        write_atomic(target, page)
+"""
+
+
+def test_a_kill_at_random_points_leaves_the_old_or_the_new_report(tmp_path: Path) -> None:
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    target = tmp_path / "plan.html"
+    first = b"<html>first</html>"
+    files.write_atomic(target, first)
+    pages = {first, *(("<html>" + c * (4 << 20) + "</html>").encode() for c in "ab")}
+    rng = random.Random(7)
+    deadline = time.monotonic() + 30
+    for _ in range(20):
+        if time.monotonic() > deadline:
+            break  # bounded on a loaded machine; the kills done still count
+        child = subprocess.Popen([sys.executable, "-c", _KILL_CHILD, str(target)], stdout=subprocess.PIPE)
+        assert child.stdout is not None and child.stdout.readline().strip() == b"ready"
+        time.sleep(rng.uniform(0.0, 0.3))
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        child.stdout.close()
+        assert target.read_bytes() in pages  # a whole report, old or new, never a part
+    # the killed writers' temporaries are removed by the next write
+    files.write_atomic(target, first)
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.html"]
