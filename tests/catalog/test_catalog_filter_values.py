@@ -21,7 +21,6 @@ WORKLOAD = Path(__file__).resolve().parents[1] / "fixtures" / "plan" / "llama3-8
     [
         (["--provider", "nosuch"], "Unknown provider 'nosuch'"),
         (["--region", "us-eats-1"], "Unknown region 'us-eats-1'. Did you mean 'us-east-1'"),
-        (["--region", "mars-*"], "Unknown region pattern 'mars-*'"),
     ],
 )
 def test_catalog_offers_unknown_filter_is_exit_2(
@@ -37,6 +36,7 @@ def test_known_region_without_matching_offers_is_not_an_error(capsys: pytest.Cap
         main(["catalog", "offers", "--region", "US-EAST-1", "--gpu", "H100:8", "--provider", "lambda"]) == 0
     )
     assert main(["catalog", "offers", "--region", "europe-*", "--limit", "1"]) == 0
+    assert main(["catalog", "offers", "--region", "mars-*"]) == 0  # a pattern may match nothing
 
 
 @pytest.mark.parametrize(

@@ -255,3 +255,11 @@ def test_a_kill_at_random_points_leaves_the_old_or_the_new_report(tmp_path: Path
     # the killed writers' temporaries are removed by the next write
     files.write_atomic(target, first)
     assert [p.name for p in tmp_path.iterdir()] == ["plan.html"]
+
+
+def test_idle_state_and_unit_writer_refuses_a_fifo(fifo: Path) -> None:
+    from gpuwise.idle.state import write_atomic as idle_write
+
+    with pytest.raises(files.UnsafeOutputError, match="named pipe"):
+        idle_write(fifo, "[Unit]\n")
+    _same_node(fifo, stat.S_IFIFO)

@@ -9,7 +9,6 @@ return. Must not import the CLI.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable
 
 from gpuwise.catalog.offers import Catalog
@@ -52,27 +51,21 @@ def check_currencies(catalog: Catalog, codes: Iterable[str], *, option: str = "-
 
 
 def check_region(catalog: Catalog, region: str | None, *, option: str = "--region") -> None:
-    """``region`` (a region or zone name, or a glob; case-insensitive) names or matches at least one
-    region or zone of some offer in the catalog."""
+    """An exact ``region`` (case-insensitive) is a region or zone of some offer in the catalog.
+
+    A glob (``us-*``) is a pattern, not a name: one that matches nothing is an empty answer, as the
+    command has always given, not a typo to correct."""
     if region is None:
         return
     pattern = region.strip().lower()
-    places = sorted({p.lower() for o in catalog.offers for p in (o.region, o.zone or "") if p})
     if any(ch in pattern for ch in _GLOB_CHARS):
-        if any(fnmatch.fnmatchcase(p, pattern) for p in places):
-            return
-        raise NotFoundError(
-            "region pattern",
-            region,
-            places,
-            why=f"{option} {region!r} matches no region or zone of any offer",
-            fix="see the regions in `gpuwise catalog offers --json`, or use a glob such as 'us-*'",
-        )
+        return
+    places = {p.lower() for o in catalog.offers for p in (o.region, o.zone or "") if p}
     if pattern not in places:
         raise NotFoundError(
             "region",
             region,
-            places,
-            why=f"no offer in the catalog is in a region or zone named {region!r}",
+            sorted(places),
+            why=f"{option} names a region or zone no offer in the catalog is in",
             fix="use a region as the provider names it (us-east-1, europe-west4, …) or a glob such as 'us-*'",
         )
