@@ -20,6 +20,7 @@ from gpuwise.catalog import offers
 from gpuwise.catalog.csvrows import read_vms_csv
 from gpuwise.catalog.store import (
     CatalogFileError,
+    CatalogInput,
     clean_stale,
     find_import_files,
     install_user_catalog,
@@ -157,6 +158,14 @@ def test_a_manifest_naming_a_device_or_a_path_outside_is_a_clear_error(tmp_path:
 # ---------------------------------------------------------------- kills and leftovers
 
 
+def _user_lambda_prices(catalog_dir: Path) -> set[float]:
+    """What load_catalog merges over the bundled prices, read the same way (cheaper than a full load):
+    a missing or broken user catalog fails here."""
+    assert (catalog_dir / "manifest.json").is_file()  # else load_catalog would show the bundled prices
+    catalog = offers.build_catalog(offers._user_source_files(catalog_dir))
+    return {o.price_usd_per_hour for o in catalog.offers if o.provider == "lambda" and o.price_usd_per_hour}
+
+
 def _lambda_prices(catalog_dir: Path) -> set[float]:
     offers._CACHE.clear()
     catalog = offers.load_catalog(catalog_dir)
@@ -179,40 +188,69 @@ while True:  # import A, B, A, B … until killed
 """
 
 
+def _forked_importer(target: Path, inputs: list[list[CatalogInput]]) -> int:
+    """A child process (forked: no interpreter start-up, so the kills are cheap) importing the inputs in
+    turn until it is killed."""
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 1
+        try:
+            while True:
+                for item in inputs:
+                    install_user_catalog(target, item, today=TODAY)
+        finally:
+            os._exit(code)
+    return pid
+
+
 def test_a_kill_at_random_points_leaves_the_old_or_the_new_catalog(tmp_path: Path) -> None:
     a = _csv(tmp_path / "a", "lambda.csv", "a,H100,1,8,32,1.11,,us\nb,A100,1,8,32,1.12,,us\n")
     b = _csv(tmp_path / "b", "lambda.csv", "a,H100,1,8,32,2.21,,us\nb,A100,1,8,32,2.22,,us\n")
     _csv(tmp_path / "b", "paperspace.csv", "p,H100,1,8,32,3.0,,us\n")
     target = tmp_path / "data" / "catalog"
-    install_user_catalog(target, read_import_files(find_import_files(a), today=TODAY), today=TODAY)
+    inputs = [read_import_files(find_import_files(p), today=TODAY) for p in (a, b)]
+    install_user_catalog(target, inputs[0], today=TODAY)
     seen: set[frozenset[float]] = set()
     rng = random.Random(20261201)
-    deadline = time.monotonic() + 40
+    deadline = time.monotonic() + 20
     for _ in range(20):
         if time.monotonic() > deadline:
-            break  # bounded time on a loaded machine; the iterations done still count
-        child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(target), str(a), str(b)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.0, 0.4))
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=30)
-        child.stdout.close()
-        prices = frozenset(_lambda_prices(target))
+            break  # bounded time on a loaded machine; the kills done still count
+        pid = _forked_importer(target, inputs)
+        time.sleep(rng.uniform(0.02, 0.3))
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFSIGNALED(status), "the importer died on its own"
+        prices = frozenset(_user_lambda_prices(target))
         assert prices in ({1.11, 1.12}, {2.21, 2.22}), prices
         seen.add(prices)
     # the next run removes what the kills left behind, and leaves nothing of its own
-    install_user_catalog(target, read_import_files(find_import_files(a), today=TODAY), today=TODAY)
-    leftovers = [
-        p.name for p in target.parent.iterdir() if p.name not in ("catalog", "catalog.prev", "cache")
-    ]
-    assert leftovers == []
+    install_user_catalog(target, inputs[0], today=TODAY)
+    kept = ("catalog", "catalog.prev", ".catalog.lock", "cache")
+    assert [p.name for p in target.parent.iterdir() if p.name not in kept] == []
     named = [e["file"] for e in json.loads((target / "manifest.json").read_text())["providers"].values()]
     assert sorted(p.name for p in target.iterdir()) == sorted([*named, "manifest.json"])
-    assert len(seen) >= 1
+    assert len(seen) == 2  # kills landed both before and after commits
+    assert _lambda_prices(target) == {1.11, 1.12}  # and the full load agrees
+
+
+def test_concurrent_imports_wait_for_each_other(tmp_path: Path) -> None:
+    """Before the lock, one import's clean-up could delete another's uncommitted data file, and the
+    other then committed a manifest naming a missing file."""
+    a = _csv(tmp_path / "a", "lambda.csv", "a,H100,1,8,32,1.11,,us\n")
+    b = _csv(tmp_path / "b", "lambda.csv", "a,H100,1,8,32,2.21,,us\n")
+    target = tmp_path / "data" / "catalog"
+    install_user_catalog(target, read_import_files(find_import_files(a), today=TODAY), today=TODAY)
+    script = _CHILD.replace("while True:", "for _ in range(8):")
+    children = [
+        subprocess.Popen([sys.executable, "-c", script, str(target), str(a), str(b)], stdout=subprocess.PIPE)
+        for _ in range(3)
+    ]
+    for child in children:
+        assert child.wait(timeout=120) == 0
+        assert child.stdout is not None
+        child.stdout.close()
+    assert _lambda_prices(target) == {2.21}  # every child ends with B
 
 
 def test_stale_leftovers_of_a_killed_run_are_cleaned(tmp_path: Path) -> None:
@@ -268,4 +306,4 @@ def test_a_full_disk_during_import_is_a_clean_error_and_changes_nothing(
         assert _lambda_prices(target) == {1.11}
     else:
         assert not target.exists()
-    assert [p.name for p in target.parent.iterdir() if p.name.startswith(".")] == []
+    assert [p.name for p in target.parent.iterdir() if p.name.startswith(".")] == [".catalog.lock"]

@@ -20,10 +20,11 @@ import csv
 import http.client
 import io
 import json
+import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -539,12 +540,13 @@ def install_user_catalog(catalog_dir: Path, inputs: list[CatalogInput], *, today
             f"Cannot create the catalog directory next to {catalog_dir}: {exc.strerror or exc}",
             fix="choose a writable --catalog-dir, or check the permissions of its parent directory",
         ) from exc
-    clean_stale(catalog_dir)
     try:
-        if catalog_dir.is_dir():
-            manifest, previous = _install_in_place(catalog_dir, reduced, today)
-        else:
-            manifest, previous = _install_new(catalog_dir, reduced, today), None
+        with _install_lock(catalog_dir):
+            clean_stale(catalog_dir)
+            if catalog_dir.is_dir():
+                manifest, previous = _install_in_place(catalog_dir, reduced, today)
+            else:
+                manifest, previous = _install_new(catalog_dir, reduced, today), None
     except OSError as exc:
         raise CatalogError(
             f"Cannot install the new catalog at {catalog_dir}: {exc.strerror or exc}",
@@ -562,6 +564,25 @@ def install_user_catalog(catalog_dir: Path, inputs: list[CatalogInput], *, today
         collected=today,
         rows_dropped=dropped,
     )
+
+
+@contextlib.contextmanager
+def _install_lock(catalog_dir: Path) -> Iterator[None]:
+    """One import at a time per catalog (``.<name>.lock`` beside it, flock'd): a second import waits, so
+    its clean-up can never remove the first one's uncommitted files. The kernel drops the lock when a
+    holder is killed. Without fcntl (Windows) there is no lock."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    lock = catalog_dir.with_name(f".{catalog_dir.name}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 _Manifest = tuple[dict[str, dict[str, object]], dict[str, int]]  # entries, offers per provider
