@@ -1,4 +1,4 @@
-"""Shared test helpers: where ../shared is, which system programs exist, and GPUWISE_REQUIRE_ALL.
+"""Shared test helpers: where the recordings are, which system programs exist, and GPUWISE_REQUIRE_ALL.
 
 With GPUWISE_REQUIRE_ALL=1 (set by .ci/run), any skipped test fails instead: CI never passes by skipping.
 """
@@ -19,7 +19,9 @@ settings.register_profile("gpuwise", deadline=None, suppress_health_check=[Healt
 settings.load_profile("gpuwise")
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
+# Third-party recordings live in the repository (provenance in recordings/PROVENANCE.md): a plain clone runs
+# every test.
+RECORDINGS = REPO / "tests" / "fixtures" / "recordings"
 REQUIRE_ALL = os.environ.get("GPUWISE_REQUIRE_ALL") == "1"
 
 
@@ -30,24 +32,16 @@ def _unavailable(reason: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    """../shared beside the clone (reference data and third-party fixtures), read in place."""
-    if not SHARED.is_dir():
-        _unavailable(f"../shared is not beside the clone (looked at {SHARED})")
-    return SHARED
-
-
-@pytest.fixture(scope="session")
-def smi_fixtures(shared_dir: Path) -> Path:
-    path = shared_dir / "fixtures" / "nvidia-smi"
+def smi_fixtures() -> Path:
+    path = RECORDINGS / "nvidia-smi"
     if not path.is_dir():
         _unavailable(f"{path} is missing")
     return path
 
 
 @pytest.fixture(scope="session")
-def trace_fixtures(shared_dir: Path) -> Path:
-    path = shared_dir / "fixtures" / "traces"
+def trace_fixtures() -> Path:
+    path = RECORDINGS / "traces"
     if not path.is_dir():
         _unavailable(f"{path} is missing")
     return path

@@ -60,3 +60,41 @@ def test_error_text_in_brackets_survives(tmp_path, capsys: pytest.CaptureFixture
     err = capsys.readouterr().err
     assert code == 2
     assert "[idel]" in err and "[idle]" in err, err
+
+
+def test_python_dash_m_runs_the_cli() -> None:
+    """`python -m gpuwise` failed with "No module named gpuwise.__main__"."""
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuwise", "--version"], capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("gpuwise ")
+    bad = subprocess.run(
+        [sys.executable, "-m", "gpuwise", "no-such-command"], capture_output=True, text=True, check=False
+    )
+    assert bad.returncode == 2
+    assert "Traceback" not in bad.stderr
+
+
+def test_shell_completion_completes_commands_and_subcommands() -> None:
+    """Completion is on (`--install-completion`); the shell asks through click's completion variable."""
+    exe = Path(sys.executable).with_name("gpuwise")
+    env = {"PATH": str(exe.parent), "_GPUWISE_COMPLETE": "complete_bash", "COMP_CWORD": "2"}
+    out = subprocess.run(
+        [str(exe)], env={**env, "COMP_WORDS": "gpuwise catalog "}, capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert {"gpus", "offers", "import", "update"} <= set(out.stdout.split())
+    env["COMP_CWORD"] = "1"
+    out = subprocess.run(
+        [str(exe)], env={**env, "COMP_WORDS": "gpuwise pl"}, capture_output=True, text=True, check=False
+    )
+    assert out.stdout.split() == ["plan"]
+
+
+def test_license_file_matches_the_declared_licence() -> None:
+    """The metadata said Apache-2.0 but no LICENSE file shipped."""
+    text = (REPO / "LICENSE").read_text()
+    assert "Apache License" in text
+    assert "Version 2.0, January 2004" in text
+    assert 'license = "Apache-2.0"' in (REPO / "pyproject.toml").read_text()

@@ -16,7 +16,10 @@ GIB = 1024**3
 GB = 1000**3
 MB = 1000**2
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?\s*$", re.I)
+_UNIT_WORDS = r"s|sec|secs|m|min|mins|h|hr|hrs|d|day|days|w|wk|wks|week|weeks"
+_DURATION = re.compile(rf"^\s*(\d+(?:\.\d+)?)\s*({_UNIT_WORDS})?\s*$", re.I)
+# '1h30m', '2d 12h', '1w2d': parts in descending order, each with its unit (as `sleep` and Go's durations)
+_DURATION_PART = re.compile(rf"\s*(\d+(?:\.\d+)?)\s*({_UNIT_WORDS})(?![a-z])", re.I)
 _DURATION_S = {
     "s": 1,
     "sec": 1,
@@ -30,6 +33,11 @@ _DURATION_S = {
     "d": 86400,
     "day": 86400,
     "days": 86400,
+    "w": 604800,
+    "wk": 604800,
+    "wks": 604800,
+    "week": 604800,
+    "weeks": 604800,
 }
 
 
@@ -46,13 +54,29 @@ def mib_to_bytes(mib: float) -> int:
 
 
 def parse_duration_s(text: str, *, default_unit: str = "s") -> float:
-    """'90', '90s', '30m', '2h', '1.5d' -> seconds. Raises ValueError on anything else."""
+    """'90', '90s', '30m', '2h', '1.5d', '1h30m', '2d 12h', '1w' -> seconds. Raises ValueError otherwise.
+
+    A bare number takes `default_unit`. In a compound duration every part names its unit and the units
+    go from largest to smallest, each at most once ('30m1h' and '1h1h' are refused: likely typos)."""
     m = _DURATION.match(text)
-    if not m:
-        raise ValueError(f"not a duration: {text!r} (expected e.g. 90s, 30m, 2h, 1d)")
-    value = float(m.group(1))
-    unit = (m.group(2) or default_unit).lower()
-    return value * _DURATION_S[unit]
+    if m:
+        value = float(m.group(1))
+        unit = (m.group(2) or default_unit).lower()
+        return value * _DURATION_S[unit]
+    total = 0.0
+    position = 0
+    last_scale = math.inf
+    for part in _DURATION_PART.finditer(text):
+        scale = _DURATION_S[part.group(2).lower()]
+        if part.start() != position or scale >= last_scale:
+            break
+        total += float(part.group(1)) * scale
+        last_scale = scale
+        position = part.end()
+    else:
+        if position and not text[position:].strip():
+            return total
+    raise ValueError(f"not a duration: {text!r} (expected e.g. 90s, 30m, 2h, 1d or 1h30m)")
 
 
 def format_gib(n_bytes: float, digits: int = 1) -> str:

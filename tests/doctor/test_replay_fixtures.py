@@ -1,5 +1,5 @@
-"""Every recorded nvidia-smi output in ../shared/fixtures/nvidia-smi replays through `gpuwise doctor` without
-a traceback and raises the findings its README describes (the table "What each recording should raise")."""
+"""Every recorded nvidia-smi output in tests/fixtures/recordings/nvidia-smi replays through `gpuwise doctor`
+without a traceback and raises the findings its README describes ("What each recording should raise")."""
 
 from __future__ import annotations
 

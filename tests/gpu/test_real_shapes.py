@@ -1,4 +1,4 @@
-"""Shapes of nvidia-smi output met in real recordings that are not in ../shared/fixtures.
+"""Shapes of nvidia-smi output met in real recordings that are not among tests/fixtures/recordings.
 
 Each text here is a minimal reproduction written for this test (not a copy of a recording): it keeps only
 the lines that show the shape — a newer driver's renamed labels, Windows' driver-model column, a

@@ -1,4 +1,4 @@
-"""Every recorded nvidia-smi output in ../shared/fixtures parses, values spot-checked against the files."""
+"""Every recorded nvidia-smi output in tests/fixtures/recordings parses, values spot-checked."""
 
 from __future__ import annotations
 

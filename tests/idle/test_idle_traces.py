@@ -1,4 +1,4 @@
-"""Real traces (../shared/fixtures/traces, ground truth in its README) and the constructed traces in
+"""Real traces (tests/fixtures/recordings/traces, ground truth in its README) and the constructed traces in
 tests/fixtures/idle (manifest.json says what a safe policy must do) replayed with default options."""
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ def test_live_view_shows_every_gpu(
     series = recording == "constructed-series"
     if series:
         replay = EIGHT_GPU_CSV
-    else:  # nvidia-smi's default table of 8 idle H100s, read in place from ../shared
+    else:  # nvidia-smi's default table of 8 idle H100s, copied from a public repository (recordings/)
         smi: Path = request.getfixturevalue("smi_fixtures")
         replay = smi / "table" / "8x-h100__idle__550.90.07.txt"
     sock = f"gpuwise-test-{os.getpid()}-{recording}"

@@ -170,43 +170,21 @@ def _facts(replay: Path | None, paths: list[Path] | None, python: str | None, ti
 
 
 def _gpus_json(facts: Facts) -> list[dict[str, Any]]:
-    """The latest snapshot's GPUs: each reading as its value or null; why a reading failed in `failed`."""
-    from dataclasses import fields
-
-    from gpuwise.cli.output import to_jsonable
-    from gpuwise.gpu.sample import Failed, NotSupported
+    """The latest snapshot's GPUs in the one sample convention (gpu/jsonview.py: a reading without a value
+    is null plus "<field>_status"), and, as before, why a reading failed in `failed`."""
+    from gpuwise.gpu.jsonview import sample_to_json
+    from gpuwise.gpu.sample import Failed
 
     latest = facts.gpus.latest if facts.gpus is not None else None
     if latest is None:
         return []
     out = []
     for sample in latest.samples:
-        row: dict[str, Any] = {}
-        failed: dict[str, str] = {}
-        for f in fields(sample):
-            if f.name == "extra":
-                continue
-            value = getattr(sample, f.name)
-            if isinstance(value, Failed):
-                failed[f.name] = value.why
-                value = None
-            elif isinstance(value, NotSupported):
-                value = None
-            row[f.name] = _plain(to_jsonable(value))
-        row["failed"] = failed
+        row = sample_to_json(sample)
+        row.pop("extra", None)
+        row["failed"] = {name: value.why for name, value in vars(sample).items() if isinstance(value, Failed)}
         out.append(row)
     return out
-
-
-def _plain(value: Any) -> Any:
-    """Nested readings (MIG devices, processes): NotSupported serialises as {} and Failed as {"why"}: null."""
-    if isinstance(value, dict):
-        if not value or set(value) == {"why"}:
-            return None
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _facts_json(facts: Facts) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from gpuwise import __version__
-from gpuwise.cli import catalog, doctor, estimate, exporter, idle, monitor, plan
+from gpuwise.cli import catalog, doctor, estimate, exporter, idle, monitor, plan, schema
 from gpuwise.cli.output import err_console
 from gpuwise.errors import GpuwiseError
 
@@ -26,7 +26,7 @@ app = typer.Typer(
         "exporter watch it; idle stops it when nobody uses it."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -58,6 +58,7 @@ app.command("doctor")(doctor.doctor)
 app.command("monitor")(monitor.monitor)
 app.command("exporter")(exporter.exporter)
 app.add_typer(idle.app, name="idle")
+app.command("schema")(schema.schema)
 
 
 # typer vendors click; every command-line parsing error (missing option, bad number, unknown option or

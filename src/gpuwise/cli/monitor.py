@@ -31,7 +31,7 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
     ] = None,
     since: Annotated[
         str | None,
-        typer.Option("--since", help="Summarise the stored history of the last DURATION (2h, 30m, 1d)."),
+        typer.Option("--since", help="Summarise the stored history of the last DURATION (2h, 1h30m, 1d)."),
     ] = None,
     interval: Annotated[
         float | None,
@@ -170,7 +170,7 @@ def _open_recorder(path: Path) -> Any:
 
 
 def _once(sampler: Sampler, json_out: bool) -> None:
-    from gpuwise.monitor.jsonview import snapshot_to_json
+    from gpuwise.gpu.jsonview import snapshot_to_json
     from gpuwise.monitor.view import dashboard
 
     tick = sampler.tick()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from gpuwise.doctor.facts import Facts, FrameworkFacts, GpuFacts, SpaceFacts, XidFact
 from gpuwise.doctor.tables import Tables
 from gpuwise.doctor.versions import Version, at_least, format_version, major_minor, parse_version
+from gpuwise.gpu import throttle
 from gpuwise.gpu.sample import Failed, Sample, Snapshot, has_value
 from gpuwise.gpu.smi import ErrorKind, classify_error_text
 from gpuwise.units import GIB, format_bytes
@@ -32,12 +33,7 @@ SHM_MIN_BYTES = 1 * GIB
 DISK_MIN_FREE_BYTES = 10 * GIB
 
 # Clock-event reasons that cost performance and have a cause worth fixing (Sample.throttle_reasons ids).
-_THROTTLE_SERIOUS = {
-    "hw_slowdown": "HW slowdown (power brake or overheating signalled by the board)",
-    "hw_thermal_slowdown": "HW thermal slowdown (the GPU is too hot)",
-    "hw_power_brake_slowdown": "HW power brake slowdown (an external power-brake signal, e.g. the PSU)",
-    "sw_thermal_slowdown": "SW thermal slowdown (the driver lowers clocks to cool the GPU)",
-}
+_THROTTLE_SERIOUS = {r.id: r.description for r in throttle.REASONS if r.severity == "warn"}
 
 
 @dataclass(frozen=True)

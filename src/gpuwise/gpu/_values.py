@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from gpuwise.gpu import throttle
 from gpuwise.gpu.sample import NOT_SUPPORTED, Failed, NotSupported, Reading
 
 # Cells meaning "this GPU/driver has no such reading" (compared lowercased, brackets included).
@@ -200,28 +201,11 @@ def drop_impossible(fields: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-# NVML's clock-event reason bits (nvmlClocksEventReason* / nvmlClocksThrottleReason* in nvml.h) → our ids.
-THROTTLE_BITS: tuple[tuple[int, str], ...] = (
-    (0x1, "gpu_idle"),
-    (0x2, "applications_clocks_setting"),
-    (0x4, "sw_power_cap"),
-    (0x8, "hw_slowdown"),
-    (0x10, "sync_boost"),
-    (0x20, "sw_thermal_slowdown"),
-    (0x40, "hw_thermal_slowdown"),
-    (0x80, "hw_power_brake_slowdown"),
-    (0x100, "display_clocks_setting"),
-)
-THROTTLE_IDS: tuple[str, ...] = tuple(name for _, name in THROTTLE_BITS)
-
-
-def canonical_reasons(reasons: list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """Reason ids in NVML's bit order, whatever order the output listed them in."""
-    return tuple(sorted(set(reasons), key=THROTTLE_IDS.index))
-
-
-def throttle_ids_from_mask(mask: int) -> tuple[str, ...]:
-    return tuple(name for bit, name in THROTTLE_BITS if mask & bit)
+# The clock-event reason table lives in gpu/throttle.py; these names are kept for the parsers.
+THROTTLE_BITS: tuple[tuple[int, str], ...] = tuple((r.bit, r.id) for r in throttle.REASONS)
+THROTTLE_IDS: tuple[str, ...] = throttle.IDS
+canonical_reasons = throttle.canonical
+throttle_ids_from_mask = throttle.ids_from_mask
 
 
 # nvidia-smi's "2026/08/01 03:59:40.361"; also ISO 8601 as loggers write it ("2026-08-01T03:59:40.361589",

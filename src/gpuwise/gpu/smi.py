@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpuwise.gpu import _values as v
+from gpuwise.gpu import throttle
 from gpuwise.gpu.kernel_log import normalize_bus_id
 from gpuwise.gpu.sample import (
     NOT_SUPPORTED,
@@ -337,34 +338,8 @@ _ECC_TEXT = {
     ),
 }
 
-_XML_REASONS = {
-    f"{prefix}_{name}": reason
-    for prefix in ("clocks_event_reason", "clocks_throttle_reason")
-    for name, reason in (
-        ("gpu_idle", "gpu_idle"),
-        ("applications_clocks_setting", "applications_clocks_setting"),
-        ("sw_power_cap", "sw_power_cap"),
-        ("hw_slowdown", "hw_slowdown"),
-        ("hw_thermal_slowdown", "hw_thermal_slowdown"),
-        ("hw_power_brake_slowdown", "hw_power_brake_slowdown"),
-        ("sync_boost", "sync_boost"),
-        ("sw_thermal_slowdown", "sw_thermal_slowdown"),
-        ("display_clocks_setting", "display_clocks_setting"),
-    )
-}
-_TEXT_REASONS = {
-    "idle": "gpu_idle",
-    "gpu idle": "gpu_idle",
-    "applications clocks setting": "applications_clocks_setting",
-    "sw power cap": "sw_power_cap",
-    "hw slowdown": "hw_slowdown",
-    "hw thermal slowdown": "hw_thermal_slowdown",
-    "hw power brake slowdown": "hw_power_brake_slowdown",
-    "sync boost": "sync_boost",
-    "sw thermal slowdown": "sw_thermal_slowdown",
-    "display clock setting": "display_clocks_setting",
-    "display clocks setting": "display_clocks_setting",
-}
+_XML_REASONS = throttle.XML_TAGS
+_TEXT_REASONS = throttle.LABELS
 
 
 # Where a newer driver moves a reading one level deeper than any path above, it is still found under its

@@ -39,12 +39,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpuwise.config import validate_section
 from gpuwise.errors import ConfigError
+from gpuwise.gpu import throttle
 from gpuwise.gpu.sample import Sample, Snapshot, value_or_none
 from gpuwise.webhook import post_json
 
 log = logging.getLogger("gpuwise.monitor.alerts")
 
-_BAD_THROTTLE = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+_BAD_THROTTLE = tuple(r.id for r in throttle.REASONS if r.severity == "warn")
 
 
 class AlertsConfig(BaseModel):

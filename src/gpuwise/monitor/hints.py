@@ -14,18 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
+from gpuwise.gpu import throttle
 from gpuwise.gpu.sample import Sample, Snapshot, value_or_none
 from gpuwise.monitor.host import HostStats
 
 # Throttle reasons that mean "slower than it could be" (gpu_idle, app/display clock settings are
 # not bottlenecks). Thermal and hardware slowdowns are worse than a power cap under full load.
-_THROTTLE_SEVERITY = {
-    "sw_power_cap": "info",
-    "sw_thermal_slowdown": "warn",
-    "hw_slowdown": "warn",
-    "hw_thermal_slowdown": "warn",
-    "hw_power_brake_slowdown": "warn",
-}
+_THROTTLE_SEVERITY = {r.id: r.severity for r in throttle.REASONS if r.severity != "none"}
 
 
 @dataclass(frozen=True)

@@ -16,30 +16,16 @@ from pathlib import Path
 
 from gpuwise import files
 from gpuwise.errors import StorageError
+from gpuwise.gpu import throttle
 from gpuwise.gpu.sample import Failed, NotSupported, Sample, value_or_none
 from gpuwise.monitor.host import HostStats
 
 NA = "[N/A]"
 
-# nvidia-smi's clocks_event_reasons bit values (nvml.h nvmlClocksEventReason*).
-THROTTLE_BITS = {
-    "gpu_idle": 0x1,
-    "applications_clocks_setting": 0x2,
-    "sw_power_cap": 0x4,
-    "hw_slowdown": 0x8,
-    "sync_boost": 0x10,
-    "sw_thermal_slowdown": 0x20,
-    "hw_thermal_slowdown": 0x40,
-    "hw_power_brake_slowdown": 0x80,
-    "display_clocks_setting": 0x100,
-}
-
 
 def throttle_mask(reasons: tuple[str, ...]) -> int:
-    mask = 0
-    for r in reasons:
-        mask |= THROTTLE_BITS.get(r, 0)
-    return mask
+    """nvidia-smi's clocks_event_reasons.active bit mask of these reasons (gpu/throttle.py)."""
+    return throttle.mask_of(reasons)
 
 
 def _has(reading: object) -> bool:

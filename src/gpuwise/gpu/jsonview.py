@@ -1,4 +1,5 @@
-"""Samples as JSON for `monitor --once --json` and `monitor --since --json`. Pure; standard library only.
+"""Samples as JSON: the one convention every command uses (`monitor --json`, `doctor --json`, the exporter's
+debug output). Pure; standard library only.
 
 How a reading that has no value is written (documented in the README):
 
@@ -30,10 +31,21 @@ def reading_status(reading: object) -> str | None:
 def _put(out: dict[str, Any], name: str, reading: object) -> None:
     status = reading_status(reading)
     if status is None:
-        out[name] = list(reading) if isinstance(reading, tuple) else reading
+        out[name] = [_record(r) for r in reading] if isinstance(reading, tuple) else _record(reading)
     else:
         out[name] = None
         out[name + "_status"] = status
+
+
+def _record(value: object) -> Any:
+    """A nested record (a MIG device) follows the same rule field by field: `{}` for "not supported" was
+    what a plain dataclass dump wrote."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(value):
+            _put(out, f.name, getattr(value, f.name))
+        return out
+    return value
 
 
 def process_to_json(process: GpuProcess) -> dict[str, Any]:

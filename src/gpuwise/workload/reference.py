@@ -1,0 +1,223 @@
+"""The workload file's reference, generated from the pydantic models so it cannot drift from them.
+
+`render_markdown()` writes docs/workload.md (a test compares the shipped file with it); `json_schema()` is
+what `gpuwise schema workload` prints for editors (VS Code's "Even Better TOML" and taplo read JSON Schema).
+Types, defaults and bounds come from the models; each key's meaning comes from DESCRIPTIONS below, and a test
+fails when a key has no description or a description names no key.
+
+Must not import the CLI, the catalog or the estimator.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from gpuwise.workload.spec import Workload
+
+# section.key -> what it means (one sentence or two, units named). "" is the top level.
+DESCRIPTIONS: dict[str, str] = {
+    "name": "Free text, shown in reports.",
+    "task": "What the workload does: training from scratch, fine-tuning, or serving.",
+    "model": "The model: a bundled preset, or its architecture.",
+    "train": 'Training settings (for `task = "train"` or `"finetune"`).',
+    "inference": 'Serving settings (for `task = "inference"`).',
+    "data": "Data moved and stored: dataset, checkpoints, egress.",
+    "constraints": "What `gpuwise plan` may choose from (an absent constraint does not constrain).",
+    "model.preset": "A bundled preset (`llama-3-8b`, `mixtral-8x7b`, `qwen2.5-72b`, …); keys given beside it "
+    "override the preset's.",
+    "model.kind": "`transformer`, or `cnn` / `diffusion` / `generic` for models described by "
+    "`params` and `flops_per_sample`.",
+    "model.params": "Total parameters.",
+    "model.layers": "Transformer layers (blocks).",
+    "model.hidden": "Hidden size (model width).",
+    "model.heads": "Attention heads.",
+    "model.kv_heads": "Key/value heads (grouped-query or multi-query attention); default: `heads`.",
+    "model.head_dim": "Width of one attention head, where it is not `hidden / heads` (Gemma 2).",
+    "model.vocab": "Vocabulary size.",
+    "model.ffn_hidden": "MLP inner width; default 4 × `hidden`.",
+    "model.gated_mlp": "SwiGLU/GeGLU MLP with three matrices (Llama, Mistral, Qwen, Gemma); false for "
+    "GPT-2-style.",
+    "model.tied_embeddings": "The input embedding is shared with the output head.",
+    "model.experts": "Mixture of experts: experts per MoE layer (1 = dense).",
+    "model.experts_per_token": "Experts active per token.",
+    "model.active_params": "Parameters a token passes through; default: derived from the two keys above.",
+    "model.flops_per_sample": "Forward FLOPs per sample (one multiply-add = 2 FLOPs); required when "
+    "`kind` is not `transformer`.",
+    "model.sample_unit": "What one sample is, for reports (`image`, `clip`, …).",
+    "model.source": "Where a preset's numbers come from (filled in by presets).",
+    "train.method": "`full` fine-tuning or training, `lora`, or `qlora` (LoRA on a 4-bit base).",
+    "train.precision": "Compute dtype of mixed-precision training (fp32 master weights).",
+    "train.pure_low_precision": "Keep weights, gradients and optimizer states in the compute dtype too.",
+    "train.optimizer": "Optimizer; sets the bytes of state per trainable parameter.",
+    "train.tokens": "Total tokens to process (transformers). Give this or `samples`.",
+    "train.samples": "Samples per epoch. Give this or `tokens`.",
+    "train.epochs": "Passes over `samples`.",
+    "train.seq_len": "Sequence length in tokens (required for transformers).",
+    "train.micro_batch": "Sequences or samples per GPU per forward/backward pass.",
+    "train.global_batch": "Sequences or samples per optimizer step (sets gradient accumulation and data "
+    "parallelism).",
+    "train.activation_checkpointing": "Recompute activations in the backward pass: none, selective "
+    "(attention only) or full.",
+    "train.sharding": "Data-parallel sharding: ZeRO stage 1/2/3, or FSDP (= ZeRO-3).",
+    "train.tensor_parallel": "Tensor-parallel degree (GPUs per layer).",
+    "train.pipeline_parallel": "Pipeline-parallel degree (stages).",
+    "train.lora_rank": "LoRA rank r.",
+    "train.attention": "`flash` (memory-efficient kernels) or `eager` (keeps the s² attention matrix).",
+    "train.lora_targets": "Layers carrying adapters: `all` linear layers, or `attention` (q, k, v, o) only.",
+    "train.framework": "The training stack; it changes what is stored and how fast steps run.",
+    "train.pipeline_schedule": "With `pipeline_parallel` > 1: Megatron's `interleaved` schedule or plain "
+    "`1f1b`.",
+    "inference.weights_precision": "Dtype of the served weights.",
+    "inference.kv_precision": "Dtype of the KV cache; default: `weights_precision`.",
+    "inference.prompt_tokens": "Prompt tokens per request.",
+    "inference.output_tokens": "Generated tokens per request.",
+    "inference.concurrency": "Sequences decoded together per replica.",
+    "inference.requests": "Total requests to serve. Give this, or a rate with a duration.",
+    "inference.target_output_tokens_per_s": "Output tokens per second to sustain (with `duration_hours`).",
+    "inference.duration_hours": "How long to serve `target_output_tokens_per_s`.",
+    "inference.tensor_parallel": "Tensor-parallel degree per replica.",
+    "data.dataset_gb": "Dataset size in GB (10⁹ bytes), stored for the run and read each epoch.",
+    "data.checkpoint_every_hours": "Checkpoint interval; sets the work a spot preemption loses.",
+    "data.egress_gb": "GB downloaded out of the cloud at the end (results, weights).",
+    "constraints.deadline_hours": "Longest acceptable run, in hours.",
+    "constraints.budget_usd": "Most the whole job may cost, in USD.",
+    "constraints.interruptible": "Spot / preemptible offers allowed.",
+    "constraints.providers": "Allowed providers (catalog names: `aws`, `gcp`, `lambda`, …).",
+    "constraints.regions": "Allowed regions, as shell-style patterns (`us-*`).",
+    "constraints.gpus": "Allowed GPU names (an `H100-PCIe` offer is not an `H100`).",
+    "constraints.max_gpus": "Most GPUs in one option.",
+    "constraints.max_nodes": "Most machines in one option.",
+}
+
+
+def _fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    return dict(model.model_fields)
+
+
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    candidates = [annotation, *get_args(annotation)]
+    for candidate in candidates:
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def field_paths() -> list[str]:
+    """Every key a workload file may hold, as `section.key` (top-level keys bare)."""
+    paths: list[str] = []
+    for name, info in _fields(Workload).items():
+        paths.append(name)
+        sub = _submodel(info.annotation)
+        if sub is not None:
+            paths.extend(f"{name}.{key}" for key in _fields(sub))
+    return paths
+
+
+def _type_text(annotation: Any) -> str:
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return " \\| ".join(f'`"{a}"`' if isinstance(a, str) else f"`{a}`" for a in get_args(annotation))
+    if origin in (typing.Union, types.UnionType):
+        parts = [a for a in get_args(annotation) if a is not type(None)]
+        return " \\| ".join(_type_text(a) for a in parts)
+    if origin is list:
+        (item,) = get_args(annotation) or (Any,)
+        return f"list of {_type_text(item)}"
+    names = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    if annotation in names:
+        return names[annotation]
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _default_text(info: FieldInfo) -> str:
+    if info.is_required():
+        return "required"
+    default = info.get_default(call_default_factory=True)
+    if default is None or default is PydanticUndefined:
+        return "—"
+    if isinstance(default, BaseModel):
+        return "—"
+    if isinstance(default, bool):
+        return f"`{str(default).lower()}`"
+    if isinstance(default, str):
+        return f'`"{default}"`'
+    return f"`{default}`"
+
+
+def _bounds_text(info: FieldInfo) -> str:
+    words = {"gt": ">", "ge": "≥", "lt": "<", "le": "≤"}
+    out = []
+    for meta in info.metadata:
+        for attr, sign in words.items():
+            value = getattr(meta, attr, None)
+            if value is not None:
+                out.append(f"{sign} {value}")
+    return ", ".join(out)
+
+
+def render_markdown() -> str:
+    """docs/workload.md: one table per section, every key with its type, default, bounds and meaning."""
+    lines = [
+        "# The workload file",
+        "",
+        "<!-- Generated by `python -m gpuwise.workload.reference` from the models in",
+        "     src/gpuwise/workload/spec.py and reference.py. Do not edit by hand: a test compares them. -->",
+        "",
+        "A workload file is TOML. It describes the work, not the hardware: `gpuwise estimate` and",
+        '`gpuwise plan` read it. Unknown keys are an error with a "did you mean"; numbers are TOML numbers',
+        "(`2e12`, `2_000_000`) and are not coerced from strings. `gpuwise schema workload` prints the same",
+        "rules as JSON Schema for editors. Start from a file in `examples/`.",
+        "",
+        "| key | type | default | meaning |",
+        "| --- | --- | --- | --- |",
+    ]
+    sections: list[tuple[str, type[BaseModel]]] = []
+    for name, info in _fields(Workload).items():
+        sub = _submodel(info.annotation)
+        if sub is not None:
+            sections.append((name, sub))
+            continue
+        lines.append(
+            f"| `{name}` | {_type_text(info.annotation)} | {_default_text(info)} | {DESCRIPTIONS[name]} |"
+        )
+    for section, model in sections:
+        lines += ["", f"## `[{section}]`", "", DESCRIPTIONS[section], ""]
+        lines += ["| key | type | default | bounds | meaning |", "| --- | --- | --- | --- | --- |"]
+        for key, info in _fields(model).items():
+            path = f"{section}.{key}"
+            lines.append(
+                f"| `{key}` | {_type_text(info.annotation)} | {_default_text(info)} | {_bounds_text(info)} "
+                f"| {DESCRIPTIONS[path]} |"
+            )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema of a workload file, with each key's description."""
+    schema = Workload.model_json_schema(mode="validation")
+    schema["title"] = "gpuwise workload file"
+    defs = schema.get("$defs", {})
+    for name, info in _fields(Workload).items():
+        props = schema.get("properties", {})
+        if name in props:
+            props[name].setdefault("description", DESCRIPTIONS[name])
+        sub = _submodel(info.annotation)
+        if sub is not None and sub.__name__ in defs:
+            for key, prop in defs[sub.__name__].get("properties", {}).items():
+                prop["description"] = DESCRIPTIONS.get(f"{name}.{key}", "")
+    return schema
+
+
+if __name__ == "__main__":  # regenerate docs/workload.md
+    import sys
+    from pathlib import Path
+
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/workload.md")
+    target.write_text(render_markdown(), encoding="utf-8")
