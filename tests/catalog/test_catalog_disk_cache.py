@@ -1,11 +1,17 @@
-"""The built catalog is cached on disk so commands start fast; a damaged cache only means a rebuild."""
+"""The built catalog is cached on disk as plain JSON so commands start fast; a damaged, foreign or hostile
+cache only means a rebuild, and nothing in the cache directory can run code."""
 
 from __future__ import annotations
 
+import json
+import os
+import pickle
 from pathlib import Path
 
+import pytest
+
 from gpuwise import paths
-from gpuwise.catalog import offers
+from gpuwise.catalog import cache, offers
 
 
 def _fresh_load(tmp_path: Path) -> offers.Catalog:
@@ -13,20 +19,78 @@ def _fresh_load(tmp_path: Path) -> offers.Catalog:
     return offers.load_catalog(tmp_path / "no-user-catalog")
 
 
+def _cache_file() -> Path:
+    (found,) = (paths.data_dir() / "cache").glob("catalog-*")
+    return found
+
+
 def test_second_process_reads_the_cache_and_gets_the_same_catalog(tmp_path: Path) -> None:
     first = _fresh_load(tmp_path)
-    cached = list((paths.data_dir() / "cache").glob("catalog-*.pickle"))
-    assert len(cached) == 1
+    assert _cache_file().suffix == ".json"
+    key = offers._disk_cache_key(tmp_path / "no-user-catalog", "")
+    assert key is not None
+    assert cache.read(paths.data_dir(), key) == first  # the cache is valid, so it is really used
     second = _fresh_load(tmp_path)
     assert second is not first
-    assert second.offers == first.offers
-    assert second.stats == first.stats
+    assert second == first  # every offer, stat, date and source, exactly
 
 
-def test_damaged_cache_is_rebuilt(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "damage",
+    [
+        b"not json",
+        b"",
+        b'{"format": 1}',
+        b"[" * 100_000,  # deep nesting: RecursionError inside json, still just a rebuild
+    ],
+)
+def test_damaged_cache_is_rebuilt(tmp_path: Path, damage: bytes) -> None:
     first = _fresh_load(tmp_path)
-    (cache,) = (paths.data_dir() / "cache").glob("catalog-*.pickle")
-    cache.write_bytes(b"not a pickle")
+    cache_file = _cache_file()
+    cache_file.write_bytes(damage)
     again = _fresh_load(tmp_path)
-    assert again.offers == first.offers
-    assert cache.read_bytes() != b"not a pickle"  # rewritten whole
+    assert again == first
+    assert _cache_file().read_bytes() != damage  # rewritten whole
+
+
+def test_a_cache_with_wrong_types_is_not_trusted(tmp_path: Path) -> None:
+    first = _fresh_load(tmp_path)
+    cache_file = _cache_file()
+    doc = json.loads(cache_file.read_text())
+    doc["offer_columns"][9][0] = "1.0"  # a price as a string
+    cache_file.write_text(json.dumps(doc))
+    assert _fresh_load(tmp_path) == first
+    doc["offer_columns"][9][0] = float("nan")
+    cache_file.write_text(json.dumps(doc))
+    assert _fresh_load(tmp_path) == first
+
+
+class _Boom:
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (os.system, ("touch PWNED",))
+
+
+def test_a_pickle_planted_in_the_cache_dir_is_never_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    key = offers._disk_cache_key(tmp_path / "no-user-catalog", "")
+    assert key is not None
+    planted = paths.data_dir() / "cache" / f"catalog-{key}.pickle"
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.write_bytes(pickle.dumps(_Boom()))
+    # the JSON path is taken too: a pickle under the name the cache reads is just "not JSON"
+    cache.cache_path(paths.data_dir(), key).write_bytes(pickle.dumps(_Boom()))
+    _fresh_load(tmp_path)
+    assert not (tmp_path / "PWNED").exists()
+    assert not planted.exists()  # the old format's file is removed when the cache is written
+
+
+def test_a_fifo_at_the_cache_path_does_not_hang(tmp_path: Path) -> None:
+    key = offers._disk_cache_key(tmp_path / "no-user-catalog", "")
+    assert key is not None
+    path = cache.cache_path(paths.data_dir(), key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    assert cache.read(paths.data_dir(), key) is None
+    assert _fresh_load(tmp_path).offers  # built instead

@@ -20,6 +20,8 @@ REQUIRED_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Pric
 NUMERIC_COLUMNS = ("AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "SpotPrice")
 # Free-text columns that may absorb unquoted commas when they come last in the header.
 _TEXT_TAIL_COLUMNS = ("Generation", "GpuInfo", "Region", "AvailabilityZone", "Arch")
+# A file with more rows is refused rather than read on: bounded memory and time for any input.
+MAX_ROWS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -51,11 +53,14 @@ def parse_number(text: str) -> float | None:
     return value
 
 
-def read_vms_csv(text: str, filename: str, *, strict: bool) -> tuple[list[CsvRow], list[RowProblem]]:
+def read_vms_csv(
+    text: str, filename: str, *, strict: bool, max_rows: int = MAX_ROWS
+) -> tuple[list[CsvRow], list[RowProblem]]:
     """Rows of a SkyPilot-schema CSV and the problems found.
 
     With ``strict`` every row is validated (numbers parse, accelerator rows have a positive count); without,
-    only the shape is checked and the normaliser skips rows whose numbers do not parse.
+    only the shape is checked and the normaliser skips rows whose numbers do not parse. Fields over the
+    csv module's limit (128 KiB) and files over ``max_rows`` rows are problems, never read on.
     """
     problems: list[RowProblem] = []
     if text.startswith("\ufeff"):
@@ -93,6 +98,9 @@ def read_vms_csv(text: str, filename: str, *, strict: bool) -> tuple[list[CsvRow
         line = reader.line_num
         if not values or (len(values) == 1 and not values[0].strip()):
             continue
+        if len(rows) + len(problems) >= max_rows:
+            problems.append(RowProblem(filename, line, f"more than {max_rows:,} rows; the rest is not read"))
+            break
         if len(values) > width:
             if not tail_is_text:
                 problems.append(
@@ -122,9 +130,11 @@ def validate_fields(fields: dict[str, str]) -> str | None:
         if raw is None:
             continue
         try:
-            parse_number(raw)
+            value = parse_number(raw)
         except ValueError:
             return f"{column} {raw.strip()!r} is not a number"
+        if value is not None and value < 0:
+            return f"{column} {raw.strip()!r} is negative"
     if fields.get("AcceleratorName", "").strip():
         count = parse_number(fields.get("AcceleratorCount", ""))
         if count is None or count <= 0:

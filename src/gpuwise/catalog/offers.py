@@ -39,6 +39,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gpuwise.catalog import cache
 from gpuwise.catalog.csvrows import CsvRow, RowProblem, parse_number, read_vms_csv
 from gpuwise.catalog.models import Offer
 from gpuwise.catalog.specs import alias_key, canonical_gpu_name, load_gpu_specs
@@ -666,10 +667,16 @@ def bundled_source_infos() -> list[SourceInfo]:
 
 
 def _user_source_files(catalog_dir: Path) -> list[SourceFile]:
-    """The user catalog's files, per its manifest. An unreadable manifest is a CatalogError."""
+    """The user catalog's files, per its manifest. An unreadable manifest is a CatalogError.
+
+    Every file is read bounded and only if regular (a FIFO or a link to /dev/zero must not hang a
+    `plan`), and the manifest may name only files inside the catalog folder."""
+    from gpuwise.errors import UsageError
+    from gpuwise.files import read_regular
+
     manifest_path = catalog_dir / MANIFEST
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = json.loads(read_regular(manifest_path, limit=_MAX_USER_FILE_BYTES))
         files: list[SourceFile] = []
         for provider, entry in sorted(manifest["providers"].items()):
             info = SourceInfo(
@@ -679,9 +686,11 @@ def _user_source_files(catalog_dir: Path) -> list[SourceFile]:
                 date_exact=bool(entry.get("date_exact", False)),
                 origin=str(entry.get("origin", "user catalog")),
             )
-            text = (catalog_dir / info.file).read_text(encoding="utf-8")
-            files.append(SourceFile(info, text))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+            if Path(info.file).name != info.file or info.file in ("", ".", ".."):
+                raise ValueError(f"{MANIFEST} names {info.file!r}, not a file in the catalog folder")
+            data = read_regular(catalog_dir / info.file, limit=_MAX_USER_FILE_BYTES)
+            files.append(SourceFile(info, data.decode("utf-8")))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, UsageError) as exc:
         raise CatalogError(
             f"The user catalog in {catalog_dir} cannot be read: {exc}",
             why="its manifest.json or one of its files is missing or damaged",
@@ -690,29 +699,42 @@ def _user_source_files(catalog_dir: Path) -> list[SourceFile]:
     return files
 
 
-_CACHE: dict[tuple[str, float], Catalog] = {}
+_MAX_USER_FILE_BYTES = 64 << 20  # as catalog import's own bound (store.MAX_FILE_BYTES)
+_CACHE: dict[tuple[str, str], Catalog] = {}
+
+
+def _manifest_stamp(manifest: Path) -> str | None:
+    """What changes whenever an import commits (a new inode per atomic rename; timestamps alone can
+    repeat within one clock tick). None when there is no manifest."""
+    try:
+        st = manifest.stat()
+    except OSError:
+        return None
+    return f"{st.st_mtime_ns}-{st.st_ino}-{st.st_size}"
 
 
 def load_catalog(catalog_dir: Path | None = None) -> Catalog:
     """The bundled catalog, with the user catalog in ``catalog_dir`` (default: the user data dir) merged
-    over it provider by provider. Cached per directory and manifest time."""
+    over it provider by provider. Cached per directory and manifest."""
     if catalog_dir is None:
         from gpuwise import paths
 
         catalog_dir = paths.user_catalog_dir()
-    manifest = catalog_dir / MANIFEST
-    try:
-        mtime = manifest.stat().st_mtime
-    except OSError:
-        mtime = -1.0
-    key = (str(catalog_dir) if mtime >= 0 else "", mtime)
+    stamp = _manifest_stamp(catalog_dir / MANIFEST)
+    key = (str(catalog_dir) if stamp else "", stamp or "")
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    disk_key = _disk_cache_key(catalog_dir, mtime)
-    catalog = _read_disk_cache(disk_key)
+    disk_key = _disk_cache_key(catalog_dir, stamp or "")
+    catalog = cache.read(_data_dir(), disk_key) if disk_key else None
     if catalog is None:
-        user_files = _user_source_files(catalog_dir) if mtime >= 0 else []
+        try:
+            user_files = _user_source_files(catalog_dir) if stamp else []
+        except CatalogError:
+            if _manifest_stamp(catalog_dir / MANIFEST) == stamp:
+                raise
+            # an import committed while we read: its old files are gone, so read the new catalog
+            return load_catalog(catalog_dir)
         replaced = {f.info.provider for f in user_files}
         bundled = _bundled_dir()
         files = [
@@ -722,70 +744,32 @@ def load_catalog(catalog_dir: Path | None = None) -> Catalog:
         ]
         location = f"bundled + user catalog {catalog_dir}" if user_files else "bundled"
         catalog = build_catalog([*files, *user_files], location=location)
-        _write_disk_cache(disk_key, catalog)
+        if disk_key:
+            cache.write(_data_dir(), disk_key, catalog)
     _CACHE[key] = catalog
     return catalog
 
 
-# A built catalog is cached on disk (a pickle in the user's own data dir), because normalising ~20 source
-# files costs ~100 ms per command while unpickling costs ~10 ms: `plan` and `catalog offers` start faster.
-# The key covers the gpuwise version, the code that builds the catalog, every bundled file and the user
-# catalog's manifest, so any change rebuilds. Any failure to read or write the cache just rebuilds.
+# The built catalog is cached on disk as plain JSON (catalog/cache.py says why and what it costs).
 
 
-def _disk_cache_key(catalog_dir: Path, manifest_mtime: float) -> str | None:
-    import hashlib
+def _data_dir() -> Path:
+    from gpuwise import paths
 
+    return paths.data_dir()
+
+
+def _disk_cache_key(catalog_dir: Path, manifest_stamp: str) -> str | None:
     from gpuwise import __version__
     from gpuwise.catalog import specs
 
     bundled = _bundled_dir()
     if not isinstance(bundled, Path):  # installed in a zip: no cheap stat, no cache
         return None
-    digest = hashlib.sha256(f"{__version__}|{catalog_dir}|{manifest_mtime}".encode())
-    try:
-        for path in [Path(__file__), Path(specs.__file__), *sorted(bundled.rglob("*"))]:
-            st = path.stat()
-            digest.update(f"|{path}|{st.st_size}|{st.st_mtime_ns}".encode())
-    except OSError:
-        return None
-    return digest.hexdigest()[:20]
-
-
-def _disk_cache_path(key: str) -> Path:
-    from gpuwise import paths
-
-    return paths.data_dir() / "cache" / f"catalog-{key}.pickle"
-
-
-def _read_disk_cache(key: str | None) -> Catalog | None:
-    if key is None:
-        return None
-    import pickle
-
-    try:
-        with _disk_cache_path(key).open("rb") as fh:
-            loaded = pickle.load(fh)
-    except Exception:  # a missing, partial or outdated cache only means "rebuild"
-        return None
-    return loaded if isinstance(loaded, Catalog) else None
-
-
-def _write_disk_cache(key: str | None, catalog: Catalog) -> None:
-    if key is None:
-        return
-    import pickle
-
-    from gpuwise.files import write_atomic
-
-    target = _disk_cache_path(key)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        for old in target.parent.glob("catalog-*.pickle"):
-            old.unlink(missing_ok=True)
-        write_atomic(target, pickle.dumps(catalog, protocol=pickle.HIGHEST_PROTOCOL), private=True)
-    except OSError:
-        return  # a read-only home still gets a catalog, just without the speed-up
+    code = [Path(__file__), Path(specs.__file__), Path(cache.__file__)]
+    return cache.cache_key(
+        f"{__version__}|{catalog_dir}|{manifest_stamp}", [*code, *sorted(bundled.rglob("*"))]
+    )
 
 
 # ---------------------------------------------------------------- queries

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import http.client
 import io
 import json
+import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from urllib.parse import urlparse
@@ -67,6 +69,10 @@ SCHEMA_PROBE_OLDEST = 6
 _GCP_HOST_PREFIXES = ("a2-", "a3-", "a4-", "g2-", "n1-standard-", "n1-highmem-")
 _PROVIDER_ID = re.compile(r"^[a-z][a-z0-9_\-]{0,39}$")
 _MAX_LISTED_PROBLEMS = 25
+# Bounds on what import and update read (a link to /dev/zero or an endless server must end, not fill
+# memory). Generous next to real provider files: the bundled ones are under 0.3 MB each.
+MAX_FILE_BYTES = 64 << 20
+MAX_TOTAL_BYTES = 256 << 20
 
 
 class CatalogFileError(UsageError):
@@ -103,6 +109,7 @@ class InstallResult:
     providers: dict[str, int]  # provider -> offers after normalisation
     rows_kept: dict[str, int]
     collected: date
+    rows_dropped: dict[str, dict[str, int]] = field(default_factory=dict)  # provider -> reason -> rows
 
 
 # ---------------------------------------------------------------- finding files to import
@@ -138,6 +145,37 @@ def find_import_files(path: Path, provider: str | None = None) -> list[tuple[str
         raise UsageError(
             f"{path} does not exist", fix="give a skypilot-catalog checkout, a folder or a CSV file"
         )
+    if not path.is_dir():
+        _check_regular(path)
+    pairs = _find_import_files(path, provider)
+    for _, file in pairs:
+        _check_regular(file)
+    return pairs
+
+
+def _check_regular(file: Path) -> None:
+    """Refuse, before anything is read, a file that would hang or never end (a FIFO, a link to
+    /dev/zero), and a dangling link."""
+    from gpuwise.files import UnreadableInputError, describe_mode
+
+    try:
+        mode = file.stat().st_mode
+    except OSError as exc:
+        raise UsageError(
+            f"Cannot read {file}: {exc.strerror or exc}",
+            fix="check the file (a dangling symlink?) and its permissions",
+        ) from exc
+    kind = describe_mode(mode)
+    if kind is not None:
+        shown = f"{file} (a link to {file.resolve()})" if file.is_symlink() else str(file)
+        raise UnreadableInputError(
+            f"{shown} is {kind}, not a regular file",
+            why="reading it could wait for a writer forever or never end; nothing was changed",
+            fix="remove it from the folder, or copy the data into a regular file",
+        )
+
+
+def _find_import_files(path: Path, provider: str | None) -> list[tuple[str, Path]]:
     if path.is_file():
         if provider:
             return [(_provider_id(provider, path), path)]
@@ -171,13 +209,33 @@ def find_import_files(path: Path, provider: str | None = None) -> list[tuple[str
     return found
 
 
-def read_import_files(pairs: list[tuple[str, Path]], *, today: date) -> list[CatalogInput]:
+def read_import_files(
+    pairs: list[tuple[str, Path]],
+    *,
+    today: date,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    max_total_bytes: int = MAX_TOTAL_BYTES,
+) -> list[CatalogInput]:
+    """Each file's text, read whole but bounded: a file over ``max_file_bytes`` or files over
+    ``max_total_bytes`` together are bad input (exit 2), and a FIFO or device is refused unread."""
+    from gpuwise.files import read_regular
+
     inputs = []
+    total = 0
     for provider, file in pairs:
         try:
-            text = file.read_text(encoding="utf-8")
+            data = read_regular(file, limit=max_file_bytes, label="Catalog file")
+            text = data.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"Cannot read {file}: {exc}", fix="check the file and its permissions") from exc
+        total += len(data)
+        if total > max_total_bytes:
+            raise UsageError(
+                f"The catalog files are larger than {max_total_bytes / (1 << 20):g} MiB together "
+                f"(reached at {file})",
+                why="import reads every file whole before installing any; nothing was changed",
+                fix="import fewer providers at a time (name a single <cloud>/vms.csv or folder)",
+            )
         inputs.append(
             CatalogInput(
                 provider=provider,
@@ -206,17 +264,71 @@ def check_base_url(base_url: str) -> str:
     return base_url.rstrip("/")
 
 
-def urllib_fetch(timeout_s: float) -> Fetch:
-    """A fetcher over urllib: body bytes, None for HTTP 404, CatalogError for anything else."""
+DEFAULT_TOTAL_TIMEOUT_S = 600.0  # the whole update; 61 files at a few MB each take well under a minute
+_CHUNK = 64 * 1024
+
+
+def _too_slow(url: str, what: str) -> CatalogError:
+    return CatalogError(
+        f"Download of {url} stopped: {what}",
+        why="the server is too slow or never ends its answer; nothing was changed",
+        fix="try again later, raise --timeout-s / --total-timeout-s, or pass --base-url of a mirror",
+    )
+
+
+def urllib_fetch(
+    timeout_s: float,
+    *,
+    total_timeout_s: float = DEFAULT_TOTAL_TIMEOUT_S,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    max_total_bytes: int = MAX_TOTAL_BYTES,
+    clock: Callable[[], float] | None = None,
+) -> Fetch:
+    """A fetcher over urllib: body bytes, None for HTTP 404, CatalogError for anything else.
+
+    Bounded in every direction, so a server that streams forever or drips one byte at a time ends with
+    a clear error: each request must finish within ``timeout_s`` (also the socket timeout, so one read
+    never waits longer), all requests together within ``total_timeout_s``, one body may hold at most
+    ``max_file_bytes`` (a larger Content-Length is refused before reading) and all bodies together
+    ``max_total_bytes``. The clock is injectable for tests."""
+    import time
     import urllib.error
     import urllib.request
 
+    now = clock or time.monotonic
+    deadline = now() + total_timeout_s
+    received = 0
+
     def fetch(url: str) -> bytes | None:
+        nonlocal received
         request = urllib.request.Request(url, headers={"User-Agent": "gpuwise-catalog-update"})
+        start = now()
+        if start > deadline:
+            raise _too_slow(url, f"the whole update took longer than {total_timeout_s:g} s")
         try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as response:
-                body: bytes = response.read()
-                return body
+            with urllib.request.urlopen(request, timeout=min(timeout_s, deadline - start)) as response:
+                declared = response.headers.get("Content-Length", "")
+                if declared.strip().isdigit() and int(declared) > max_file_bytes:
+                    raise _too_big(url, f"it announces {int(declared):,} bytes", max_file_bytes)
+                chunks: list[bytes] = []
+                size = 0
+                while True:
+                    chunk = response.read1(_CHUNK)  # what has arrived: a slow server cannot stall it
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    received += len(chunk)
+                    if size > max_file_bytes:
+                        raise _too_big(url, "the file", max_file_bytes)
+                    if received > max_total_bytes:
+                        raise _too_big(url, "the files together", max_total_bytes)
+                    t = now()
+                    if t - start > timeout_s:
+                        raise _too_slow(url, f"it took longer than --timeout-s {timeout_s:g} s")
+                    if t > deadline:
+                        raise _too_slow(url, f"the whole update took longer than {total_timeout_s:g} s")
+                return b"".join(chunks)
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return None
@@ -225,7 +337,7 @@ def urllib_fetch(timeout_s: float) -> Fetch:
                 why="the catalog server refused or failed the request; nothing was changed",
                 fix="try again later, or pass --base-url of a mirror",
             ) from exc
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        except (urllib.error.URLError, OSError, TimeoutError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", exc)
             raise CatalogError(
                 f"Download of {url} failed: {reason}",
@@ -234,6 +346,14 @@ def urllib_fetch(timeout_s: float) -> Fetch:
             ) from exc
 
     return fetch
+
+
+def _too_big(url: str, what: str, limit: int) -> CatalogError:
+    return CatalogError(
+        f"Download of {url} stopped: {what} is larger than {limit / (1 << 20):g} MiB",
+        why="the server is not serving catalog files of a plausible size; nothing was changed",
+        fix="check --base-url",
+    )
 
 
 def download_catalog(
@@ -309,25 +429,103 @@ def _gpu_rows_only(provider: str, text: str, display_name: str) -> tuple[str, in
     return out.getvalue(), kept, []
 
 
+def _dropped_rows(item: CatalogInput, text: str, kept: int) -> tuple[dict[str, int], RowProblem | None]:
+    """Why rows of one provider's file did not become offers; a problem when none did (a file whose
+    every row is dropped must never be reported as imported)."""
+    info = SourceInfo(
+        file=f"{item.provider}.csv", provider=item.provider, price_as_of=date.min, date_exact=False, origin=""
+    )
+    built = build_catalog([SourceFile(info, text)], location="check")
+    reasons = dict(built.stats.skipped_rows)
+    if built.stats.offers_by_provider.get(item.provider, 0) == 0:
+        said = ", ".join(f"{n} {reason}" for reason, n in reasons.items()) or "no priced GPU row"
+        return reasons, RowProblem(
+            item.display_name,
+            1,
+            f"none of its {kept} GPU row(s) gives an offer ({said})",
+        )
+    return reasons, None
+
+
 def _read_manifest(catalog_dir: Path) -> dict[str, dict[str, object]]:
+    from gpuwise.files import read_regular
+
     try:
-        data = json.loads((catalog_dir / MANIFEST).read_text(encoding="utf-8"))
+        data = json.loads(read_regular(catalog_dir / MANIFEST, limit=_MAX_MANIFEST_BYTES))
         providers = data["providers"]
         return {str(k): dict(v) for k, v in providers.items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, UsageError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return {}
 
 
+_MAX_MANIFEST_BYTES = 1 << 20
+_STALE_DIR = re.compile(r"^\.(?P<name>.+)\.(new|prev-new)-[A-Za-z0-9_]+$")
+
+
+def clean_stale(catalog_dir: Path) -> list[Path]:
+    """Remove what a killed import left behind: ``.<name>.new-*`` / ``.<name>.prev-new-*`` folders beside
+    the catalog, and, inside it, temporary files and data files its manifest does not name. Returns what
+    was removed. Only names gpuwise itself writes are touched."""
+    removed: list[Path] = []
+    parent = catalog_dir.parent
+    with contextlib.suppress(OSError):
+        for child in parent.iterdir():
+            m = _STALE_DIR.match(child.name)
+            if m and m.group("name") == catalog_dir.name and child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+                removed.append(child)
+    if not catalog_dir.is_dir() or not (catalog_dir / MANIFEST).is_file():
+        return removed
+    named = {str(e.get("file", "")) for e in _read_manifest(catalog_dir).values()}
+    if not named:
+        return removed  # an unreadable manifest: leave the folder for the user to look at
+    with contextlib.suppress(OSError):
+        for child in catalog_dir.iterdir():
+            ours = _DATA_FILE.match(child.name) or (
+                child.name.startswith(".") and child.name.endswith(".tmp")
+            )
+            if ours and child.name not in named and child.is_file() and not child.is_symlink():
+                child.unlink(missing_ok=True)
+                removed.append(child)
+    return removed
+
+
+_DATA_FILE = re.compile(r"^[a-z][a-z0-9_\-]{0,39}(\.\d+)?\.csv$")
+
+
+def _data_file_name(provider: str, taken: set[str]) -> str:
+    """``<provider>.csv``, or ``<provider>.1.csv`` while the live manifest still names the former: the new
+    file must never overwrite a file the current catalog is read from."""
+    for name in (f"{provider}.csv", f"{provider}.1.csv"):
+        if name not in taken:
+            return name
+    raise AssertionError("unreachable: the manifest names one file per provider")
+
+
 def install_user_catalog(catalog_dir: Path, inputs: list[CatalogInput], *, today: date) -> InstallResult:
-    """Validate ``inputs``, then replace the user catalog in one swap, keeping the old one as ``.prev``.
+    """Validate ``inputs``, then switch the user catalog to them in one atomic step, keeping the old one as
+    ``<dir>.prev``.
 
     Providers already in the user catalog and not in ``inputs`` are carried over. Raises CatalogFileError
-    (nothing changed) when any row is bad.
+    (nothing changed) when any row is bad or a file yields no offer at all.
+
+    Kill safety: a new catalog folder is built beside and renamed into place; an existing one is changed
+    in place, its data files written under names the live manifest does not use and the manifest replaced
+    last with one rename (files.write_atomic), so a reader, or a process killed at any point, sees the old
+    catalog or the new one, never none (which would silently mean the bundled prices). What a kill leaves
+    behind is removed by the next run (:func:`clean_stale`).
     """
     problems: list[RowProblem] = []
     reduced: dict[str, tuple[CatalogInput, str, int]] = {}
+    dropped: dict[str, dict[str, int]] = {}
     for item in inputs:
         text, kept, found = _gpu_rows_only(item.provider, item.text, item.display_name)
+        if not found:
+            reasons, empty = _dropped_rows(item, text, kept)
+            if empty is not None:
+                found = [empty]
+            elif reasons:
+                dropped[item.provider] = reasons
         problems.extend(found)
         if not found:
             reduced[item.provider] = (item, text, kept)
@@ -335,90 +533,174 @@ def install_user_catalog(catalog_dir: Path, inputs: list[CatalogInput], *, today
         raise CatalogFileError(problems)
 
     catalog_dir = catalog_dir.expanduser()
-    parent = catalog_dir.parent
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{catalog_dir.name}.new-", dir=parent))
+        catalog_dir.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CatalogError(
             f"Cannot create the catalog directory next to {catalog_dir}: {exc.strerror or exc}",
             fix="choose a writable --catalog-dir, or check the permissions of its parent directory",
         ) from exc
     try:
-        manifest: dict[str, dict[str, object]] = {}
-        old = _read_manifest(catalog_dir) if catalog_dir.is_dir() else {}
-        for provider, entry in old.items():
-            if provider in reduced:
-                continue
-            name = str(entry.get("file", ""))
-            if name and (catalog_dir / name).is_file():
-                shutil.copy2(catalog_dir / name, tmp / name)
-                manifest[provider] = entry
-        rows_kept: dict[str, int] = {}
-        for provider, (item, text, kept) in reduced.items():
-            name = f"{provider}.csv"
-            (tmp / name).write_text(text, encoding="utf-8")
-            rows_kept[provider] = kept
-            manifest[provider] = {
-                "file": name,
-                "price_as_of": today.isoformat(),
-                "date_exact": False,
-                "origin": item.origin,
-                "gpu_rows": kept,
-            }
-        doc = {"format": 1, "written": today.isoformat(), "providers": dict(sorted(manifest.items()))}
-        (tmp / MANIFEST).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        # Build it once before swapping in: a catalog that cannot load must never replace a working one.
-        files = [
-            SourceFile(
-                SourceInfo(
-                    file=str(e["file"]),
-                    provider=p,
-                    price_as_of=date.fromisoformat(str(e["price_as_of"])),
-                    date_exact=bool(e.get("date_exact", False)),
-                    origin=str(e.get("origin", "")),
-                ),
-                (tmp / str(e["file"])).read_text(encoding="utf-8"),
-            )
-            for p, e in manifest.items()
-        ]
-        built = build_catalog(files, location=str(catalog_dir))
-        previous = _swap_in(tmp, catalog_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        with _install_lock(catalog_dir):
+            clean_stale(catalog_dir)
+            if catalog_dir.is_dir():
+                manifest, previous = _install_in_place(catalog_dir, reduced, today)
+            else:
+                manifest, previous = _install_new(catalog_dir, reduced, today), None
+    except OSError as exc:
+        raise CatalogError(
+            f"Cannot install the new catalog at {catalog_dir}: {exc.strerror or exc}",
+            why="writing to the user data directory failed; the previous catalog is still in place",
+            fix="check the directory's permissions and free space",
+        ) from exc
     from gpuwise.catalog import offers
 
     offers._CACHE.clear()
     return InstallResult(
         catalog_dir=catalog_dir,
         previous_dir=previous,
-        providers={p: built.stats.offers_by_provider.get(p, 0) for p in manifest},
-        rows_kept=rows_kept,
+        providers=manifest[1],
+        rows_kept={p: kept for p, (_, _, kept) in reduced.items()},
         collected=today,
+        rows_dropped=dropped,
     )
 
 
-def _swap_in(new_dir: Path, catalog_dir: Path) -> Path | None:
-    """Put ``new_dir`` at ``catalog_dir``; the old one becomes ``<name>.prev`` (an older .prev is removed)."""
-    prev = catalog_dir.with_name(catalog_dir.name + ".prev")
-    had_old = catalog_dir.exists()
+@contextlib.contextmanager
+def _install_lock(catalog_dir: Path) -> Iterator[None]:
+    """One import at a time per catalog (``.<name>.lock`` beside it, flock'd): a second import waits, so
+    its clean-up can never remove the first one's uncommitted files. The kernel drops the lock when a
+    holder is killed. Without fcntl (Windows) there is no lock."""
     try:
-        if had_old:
-            if prev.exists():
-                shutil.rmtree(prev)
-            catalog_dir.replace(prev)
-        try:
-            new_dir.replace(catalog_dir)
-        except OSError:
-            if had_old:
-                with contextlib.suppress(OSError):
-                    prev.replace(catalog_dir)
-            raise
-    except OSError as exc:
-        raise CatalogError(
-            f"Cannot install the new catalog at {catalog_dir}: {exc}",
-            why="a rename in the user data directory failed; the previous catalog is still in place",
-            fix="check the directory's permissions and free space",
-        ) from exc
-    return prev if had_old else None
+        import fcntl
+    except ImportError:
+        yield
+        return
+    lock = catalog_dir.with_name(f".{catalog_dir.name}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+_Manifest = tuple[dict[str, dict[str, object]], dict[str, int]]  # entries, offers per provider
+
+
+def _entries(
+    reduced: dict[str, tuple[CatalogInput, str, int]], names: dict[str, str], today: date
+) -> dict[str, dict[str, object]]:
+    return {
+        provider: {
+            "file": names[provider],
+            "price_as_of": today.isoformat(),
+            "date_exact": False,
+            "origin": item.origin,
+            "gpu_rows": kept,
+        }
+        for provider, (item, _, kept) in reduced.items()
+    }
+
+
+def _check_and_dump(
+    folder: Path, manifest: dict[str, dict[str, object]], catalog_dir: Path, today: date
+) -> tuple[str, dict[str, int]]:
+    """The manifest text, after building the catalog from ``folder`` once: a catalog that cannot load must
+    never replace a working one."""
+    files = [
+        SourceFile(
+            SourceInfo(
+                file=str(e["file"]),
+                provider=p,
+                price_as_of=date.fromisoformat(str(e["price_as_of"])),
+                date_exact=bool(e.get("date_exact", False)),
+                origin=str(e.get("origin", "")),
+            ),
+            (folder / str(e["file"])).read_text(encoding="utf-8"),
+        )
+        for p, e in manifest.items()
+    ]
+    built = build_catalog(files, location=str(catalog_dir))
+    doc = {"format": 1, "written": today.isoformat(), "providers": dict(sorted(manifest.items()))}
+    return json.dumps(doc, indent=2) + "\n", {p: built.stats.offers_by_provider.get(p, 0) for p in manifest}
+
+
+def _install_new(
+    catalog_dir: Path, reduced: dict[str, tuple[CatalogInput, str, int]], today: date
+) -> _Manifest:
+    """No catalog yet: build it in a folder beside, then one rename puts it in place."""
+    from gpuwise.files import write_atomic
+
+    tmp = Path(tempfile.mkdtemp(prefix=f".{catalog_dir.name}.new-", dir=catalog_dir.parent))
+    try:
+        names = {p: f"{p}.csv" for p in reduced}
+        for provider, (_, text, _) in reduced.items():
+            write_atomic(tmp / names[provider], text)
+        manifest = _entries(reduced, names, today)
+        text, offers_by_provider = _check_and_dump(tmp, manifest, catalog_dir, today)
+        write_atomic(tmp / MANIFEST, text)
+        tmp.replace(catalog_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest, offers_by_provider
+
+
+def _install_in_place(
+    catalog_dir: Path, reduced: dict[str, tuple[CatalogInput, str, int]], today: date
+) -> tuple[_Manifest, Path]:
+    """An existing catalog: copy it to ``.prev``, write the new data files under unused names, then replace
+    the manifest (the commit point) and remove the files only the old manifest named."""
+    from gpuwise.files import write_atomic
+
+    old = _read_manifest(catalog_dir)
+    old_files = {str(e.get("file", "")) for e in old.values()}
+    previous = _keep_previous(catalog_dir, old)
+    manifest = {
+        p: e for p, e in old.items() if p not in reduced and (catalog_dir / str(e.get("file", ""))).is_file()
+    }
+    names = {p: _data_file_name(p, old_files) for p in reduced}
+    written: list[Path] = []
+    try:
+        for provider, (_, text, _) in reduced.items():
+            path = catalog_dir / names[provider]
+            write_atomic(path, text)
+            written.append(path)
+        manifest.update(_entries(reduced, names, today))
+        text, offers_by_provider = _check_and_dump(catalog_dir, manifest, catalog_dir, today)
+        write_atomic(catalog_dir / MANIFEST, text)  # the commit: before it the old catalog, after it the new
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
+    live = {str(e["file"]) for e in manifest.values()}
+    for name in old_files - live:
+        if _DATA_FILE.match(name):
+            (catalog_dir / name).unlink(missing_ok=True)
+    return (manifest, offers_by_provider), previous
+
+
+def _keep_previous(catalog_dir: Path, old: dict[str, dict[str, object]]) -> Path:
+    """A copy of the current catalog at ``<dir>.prev`` (an older one is replaced), under the names a fresh
+    install uses. Best effort in one respect: a kill here leaves the older .prev or a stale copy."""
+    prev = catalog_dir.with_name(catalog_dir.name + ".prev")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{catalog_dir.name}.prev-new-", dir=catalog_dir.parent))
+    try:
+        kept: dict[str, dict[str, object]] = {}
+        for provider, entry in old.items():
+            name = str(entry.get("file", ""))
+            if name and (catalog_dir / name).is_file():
+                shutil.copy2(catalog_dir / name, tmp / f"{provider}.csv")
+                kept[provider] = {**entry, "file": f"{provider}.csv"}
+        doc = {"format": 1, "providers": dict(sorted(kept.items()))}
+        (tmp / MANIFEST).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        if prev.is_dir() and not prev.is_symlink():
+            shutil.rmtree(prev)
+        elif prev.exists() or prev.is_symlink():
+            prev.unlink()
+        tmp.replace(prev)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return prev

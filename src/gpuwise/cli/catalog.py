@@ -81,10 +81,12 @@ def check_catalog_dir(catalog_dir: Path | None) -> None:
 def _check_target_dir(catalog_dir: Path | None) -> None:
     """import/update write into --catalog-dir: it may be new, but not a file."""
     from gpuwise.errors import ConfigError
+    from gpuwise.files import describe_mode
 
     if catalog_dir is not None and catalog_dir.exists() and not catalog_dir.is_dir():
+        kind = describe_mode(catalog_dir.stat().st_mode) or "a file"
         raise ConfigError(
-            f"--catalog-dir {catalog_dir} is a file, not a directory",
+            f"--catalog-dir {catalog_dir} is {kind}, not a directory",
             fix="give a directory (it is created if missing)",
         )
 
@@ -235,6 +237,7 @@ def offers(
     """
     from gpuwise.catalog.offers import load_catalog, query_offers
     from gpuwise.catalog.specs import parse_gpu_request
+    from gpuwise.catalog.validate import check_region
     from gpuwise.cli.output import check_at_least
     from gpuwise.errors import UsageError
 
@@ -251,6 +254,7 @@ def offers(
             count = shorthand
     today = _today()
     catalog = load_catalog(catalog_dir)
+    check_region(catalog, region)  # an unknown region is a typo, not "no offers match"
     found = query_offers(catalog, gpu=gpu, count=count, provider=provider, region=region, spot=spot)
     if json_out:
         shown = found if not limit else found[:limit]
@@ -407,6 +411,7 @@ def _report_install(result: Any, json_out: bool, what: str) -> None:
         "previous_dir": str(result.previous_dir) if result.previous_dir else None,
         "providers": result.providers,
         "gpu_rows_imported": result.rows_kept,
+        "gpu_rows_dropped": result.rows_dropped,
         "collected": result.collected.isoformat(),
     }
     if json_out:
@@ -414,6 +419,12 @@ def _report_install(result: Any, json_out: bool, what: str) -> None:
         return
     rows = ", ".join(f"{p} ({n} GPU rows)" for p, n in result.rows_kept.items())
     console.print(f"{what}: {rows}", markup=False)
+    for provider, reasons in result.rows_dropped.items():
+        n = sum(reasons.values())
+        said = ", ".join(f"{k} {v}" for k, v in reasons.items())
+        console.print(
+            f"  {provider}: {n} row(s) gave no offer ({said}); see `gpuwise catalog stats`", markup=False
+        )
     offers = sum(result.providers.values())
     console.print(f"User catalog now at {result.catalog_dir} ({offers} offers).", markup=False)
     if result.previous_dir:
@@ -457,7 +468,7 @@ def import_(
 
 
 @app.command("update")
-def update(
+def update(  # noqa: PLR0917 - typer passes options positionally
     base_url: Annotated[
         str | None,
         typer.Option(
@@ -471,20 +482,32 @@ def update(
     timeout_s: Annotated[
         float, typer.Option("--timeout-s", help="Seconds each download may take (0.1 or more).")
     ] = 30.0,
+    total_timeout_s: Annotated[
+        float,
+        typer.Option("--total-timeout-s", help="Seconds the whole update may take (1 or more)."),
+    ] = 600.0,
     json_out: JsonOption = False,
     catalog_dir: CatalogDirOption = None,
 ) -> None:
-    """Download the current SkyPilot catalog (newest schema version) and install it as the user catalog."""
+    """Download the current SkyPilot catalog (newest schema version) and install it as the user catalog.
+
+    Bounded: each file at most 64 MiB and all at most 256 MiB together, each download within --timeout-s
+    and the whole update within --total-timeout-s; past any bound it stops and changes nothing.
+    """
     from gpuwise import paths
     from gpuwise.catalog.store import DEFAULT_BASE_URL, download_catalog, install_user_catalog, urllib_fetch
     from gpuwise.cli.output import check_at_least
 
     check_at_least(schema_version, 1, "--schema-version", example="--schema-version 7")
     check_at_least(timeout_s, 0.1, "--timeout-s", example="--timeout-s 30")
+    check_at_least(total_timeout_s, 1, "--total-timeout-s", example="--total-timeout-s 600")
     _check_target_dir(catalog_dir)
     today = _today()
     version, inputs = download_catalog(
-        base_url or DEFAULT_BASE_URL, urllib_fetch(timeout_s), today=today, schema_version=schema_version
+        base_url or DEFAULT_BASE_URL,
+        urllib_fetch(timeout_s, total_timeout_s=total_timeout_s),
+        today=today,
+        schema_version=schema_version,
     )
     result = install_user_catalog(catalog_dir or paths.user_catalog_dir(), inputs, today=today)
     _report_install(result, json_out, f"Downloaded schema v{version}")

@@ -174,9 +174,12 @@ def check_at_least(value: float | None, minimum: float, option: str, *, example:
 
 def check_output_file(path: Path, option: str, *, name: str) -> None:
     """The file a result goes to: not a directory, in a folder that exists and is writable. Checked before
-    any work starts, so a mistyped path costs nothing and leaves nothing half-done."""
+    any work starts, so a mistyped path costs nothing and leaves nothing half-done. A device, FIFO,
+    socket or unsafe symlink is refused too (gpuwise.files says which links are followed)."""
+    from gpuwise.files import resolve_output
+
     parent = path.parent
-    if path.is_dir():
+    if path.is_dir() and not path.is_symlink():
         raise ConfigError(
             f"{option} {path} is a directory", fix=f"give a file name, e.g. {option} {path / name}"
         )
@@ -187,3 +190,4 @@ def check_output_file(path: Path, option: str, *, name: str) -> None:
         )
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ConfigError(f"{option} {path}: the folder {parent} is not writable", fix="choose another path")
+    resolve_output(path, option)

@@ -81,6 +81,7 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
 
     from gpuwise.catalog.offers import load_catalog
     from gpuwise.catalog.specs import resolve_gpu
+    from gpuwise.catalog.validate import check_currencies, check_providers
     from gpuwise.cli.catalog import check_catalog_dir
     from gpuwise.cli.output import check_at_least, check_input_file, check_output_file, print_json
     from gpuwise.errors import GpuwiseError, NotFoundError, UsageError
@@ -126,6 +127,8 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         notes.append(f"Prototype phase: {definition}. Shown: the cheapest single GPU that runs it.")
     data = inputs.data_needs_from(work, smoke=prototype)
     catalog = load_catalog(catalog_dir)
+    check_currencies(catalog, fx)
+    check_providers(catalog, [p for p in overrides if p != "*"], option="--spot-interruptions-per-hour")
     known = set(catalog.sources)
     for provider in constraints.providers or ():
         if provider not in known:

@@ -10,13 +10,11 @@ host facts under `gpuwise.*` names. Pure formatting plus a small append-only wri
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
 
+from gpuwise import files
 from gpuwise.errors import StorageError
 from gpuwise.gpu import throttle
 from gpuwise.gpu.sample import Failed, NotSupported, Sample, value_or_none
@@ -157,41 +155,38 @@ def _line(cells: list[str]) -> str:
 
 
 class Recorder:
-    """Appends rows to FILE; the header is written once, when the file is new or empty.
+    """Appends rows to FILE; the header is written once, when the file is new or empty. Each tick's rows
+    go in as one piece (files.Appender): a full disk leaves the file as it was, never half a row, and is
+    reported as a StorageError; appending resumes cleanly once there is space again."""
 
-    Each snapshot's rows go out in one unbuffered write; when that write fails (a full disk, a quota) the
-    file is cut back to its last complete row and a StorageError says so, so a recording never holds half
-    a row and appending resumes cleanly once there is space again."""
-
-    # The raw write, injectable by tests (a full disk at our own interface).
-    _os_write: Callable[[int, memoryview], int] = staticmethod(os.write)
+    # The raw write, injectable by tests (a full disk at our own interface); None: files.write_fd.
+    _os_write: Callable[[int, memoryview], int] | None = None
 
     def __init__(self, path: Path, *, with_host: bool = True) -> None:
         self.path = path
         self.with_host = with_host
-        new = not path.exists() or path.stat().st_size == 0
-        self._fh: IO[str] = path.open("a", encoding="utf-8", newline="")
-        if new:
-            self._fh.write(_line(header(with_host=with_host)) + "\n")
-            self._fh.flush()
-        self._complete_size = os.fstat(self._fh.fileno()).st_size  # the file up to its last whole row
+        # files.open_append refuses a FIFO or device (a hang or a black hole) and unsafe symlinks
+        self._out = files.open_append(path, write=self._raw_write)
+        if self._out.size == 0:
+            self._append(_line(header(with_host=with_host)) + "\n")
+
+    def _raw_write(self, fd: int, view: memoryview) -> int:
+        return (self._os_write or files.write_fd)(fd, view)
 
     def write(self, samples: tuple[Sample, ...], host: HostStats | None = None) -> None:
-        data = "".join(_line(row) + "\n" for row in rows(samples, host, with_host=self.with_host)).encode()
-        fd = self._fh.fileno()
-        view = memoryview(data)
+        lines = [_line(row) + "\n" for row in rows(samples, host, with_host=self.with_host)]
+        if lines:
+            self._append("".join(lines))  # unbuffered: a recording cut short keeps every complete row
+
+    def _append(self, text: str) -> None:
         try:
-            while view:  # a recording cut short by Ctrl-C keeps every complete row
-                view = view[self._os_write(fd, view) :]
+            self._out.append(text)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, self._complete_size)
             raise StorageError(
                 f"Cannot write the recording {self.path}: {exc.strerror or exc}",
                 why="the rows of this snapshot were not written; every earlier row is complete and kept",
                 fix="free space on that disk (or choose another --record path); recording resumes by itself",
             ) from exc
-        self._complete_size += len(data)
 
     def close(self) -> None:
-        self._fh.close()
+        self._out.close()
