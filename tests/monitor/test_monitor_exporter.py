@@ -221,7 +221,7 @@ def test_loopback_detection() -> None:
 def test_idle_seconds_follow_the_idle_policy_when_tracked() -> None:
     """The exporter's gpuwise_idle_seconds is the idle room's policy answer, fed by the sampler."""
     from gpuwise.idle.policy import IdlePolicy
-    from gpuwise.monitor.exporter import IdleTracker
+    from gpuwise.idle.tracker import IdleTracker
     from gpuwise.monitor.sampler import Sampler
 
     clock = FakeClock(1000.0)

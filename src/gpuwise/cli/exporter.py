@@ -98,8 +98,9 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
     from gpuwise.config import load_config
     from gpuwise.idle.policy import IdlePolicy
     from gpuwise.idle.settings import load_settings
+    from gpuwise.idle.tracker import IdleTracker
     from gpuwise.monitor.alerts import AlertDelivery, AlertEngine, alerts_config
-    from gpuwise.monitor.exporter import ExporterServer, GpuCollector, IdleTracker, is_loopback, make_registry
+    from gpuwise.monitor.exporter import ExporterServer, GpuCollector, is_loopback, make_registry
     from gpuwise.monitor.history import HistoryStore
     from gpuwise.monitor.sampler import Sampler, run_loop
     from gpuwise.monitor.settings import ExporterSettings, MachineSettings, MonitorSettings, section

@@ -386,29 +386,6 @@ def exposition(registry: CollectorRegistry) -> bytes:
     return body
 
 
-class IdleTracker:
-    """Feeds snapshots to the idle room's policy (`gpuwise.idle.policy.IdlePolicy`) and remembers its
-    latest idle time, so the exporter reports the same idleness `gpuwise idle` would act on.
-    Thread-safe: the background sampler observes, scrapes read."""
-
-    def __init__(self, policy: Any, *, clock: Callable[[], float] = time.time) -> None:
-        self._policy = policy
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._idle_s: float | None = None
-
-    def observe(self, snapshot: Snapshot) -> None:
-        from gpuwise.idle.policy import Observation
-
-        with self._lock:
-            decision = self._policy.observe(Observation.from_snapshot(self._clock(), snapshot))
-            self._idle_s = float(decision.idle_s)
-
-    def seconds(self) -> float | None:
-        with self._lock:
-            return self._idle_s
-
-
 def make_registry(collector: Collector) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
