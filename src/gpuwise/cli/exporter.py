@@ -101,8 +101,9 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
     from gpuwise.idle.tracker import IdleTracker
     from gpuwise.monitor.alerts import AlertDelivery, AlertEngine, alerts_config
     from gpuwise.monitor.exporter import ExporterServer, GpuCollector, is_loopback, make_registry
+    from gpuwise.monitor.health import SamplerHealth, run_watched
     from gpuwise.monitor.history import HistoryStore
-    from gpuwise.monitor.sampler import Sampler, run_loop
+    from gpuwise.monitor.sampler import Sampler
     from gpuwise.monitor.settings import ExporterSettings, MachineSettings, MonitorSettings, section
     from gpuwise.monitor.source import open_source
 
@@ -138,12 +139,14 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
 
     setup_logging()
     probe = _LockedProbe(open_source(replay, loop=True))
+    health = SamplerHealth()
     collector = GpuCollector(
         probe,
         price_usd_per_hour=price,
         idle_threshold_pct=ex.idle_threshold_pct,
         idle_seconds=idle.seconds,
         hints=lambda: sampler.last_hints,
+        health=health,
     )
     registry = make_registry(collector)
     try:
@@ -181,7 +184,11 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
     )
     stop = threading.Event()
     background = threading.Thread(
-        target=run_loop, args=(sampler,), kwargs={"interval_s": ex.interval_s, "stop": stop}, daemon=True
+        target=run_watched,
+        args=(sampler, health),
+        kwargs={"interval_s": ex.interval_s, "stop": stop},
+        daemon=True,
+        name="gpuwise-sampler",
     )
 
     def _stop(signum: int, _frame: Any) -> None:
