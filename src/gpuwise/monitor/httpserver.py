@@ -235,9 +235,9 @@ class BoundedHTTPServer:
         self._maybe_dispatch(conn)
 
     def _maybe_dispatch(self, conn: _Conn) -> None:
-        end = conn.buf.find(b"\r\n\r\n")
+        end = conn.buf.find(b"\r\n\r\n", 0, self.limits.max_header_bytes + 4)
         if end < 0 and len(conn.buf) <= self.limits.max_header_bytes:
-            return
+            return  # not complete yet: keep waiting (until the header deadline)
         self._unwait(conn)
         self._busy += 1
         self._pool.submit(self._serve, conn, end, time.monotonic())
