@@ -369,10 +369,14 @@ class BoundedHTTPServer:
 
     def server_close(self) -> None:
         """Close the listener and every connection; workers finish the request they are writing."""
+        self._pool.shutdown(wait=True)  # queued requests are answered; each is bounded by write_timeout_s
         for conn in list(self._waiting.values()):
             conn.sock.close()
         self._waiting.clear()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        while self._returned:
+            kept = self._returned.popleft()
+            if kept is not None:
+                kept.sock.close()
         self._selector.close()
         self._listener.close()
         self._wake_r.close()
