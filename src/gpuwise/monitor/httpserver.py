@@ -52,6 +52,7 @@ log = logging.getLogger("gpuwise.monitor.http")
 WsgiStartResponse = Callable[..., Callable[[bytes], object]]
 WsgiApp = Callable[[dict[str, Any], WsgiStartResponse], Iterable[bytes]]
 
+_SWEEP_S = 0.1  # how often waiting connections are checked against their deadlines
 RECEIVED_AT = "gpuwise.received_at"  # environ key: time.monotonic() when the request header completed
 
 _REASONS = {
@@ -143,12 +144,10 @@ class BoundedHTTPServer:
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
         self._set_accepting(True)
         try:
+            next_sweep = 0.0
             while not self._stop.is_set():
-                now = time.monotonic()
-                timeout = min(poll_interval, 0.25)
-                if self._waiting:
-                    first = min(c.deadline for c in self._waiting.values())
-                    timeout = max(0.0, min(timeout, first - now))
+                # deadlines are checked every _SWEEP_S, not per event: a sweep is O(waiting connections)
+                timeout = max(0.0, min(poll_interval, next_sweep - time.monotonic()))
                 for key, _ in self._selector.select(timeout):
                     if key.fileobj is self._listener:
                         self._accept()
@@ -157,7 +156,10 @@ class BoundedHTTPServer:
                     else:
                         self._read(key.data)
                 self._drain_returned()
-                self._expire(time.monotonic())
+                now = time.monotonic()
+                if now >= next_sweep:
+                    self._expire(now)
+                    next_sweep = now + _SWEEP_S
                 if not self._accepting and self._has_room() and time.monotonic() >= self._resume_accept_at:
                     self._set_accepting(True)
         finally:
