@@ -109,3 +109,28 @@ def test_driver_version_label_when_known_and_absent_when_not() -> None:
         exposition(make_registry(GpuCollector(FakeProbe([snap(gpu(0))]), hostname="h"))).decode()
     )
     assert DRIVER_LABEL not in unknown["DCGM_FI_DEV_GPU_UTIL"][0][0]  # no empty label either
+
+
+def test_energy_and_reserved_memory_when_the_probe_has_them_and_absent_otherwise() -> None:
+    from monitor_fakes import GIB
+
+    probe = FakeProbe([snap(gpu(0, energy_mj=123456789.0, memory_reserved_bytes=GIB // 2), gpu(1))])
+    text = exposition(make_registry(GpuCollector(probe, hostname="h"))).decode()
+    got = parse_exposition(text)
+    assert got["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"] == [(got["DCGM_FI_DEV_GPU_UTIL"][0][0], 123456789.0)]
+    assert "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter" in text  # mJ, a counter, as dcgm-exporter
+    assert [(lab["gpu"], v) for lab, v in got["DCGM_FI_DEV_FB_RESERVED"]] == [("0", 512.0)]  # MiB
+    none = parse_exposition(
+        exposition(make_registry(GpuCollector(FakeProbe([snap(gpu(0))]), hostname="h"))).decode()
+    )
+    assert "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" not in none and "DCGM_FI_DEV_FB_RESERVED" not in none
+
+
+def test_reserved_memory_is_read_from_nvidia_smi_q(smi_fixtures) -> None:  # type: ignore[no-untyped-def]
+    from gpuwise.gpu.probe import open_probe
+
+    probe = open_probe(smi_fixtures / "query-text" / "8x-h100__sw-power-cap-sw-thermal__535.183.01.txt")
+    got = parse_exposition(exposition(make_registry(GpuCollector(probe, hostname="h"))).decode())
+    probe.close()
+    assert {v for _, v in got["DCGM_FI_DEV_FB_RESERVED"]} == {551.0}  # "Reserved : 551 MiB"
+    assert got["DCGM_FI_DEV_GPU_TEMP"][0][0][DRIVER_LABEL] == "535.183.01"

@@ -91,6 +91,12 @@ DCGM_METRICS: list[tuple[str, str, str, Callable[[Sample], float | None]]] = [
         lambda s: _mib(s.memory_used_bytes),
     ),
     ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", _fb_free),
+    (
+        "DCGM_FI_DEV_FB_RESERVED",
+        "gauge",
+        "Framebuffer memory reserved (in MiB).",
+        lambda s: _mib(s.memory_reserved_bytes),
+    ),
     ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", lambda s: _num(s.temperature_c)),
     (
         "DCGM_FI_DEV_MEMORY_TEMP",
@@ -99,6 +105,12 @@ DCGM_METRICS: list[tuple[str, str, str, Callable[[Sample], float | None]]] = [
         lambda s: _num(s.memory_temperature_c),
     ),
     ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", lambda s: _num(s.power_draw_watts)),
+    (
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        "counter",
+        "Total energy consumption since boot (in mJ).",
+        lambda s: _num(s.energy_mj),
+    ),
     (
         "DCGM_FI_DEV_POWER_MGMT_LIMIT",
         "gauge",
