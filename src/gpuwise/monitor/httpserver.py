@@ -247,11 +247,11 @@ class BoundedHTTPServer:
     def _expire(self, now: float) -> None:
         for conn in [c for c in self._waiting.values() if c.deadline <= now]:
             self._unwait(conn)
+            self.timed_out += 1
             if conn.buf:  # a header that never completed: say so (best effort, never blocks)
                 with contextlib.suppress(OSError):
                     conn.sock.send(_simple(408, b"request header not received in time\n"))
             conn.sock.close()
-            self.timed_out += 1
 
     def _drain_wakeups(self) -> None:
         try:
