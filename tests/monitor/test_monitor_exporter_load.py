@@ -113,6 +113,29 @@ def test_1024_idle_connections_do_not_starve_200_parallel_scrapers() -> None:
             s.close()
 
 
+def test_at_the_cap_the_longest_waiting_connection_makes_room() -> None:
+    probe = CountingProbe([snap(gpu(0))])
+    limits = Limits(max_connections=8)
+    server = ExporterServer(("127.0.0.1", 0), make_registry(GpuCollector(probe, hostname="h")), None, limits)
+    idle: list[socket.socket] = []
+    try:
+        for addr in serve(server):
+            idle = [socket.create_connection(("127.0.0.1", server.server_address[1])) for _ in range(20)]
+            deadline = time.monotonic() + 5
+            while server.evicted < 12 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert server.evicted == 12 and server.open_connections() == 8
+            assert raw_get(addr).startswith(b"HTTP/1.1 200 ")  # a scraper still gets in
+            idle[0].settimeout(2)
+            assert idle[0].recv(1) == b""  # the oldest was closed to make room
+            idle[-1].setblocking(False)
+            with pytest.raises(BlockingIOError):
+                idle[-1].recv(1)  # the newest is still open
+    finally:
+        for s in idle:
+            s.close()
+
+
 def test_slowloris_is_cut_off_at_the_header_deadline() -> None:
     probe = CountingProbe([snap(gpu(0))])
     limits = Limits(header_timeout_s=0.5, keepalive_timeout_s=0.5)

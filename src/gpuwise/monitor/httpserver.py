@@ -148,14 +148,11 @@ class BoundedHTTPServer:
             while not self._stop.is_set():
                 # deadlines are checked every _SWEEP_S, not per event: a sweep is O(waiting connections)
                 timeout = max(0.0, min(poll_interval, next_sweep - time.monotonic()))
-                for key, _ in self._selector.select(timeout):
-                    if key.fileobj is self._listener:
-                        self._accept()
-                    elif key.fileobj is self._wake_r:
-                        self._drain_wakeups()
-                    else:
-                        self._read(key.data)
-                self._drain_returned()
+                try:
+                    self._round(timeout)
+                except Exception:  # the acceptor must outlive any one fault, or the endpoint goes dark
+                    log.exception("the HTTP acceptor hit an unexpected error; continuing")
+                    self._stop.wait(0.1)
                 now = time.monotonic()
                 if now >= next_sweep:
                     self._expire(now)
@@ -164,6 +161,16 @@ class BoundedHTTPServer:
                     self._set_accepting(True)
         finally:
             self._stopped.set()
+
+    def _round(self, timeout: float) -> None:
+        for key, _ in self._selector.select(timeout):
+            if key.fileobj is self._listener:
+                self._accept()
+            elif key.fileobj is self._wake_r:
+                self._drain_wakeups()
+            else:
+                self._read(key.data)
+        self._drain_returned()
 
     def _set_accepting(self, on: bool) -> None:
         if on and not self._accepting:
@@ -177,11 +184,10 @@ class BoundedHTTPServer:
 
     def _accept(self) -> None:
         for _ in range(64):  # a burst at a time, then let the others run
-            if len(self._waiting) + self._busy >= self.limits.max_connections:
-                if not self._waiting:  # every connection is being served: let the backlog hold the rest
-                    self._set_accepting(False)
-                    return
-                self._evict_oldest()
+            full = len(self._waiting) + self._busy >= self.limits.max_connections
+            if full and not self._waiting:  # every connection is being served: the backlog holds the rest
+                self._set_accepting(False)
+                return
             try:
                 sock, peer = self._listener.accept()
             except BlockingIOError:
@@ -198,6 +204,8 @@ class BoundedHTTPServer:
                 if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EPERM):
                     continue  # the client gave up before we accepted it
                 raise
+            if full:  # make room for the newcomer (only once there is one: accept() may find none)
+                self._evict_oldest()
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = _Conn(sock, str(peer[0]), time.monotonic() + self.limits.header_timeout_s)
