@@ -134,3 +134,31 @@ def test_reserved_memory_is_read_from_nvidia_smi_q(smi_fixtures) -> None:  # typ
     probe.close()
     assert {v for _, v in got["DCGM_FI_DEV_FB_RESERVED"]} == {551.0}  # "Reserved : 551 MiB"
     assert got["DCGM_FI_DEV_GPU_TEMP"][0][0][DRIVER_LABEL] == "535.183.01"
+
+
+def test_concurrent_scrapes_share_a_collection_but_each_sees_a_read_after_it_arrived() -> None:
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    class SlowProbe(FakeProbe):
+        def read(self) -> Snapshot:
+            time.sleep(0.2)
+            return super().read()
+
+    probe = SlowProbe([snap(gpu(0))])
+    server = ExporterServer(("127.0.0.1", 0), make_registry(GpuCollector(probe, hostname="h")), TOKEN)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        request(port)
+        request(port)
+        assert probe.reads == 2  # one after the other: each scrape reads the GPUs afresh
+        with ThreadPoolExecutor(10) as pool:
+            statuses = [r.status for r, _ in pool.map(lambda _: request(port), range(10))]
+        assert statuses == [200] * 10
+        assert 2 + 2 <= probe.reads <= 2 + 3  # ten scrapes, two or three reads (not ten queued ones)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
