@@ -147,7 +147,20 @@ def test_grafana_dashboard_uses_only_served_metrics() -> None:
     exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
     assert len(exprs) >= 10
     served = served_metric_names() | {"gpuwise_cost_usd_total"}
-    promql_words = {"sum", "max", "min", "by", "rate", "or", "gpu", "reason", "hostname", "m"}
+    promql_words = {
+        "sum",
+        "max",
+        "min",
+        "by",
+        "rate",
+        "increase",
+        "or",
+        "gpu",
+        "reason",
+        "hostname",
+        "instance",
+        "m",
+    }
     for expr in exprs:
         stripped = re.sub(r"\{[^}]*\}|\[[^\]]*\]|\"[^\"]*\"", "", expr)
         names = {w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", stripped) if w not in promql_words}
@@ -155,6 +168,23 @@ def test_grafana_dashboard_uses_only_served_metrics() -> None:
         assert names <= served, (expr, names - served)
     assert {p["id"] for p in dash["panels"]} == set(range(1, len(dash["panels"]) + 1))
     assert all({"type", "title", "gridPos"} <= set(p) for p in dash["panels"])
+
+
+def test_dashboard_works_for_a_fleet() -> None:
+    """Every panel can be narrowed to some exporters ($instance) and nothing sums GPUs of different
+    machines into one line except the fleet's price and cost totals."""
+    text = resources.files("gpuwise.monitor").joinpath("data/grafana-dashboard.json").read_text("utf-8")
+    dash = json.loads(text)
+    variables = {v["name"]: v for v in dash["templating"]["list"]}
+    assert "label_values(gpuwise_gpu_up, instance)" in variables["instance"]["definition"]
+    for panel in dash["panels"]:
+        for target in panel.get("targets", []):
+            expr = target["expr"]
+            assert 'instance=~"$instance"' in expr, expr
+            for agg in re.findall(r"\b(?:sum|max|min)\b(?: by \(([^)]*)\))?", expr):
+                assert "instance" in agg or target.get("legendFormat") == "fleet", expr
+            if target.get("legendFormat") != "fleet":
+                assert "{{instance}}" in target.get("legendFormat", "{{instance}}"), target
 
 
 def test_dashboard_covers_the_contract_metrics() -> None:
@@ -221,7 +251,7 @@ def test_loopback_detection() -> None:
 def test_idle_seconds_follow_the_idle_policy_when_tracked() -> None:
     """The exporter's gpuwise_idle_seconds is the idle room's policy answer, fed by the sampler."""
     from gpuwise.idle.policy import IdlePolicy
-    from gpuwise.monitor.exporter import IdleTracker
+    from gpuwise.idle.tracker import IdleTracker
     from gpuwise.monitor.sampler import Sampler
 
     clock = FakeClock(1000.0)

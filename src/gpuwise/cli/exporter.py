@@ -77,13 +77,17 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
         Path | None, typer.Option("--config", help="Config file (default: the user config).")
     ] = None,
 ) -> None:
-    """Serve /metrics for Prometheus with NVIDIA dcgm-exporter's metric names and labels, plus
-    gpuwise_idle_seconds, gpuwise_price_usd_per_hour, gpuwise_cost_usd_total, per-process GPU memory
-    and gpuwise_gpu_up.
+    """Serve /metrics for Prometheus with NVIDIA dcgm-exporter's metric names and labels (energy in mJ,
+    reserved memory and the DCGM_FI_DRIVER_VERSION label where the GPUs report them), plus
+    gpuwise_idle_seconds, gpuwise_price_usd_per_hour, gpuwise_cost_usd_total, per-process GPU memory,
+    gpuwise_gpu_up, and gpuwise_up / gpuwise_sampler_errors_total / gpuwise_last_sample_age_seconds
+    (0, counted and growing when background sampling, alerts or history fail).
 
     Binds 127.0.0.1 unless --bind says otherwise. On a non-loopback address a bearer token is required
-    (--token-file or $GPUWISE_EXPORTER_TOKEN) unless --no-auth is given. Runs until SIGINT/SIGTERM; logs
-    to stderr.
+    (--token-file or $GPUWISE_EXPORTER_TOKEN) unless --no-auth is given; it is checked before any work.
+    Serves the Prometheus text format or OpenMetrics, gzip and HEAD. A request header must arrive within
+    10 s; at most 512 connections stay open, the longest-waiting idle one closed to admit a new one. Runs
+    until SIGINT/SIGTERM; logs to stderr.
 
     Examples:
 
@@ -98,10 +102,12 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
     from gpuwise.config import load_config
     from gpuwise.idle.policy import IdlePolicy
     from gpuwise.idle.settings import load_settings
+    from gpuwise.idle.tracker import IdleTracker
     from gpuwise.monitor.alerts import AlertDelivery, AlertEngine, alerts_config
-    from gpuwise.monitor.exporter import ExporterServer, GpuCollector, IdleTracker, is_loopback, make_registry
+    from gpuwise.monitor.exporter import ExporterServer, GpuCollector, is_loopback, make_registry
+    from gpuwise.monitor.health import SamplerHealth, run_watched
     from gpuwise.monitor.history import HistoryStore
-    from gpuwise.monitor.sampler import Sampler, run_loop
+    from gpuwise.monitor.sampler import Sampler
     from gpuwise.monitor.settings import ExporterSettings, MachineSettings, MonitorSettings, section
     from gpuwise.monitor.source import open_source
 
@@ -137,12 +143,14 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
 
     setup_logging()
     probe = _LockedProbe(open_source(replay, loop=True))
+    health = SamplerHealth()
     collector = GpuCollector(
         probe,
         price_usd_per_hour=price,
         idle_threshold_pct=ex.idle_threshold_pct,
         idle_seconds=idle.seconds,
         hints=lambda: sampler.last_hints,
+        health=health,
     )
     registry = make_registry(collector)
     try:
@@ -180,7 +188,11 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
     )
     stop = threading.Event()
     background = threading.Thread(
-        target=run_loop, args=(sampler,), kwargs={"interval_s": ex.interval_s, "stop": stop}, daemon=True
+        target=run_watched,
+        args=(sampler, health),
+        kwargs={"interval_s": ex.interval_s, "stop": stop},
+        daemon=True,
+        name="gpuwise-sampler",
     )
 
     def _stop(signum: int, _frame: Any) -> None:

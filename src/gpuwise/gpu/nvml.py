@@ -232,6 +232,8 @@ class NvmlProbe:
             f["memory_used_bytes"] = int(mem.used)
             f["memory_total_bytes"] = int(mem.total)
         f["power_draw_watts"] = self._milli(c(n.nvmlDeviceGetPowerUsage, h))
+        energy = getattr(n, "nvmlDeviceGetTotalEnergyConsumption", None)  # Volta+; absent in old bindings
+        f["energy_mj"] = self._num(c(energy, h)) if energy is not None else NOT_SUPPORTED
         f["power_limit_watts"] = self._milli(c(n.nvmlDeviceGetEnforcedPowerLimit, h))
         f["power_default_limit_watts"] = self._milli(c(n.nvmlDeviceGetPowerManagementDefaultLimit, h))
         f["temperature_c"] = self._num(c(n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU))

@@ -175,6 +175,10 @@ class Sample:
     retired_pages_double_bit: Reading[int] = NOT_SUPPORTED  # retired_pages.double_bit.count
     # MIG instances (nvidia-smi -q "MIG devices" / the table's MIG block); NotSupported when MIG is off
     mig_devices: Reading[tuple[MigDevice, ...]] = NOT_SUPPORTED
+    # framebuffer the driver reserves for itself (`memory.reserved`; -q "FB Memory Usage: Reserved")
+    memory_reserved_bytes: Reading[int] = NOT_SUPPORTED
+    # energy since the driver was (re)loaded, millijoules (NVML nvmlDeviceGetTotalEnergyConsumption; Volta+)
+    energy_mj: Reading[float] = NOT_SUPPORTED
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,7 @@ _SPECS: tuple[_Spec, ...] = (
         ("fb_memory_usage/total", "memory_usage/total"),
         ("fb memory usage/total", "memory usage/total"),
     ),
+    ("memory_reserved_bytes", v.to_bytes, ("fb_memory_usage/reserved",), ("fb memory usage/reserved",)),
     (
         "power_draw_watts",
         v.to_float,

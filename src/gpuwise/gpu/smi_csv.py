@@ -63,6 +63,7 @@ FIELD_MAP: dict[str, tuple[str, v.Converter, int]] = {
     "utilization.decoder": ("util_decoder_pct", v.to_float, 1),
     "memory.used": ("memory_used_bytes", v.to_bytes, 1),
     "memory.total": ("memory_total_bytes", v.to_bytes, 1),
+    "memory.reserved": ("memory_reserved_bytes", v.to_bytes, 1),
     "power.draw": ("power_draw_watts", v.to_float, 3),
     "power.draw.instant": ("power_draw_watts", v.to_float, 2),
     "power.draw.average": ("power_draw_watts", v.to_float, 1),

@@ -1,173 +1,58 @@
-"""The Prometheus exporter (CONTRACTS §7): a custom collector and a small HTTP server.
+"""The Prometheus exporter (CONTRACTS §7): a custom collector, its WSGI app and its server.
 
 `GpuCollector.collect()` reads the probe afresh on every scrape and yields new metric families, so a
 process that ended or a GPU that vanished leaves no stale series. GPU metrics use NVIDIA
 dcgm-exporter's names, units and labels (`gpu`, `UUID`, `pci_bus_id`, `device`, `modelName`,
-`hostname`); a reading that is not supported or failed is simply absent for that GPU (never a
-sentinel). gpuwise's own metrics start with `gpuwise_`. The collector is registered in an injected
-`CollectorRegistry`, never in prometheus-client's global default one.
+`hostname`, and `DCGM_FI_DRIVER_VERSION` when the driver version is known); a reading that is not
+supported or failed is simply absent for that GPU (never a sentinel). gpuwise's own metrics start
+with `gpuwise_`; `gpuwise_up` and friends report the background sampler's health (`monitor.health`).
+The collector is registered in an injected `CollectorRegistry`, never in prometheus-client's global
+default one.
 
-The server is `http.server.ThreadingHTTPServer` calling `generate_latest(registry)`, so the bearer
-token check is ours: with a token configured every request to /metrics needs
-`Authorization: Bearer <token>` (401 otherwise). Tokens and headers are never logged.
+`ExporterApp` serves it with prometheus-client's own WSGI app (text format or OpenMetrics, gzip)
+behind a bearer-token check made before any work; `ExporterServer` runs that app on the bounded
+server of `monitor.httpserver` (timeouts, a connection cap that idle clients cannot exhaust).
+Tokens and headers are never logged.
 """
 
 from __future__ import annotations
 
+import gzip
 import hmac
 import logging
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.exposition import choose_encoder, gzip_accepted
 from prometheus_client.registry import Collector
 
 from gpuwise.errors import GpuwiseError
 from gpuwise.gpu.sample import Sample, Snapshot, value_or_none
+from gpuwise.monitor.dcgm import DCGM_METRICS, DRIVER_LABEL, LABELS, num
+from gpuwise.monitor.health import SamplerHealth
 from gpuwise.monitor.hints import Hint
-from gpuwise.monitor.record import throttle_mask
+from gpuwise.monitor.httpserver import RECEIVED_AT, BoundedHTTPServer, Limits, WsgiStartResponse, call_wsgi
 from gpuwise.monitor.source import Probe
-from gpuwise.units import MIB
+
+__all__ = [  # LABELS and DRIVER_LABEL live in monitor.dcgm; served from here for callers and tests
+    "DRIVER_LABEL",
+    "LABELS",
+    "ExporterApp",
+    "ExporterServer",
+    "GpuCollector",
+    "exposition",
+    "is_loopback",
+    "make_registry",
+    "served_metric_names",
+]
 
 log = logging.getLogger("gpuwise.monitor.exporter")
-
-LABELS = ["gpu", "UUID", "pci_bus_id", "device", "modelName", "hostname"]
-
-
-def _num(reading: object) -> float | None:
-    """A numeric reading as float (bools count 0/1); None for NotSupported/Failed or a non-number."""
-    if isinstance(reading, int | float):
-        return float(reading)
-    return None
-
-
-def _fb_free(s: Sample) -> float | None:
-    used, total = value_or_none(s.memory_used_bytes), value_or_none(s.memory_total_bytes)
-    return None if used is None or total is None else (total - used) / MIB
-
-
-def _mib(reading: object) -> float | None:
-    v = _num(reading)
-    return None if v is None else v / MIB
-
-
-def _mask(s: Sample) -> float | None:
-    reasons = value_or_none(s.throttle_reasons)
-    return None if reasons is None else float(throttle_mask(reasons))
-
-
-def _xid_last(s: Sample) -> float | None:
-    # dcgm-exporter's XID_ERRORS is the value (code) of the last Xid seen; 0 when none was.
-    last = _num(s.xid_last)
-    if last is not None:
-        return last
-    count = _num(s.xid_errors)
-    return 0.0 if count == 0 else None
-
-
-# (name, type, help, value) — names, units and types as dcgm-exporter's default-counters.csv.
-DCGM_METRICS: list[tuple[str, str, str, Callable[[Sample], float | None]]] = [
-    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", lambda s: _num(s.util_gpu_pct)),
-    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", lambda s: _num(s.util_memory_pct)),
-    ("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", lambda s: _num(s.util_encoder_pct)),
-    ("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", lambda s: _num(s.util_decoder_pct)),
-    (
-        "DCGM_FI_DEV_FB_USED",
-        "gauge",
-        "Framebuffer memory used (in MiB).",
-        lambda s: _mib(s.memory_used_bytes),
-    ),
-    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", _fb_free),
-    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", lambda s: _num(s.temperature_c)),
-    (
-        "DCGM_FI_DEV_MEMORY_TEMP",
-        "gauge",
-        "Memory temperature (in C).",
-        lambda s: _num(s.memory_temperature_c),
-    ),
-    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", lambda s: _num(s.power_draw_watts)),
-    (
-        "DCGM_FI_DEV_POWER_MGMT_LIMIT",
-        "gauge",
-        "Power management limit (in W).",
-        lambda s: _num(s.power_limit_watts),
-    ),
-    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", lambda s: _num(s.sm_clock_mhz)),
-    (
-        "DCGM_FI_DEV_MEM_CLOCK",
-        "gauge",
-        "Memory clock frequency (in MHz).",
-        lambda s: _num(s.memory_clock_mhz),
-    ),
-    ("DCGM_FI_DEV_FAN_SPEED", "gauge", "Fan speed (in %).", lambda s: _num(s.fan_speed_pct)),
-    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.", _xid_last),
-    (
-        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
-        "counter",
-        "Total number of PCIe retries.",
-        lambda s: _num(s.pcie_replay_count),
-    ),
-    (
-        "DCGM_FI_DEV_PCIE_LINK_GEN",
-        "gauge",
-        "PCIe current link generation.",
-        lambda s: _num(s.pcie_gen_current),
-    ),
-    (
-        "DCGM_FI_DEV_PCIE_LINK_WIDTH",
-        "gauge",
-        "PCIe current link width.",
-        lambda s: _num(s.pcie_width_current),
-    ),
-    (
-        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
-        "gauge",
-        "Current clock throttle reasons (bitmask of nvml reasons).",
-        _mask,
-    ),
-    (
-        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
-        "counter",
-        "Total number of single-bit volatile ECC errors.",
-        lambda s: _num(s.ecc_corrected_volatile),
-    ),
-    (
-        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
-        "counter",
-        "Total number of double-bit volatile ECC errors.",
-        lambda s: _num(s.ecc_uncorrected_volatile),
-    ),
-    (
-        "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
-        "counter",
-        "Total number of double-bit persistent ECC errors.",
-        lambda s: _num(s.ecc_uncorrected_aggregate),
-    ),
-    (
-        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
-        "counter",
-        "Number of remapped rows for correctable errors.",
-        lambda s: _num(s.remapped_rows_correctable),
-    ),
-    (
-        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-        "counter",
-        "Number of remapped rows for uncorrectable errors.",
-        lambda s: _num(s.remapped_rows_uncorrectable),
-    ),
-    (
-        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
-        "gauge",
-        "Whether remapping of rows has failed.",
-        lambda s: _num(s.remapped_rows_failure),
-    ),
-]
 
 GPUWISE_METRICS = [
     "gpuwise_gpu_up",
@@ -180,6 +65,9 @@ GPUWISE_METRICS = [
     "gpuwise_gpu_processes",
     "gpuwise_scrape_duration_seconds",
     "gpuwise_throttled",
+    "gpuwise_up",
+    "gpuwise_sampler_errors_total",
+    "gpuwise_last_sample_age_seconds",
 ]
 
 
@@ -188,12 +76,12 @@ def served_metric_names() -> set[str]:
     return {name for name, *_ in DCGM_METRICS} | set(GPUWISE_METRICS)
 
 
-def _family(name: str, kind: str, doc: str) -> Metric:
+def _family(name: str, kind: str, doc: str, labels: list[str]) -> Metric:
     if kind == "counter":
         # dcgm-exporter serves counters without the `_total` suffix prometheus-client would add to a
-        # CounterMetricFamily; a raw Metric keeps the exact name while still typing it a counter.
-        return Metric(name, doc, "counter")
-    return GaugeMetricFamily(name, doc, labels=LABELS)
+        # CounterMetricFamily; an `unknown` Metric keeps the exact name (see _COUNTER_TYPE_FIXES).
+        return Metric(name, doc, "unknown")
+    return GaugeMetricFamily(name, doc, labels=labels)
 
 
 class GpuCollector(Collector):
@@ -210,6 +98,7 @@ class GpuCollector(Collector):
         on_snapshot: Callable[[Snapshot], None] | None = None,
         idle_seconds: Callable[[], float | None] | None = None,
         hints: Callable[[], Sequence[Hint]] | None = None,
+        health: SamplerHealth | None = None,
     ) -> None:
         self.probe = probe
         self.clock = clock
@@ -221,6 +110,7 @@ class GpuCollector(Collector):
         self.idle_seconds = idle_seconds
         self.hints = hints  # the background sampler's latest bottleneck hints, served as gpuwise_hint
         self.on_snapshot = on_snapshot
+        self.health = health  # the background sampler's health, served as gpuwise_up & co.
         self.started_s = clock()
         self._last_busy_s = self.started_s
         self._known: dict[int, list[str]] = {}  # GPU index -> labels, to report a vanished GPU as down
@@ -245,6 +135,8 @@ class GpuCollector(Collector):
         if self.on_snapshot is not None:
             self.on_snapshot(snapshot)
         yield from families
+        if self.health is not None:
+            yield from _health_families(self.health)
         took = GaugeMetricFamily(
             "gpuwise_scrape_duration_seconds", "Time gpuwise spent reading the GPUs and building this scrape."
         )
@@ -263,27 +155,30 @@ class GpuCollector(Collector):
         ]
 
     def _families(self, snapshot: Snapshot, now: float) -> list[Metric]:
-        families = {name: _family(name, kind, doc) for name, kind, doc, _ in DCGM_METRICS}
+        # dcgm-exporter puts the driver version on every GPU series; unknown -> no such label at all
+        driver = value_or_none(snapshot.driver_version)
+        names, tail = ([*LABELS, DRIVER_LABEL], [driver]) if driver else (LABELS, [])
+        families = {name: _family(name, kind, doc, names) for name, kind, doc, _ in DCGM_METRICS}
         up = GaugeMetricFamily(
-            "gpuwise_gpu_up", "1 when the GPU answered this scrape, 0 when lost.", labels=LABELS
+            "gpuwise_gpu_up", "1 when the GPU answered this scrape, 0 when lost.", labels=names
         )
         throttled = GaugeMetricFamily(
             "gpuwise_throttled",
             "1 while a clock-event (throttle) reason is active, per reason.",
-            labels=[*LABELS, "reason"],
+            labels=[*names, "reason"],
         )
         proc_mem = GaugeMetricFamily(
             "gpuwise_process_gpu_memory_bytes",
             "GPU memory used by a process (bytes).",
-            labels=[*LABELS, "pid", "name"],
+            labels=[*names, "pid", "name"],
         )
-        nprocs = GaugeMetricFamily("gpuwise_gpu_processes", "Processes using the GPU.", labels=LABELS)
+        nprocs = GaugeMetricFamily("gpuwise_gpu_processes", "Processes using the GPU.", labels=names)
         present: set[int] = set()
         busy = False
         for s in snapshot.samples:
             present.add(s.index)
-            labels = self._labels(s)
-            self._known[s.index] = labels
+            self._known[s.index] = self._labels(s)
+            labels = self._known[s.index] + tail
             up.add_metric(labels, 0.0 if s.lost else 1.0)
             if s.lost:
                 continue
@@ -293,7 +188,7 @@ class GpuCollector(Collector):
                     continue
                 fam = families[name]
                 if kind == "counter":
-                    fam.add_sample(name, dict(zip(LABELS, labels, strict=True)), value)
+                    fam.add_sample(name, dict(zip(names, labels, strict=True)), value)
                 else:
                     fam.add_metric(labels, value)  # type: ignore[attr-defined]  # a GaugeMetricFamily
             reasons = value_or_none(s.throttle_reasons)
@@ -307,13 +202,13 @@ class GpuCollector(Collector):
                     mem = value_or_none(p.used_memory_bytes)
                     if mem is not None:
                         proc_mem.add_metric([*labels, str(p.pid), p.name], float(mem))
-            util = _num(s.util_gpu_pct)
-            enc = max(_num(s.util_encoder_pct) or 0.0, _num(s.util_decoder_pct) or 0.0)
+            util = num(s.util_gpu_pct)
+            enc = max(num(s.util_encoder_pct) or 0.0, num(s.util_decoder_pct) or 0.0)
             if (util is not None and util > self.idle_threshold_pct) or enc > self.idle_threshold_pct:
                 busy = True
-        for index, labels in self._known.items():
+        for index, known in self._known.items():
             if index not in present:
-                up.add_metric(labels, 0.0)
+                up.add_metric(known + tail, 0.0)
         if busy:
             self._last_busy_s = now
         policy_idle = self.idle_seconds() if self.idle_seconds is not None else None
@@ -335,14 +230,14 @@ class GpuCollector(Collector):
             "gpuwise_hint",
             "1 while a bottleneck hint holds for a GPU (hint: input_bound, throttled, memory_nearly_full, "
             "pcie_below_max, gpu_idle_while_peers_busy, encoder_bound).",
-            labels=[*LABELS, "hint", "severity"],
+            labels=[*names, "hint", "severity"],
         )
         shown: set[tuple[int, str]] = set()
         for h in self.hints() if self.hints is not None else ():
             gpu_labels = self._known.get(h.gpu) if h.gpu is not None else None
             if gpu_labels is not None and h.gpu in present and (h.gpu, h.id) not in shown:
                 shown.add((h.gpu, h.id))
-                hint_family.add_metric([*gpu_labels, h.id, h.severity], 1.0)
+                hint_family.add_metric([*gpu_labels, *tail, h.id, h.severity], 1.0)
         probe_up = GaugeMetricFamily(
             "gpuwise_probe_up",
             "1 when the last read of the GPUs succeeded without errors "
@@ -365,48 +260,51 @@ class GpuCollector(Collector):
         return out
 
 
-_COUNTER_FIXES = [
-    (f"# {word} {name}_total ".encode(), f"# {word} {name} ".encode())
+# dcgm-exporter's counters keep their names without `_total`. OpenMetrics requires `_total` on a counter's
+# samples, so the collector types them `unknown` (valid in both formats under their exact names); the
+# text format, which dcgm-exporter speaks, gets its `counter` TYPE line back here.
+def _health_families(health: SamplerHealth) -> list[Metric]:
+    view = health.view()
+    out: list[Metric] = []
+    if view.up is not None:
+        up = GaugeMetricFamily(
+            "gpuwise_up",
+            "1 when the background sampler's last tick (GPU read, alerts, history) succeeded, "
+            "0 when it failed.",
+        )
+        up.add_metric([], 1.0 if view.up else 0.0)
+        out.append(up)
+    errors = CounterMetricFamily(
+        "gpuwise_sampler_errors",
+        "Background sampler ticks that failed (a GPU read, an alert delivery or a history write).",
+    )
+    errors.add_metric([], float(view.errors_total))
+    age = GaugeMetricFamily(
+        "gpuwise_last_sample_age_seconds",
+        "Seconds since the background sampler last completed a tick without error "
+        "(since the exporter started, when none has yet).",
+    )
+    age.add_metric([], view.last_good_age_s)
+    return [*out, errors, age]
+
+
+_COUNTER_TYPE_FIXES = [
+    (f"# TYPE {name} untyped\n".encode(), f"# TYPE {name} counter\n".encode())
     for name, kind, *_ in DCGM_METRICS
     if kind == "counter"
-    for word in ("HELP", "TYPE")
 ]
 
 
-def exposition(registry: CollectorRegistry) -> bytes:
-    """The Prometheus text format for ``registry``, with dcgm-exporter's counter names kept exact.
-
-    prometheus-client writes a counter family's HELP/TYPE lines as `<name>_total`; dcgm-exporter's
-    counters (`DCGM_FI_DEV_PCIE_REPLAY_COUNTER`, …) have no suffix, so those comment lines are renamed
-    back to match their samples.
-    """
-    body = generate_latest(registry)
-    for old, new in _COUNTER_FIXES:
+def _counter_types(body: bytes) -> bytes:
+    for old, new in _COUNTER_TYPE_FIXES:
         body = body.replace(old, new)
     return body
 
 
-class IdleTracker:
-    """Feeds snapshots to the idle room's policy (`gpuwise.idle.policy.IdlePolicy`) and remembers its
-    latest idle time, so the exporter reports the same idleness `gpuwise idle` would act on.
-    Thread-safe: the background sampler observes, scrapes read."""
-
-    def __init__(self, policy: Any, *, clock: Callable[[], float] = time.time) -> None:
-        self._policy = policy
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._idle_s: float | None = None
-
-    def observe(self, snapshot: Snapshot) -> None:
-        from gpuwise.idle.policy import Observation
-
-        with self._lock:
-            decision = self._policy.observe(Observation.from_snapshot(self._clock(), snapshot))
-            self._idle_s = float(decision.idle_s)
-
-    def seconds(self) -> float | None:
-        with self._lock:
-            return self._idle_s
+def exposition(registry: CollectorRegistry) -> bytes:
+    """The Prometheus text format for ``registry``, as served: dcgm-exporter's counters typed `counter`
+    under their exact names."""
+    return _counter_types(generate_latest(registry))
 
 
 def make_registry(collector: Collector) -> CollectorRegistry:
@@ -415,57 +313,38 @@ def make_registry(collector: Collector) -> CollectorRegistry:
     return registry
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: ExporterServer
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
-        if path not in ("/metrics", "/"):
-            self._send(404, b"not found\n", "text/plain; charset=utf-8")
-            return
-        if path == "/":
-            self._send(200, b"gpuwise exporter: metrics at /metrics\n", "text/plain; charset=utf-8")
-            return
-        if not self.server.authorized(self.headers.get("Authorization")):
-            self._send(
-                401,
-                b"unauthorized: send Authorization: Bearer <token>\n",
-                "text/plain; charset=utf-8",
-                extra={"WWW-Authenticate": 'Bearer realm="gpuwise"'},
-            )
-            return
-        try:
-            body = exposition(self.server.registry)
-        except Exception:  # a probe fault must not kill the server; Prometheus marks the scrape failed
-            log.exception("scrape failed")
-            self._send(500, b"scrape failed; see the exporter log\n", "text/plain; charset=utf-8")
-            return
-        self._send(200, body, CONTENT_TYPE_LATEST)
-
-    def _send(self, code: int, body: bytes, ctype: str, extra: dict[str, str] | None = None) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in (extra or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        # Only the request line and status; never headers (they may carry the token).
-        log.debug("%s %s", self.address_string(), format % args)
+Response = tuple[str, list[tuple[str, str]], bytes]
+_TEXT = "text/plain; charset=utf-8"
+_ALLOW = ("Allow", "GET, HEAD, OPTIONS")
 
 
-class ExporterServer(ThreadingHTTPServer):
-    daemon_threads = True
+@dataclass(frozen=True)
+class _Done:
+    started: float  # time.monotonic() when the collection began
+    response: Response
 
-    def __init__(self, address: tuple[str, int], registry: CollectorRegistry, token: str | None) -> None:
-        self.registry = registry
+
+class ExporterApp:
+    """The exporter's WSGI app: `/` says where the metrics are, `/metrics` serves them.
+
+    `/metrics` is prometheus-client's `make_wsgi_app` (content negotiation between the Prometheus text
+    format and OpenMetrics, gzip, the `name[]` filter) behind three small layers:
+
+    * the bearer token, checked before anything else (no probe read, no metric built without it);
+    * HEAD answered as GET without the body (the server drops it; prometheus-client refuses HEAD);
+    * coalescing: concurrent scrapes asking for the same encoding share one collection, provided it
+      began after their request arrived, so every answer is still a fresh read of the GPUs while 50
+      clients cost about one probe read per collection rather than 50 queued ones.
+    """
+
+    _MAX_CACHED = 16  # distinct (format, gzip, query) answers kept for coalescing
+
+    def __init__(self, registry: CollectorRegistry, token: str | None) -> None:
         self._token = token.encode() if token else None
-        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self.address_family = family
-        super().__init__(address, _Handler)
+        self._metrics = make_wsgi_app(registry)
+        self._cond = threading.Condition()
+        self._running: set[tuple[str, bool, str]] = set()
+        self._done: dict[tuple[str, bool, str], _Done] = {}
 
     def authorized(self, header: str | None) -> bool:
         if self._token is None:
@@ -473,6 +352,95 @@ class ExporterServer(ThreadingHTTPServer):
         if not header or not header.startswith("Bearer "):
             return False
         return hmac.compare_digest(header[len("Bearer ") :].strip().encode(), self._token)
+
+    def __call__(self, environ: dict[str, Any], start_response: WsgiStartResponse) -> list[bytes]:
+        status, headers, body = self._route(environ)
+        start_response(status, headers)
+        return [body]
+
+    def _route(self, environ: dict[str, Any]) -> Response:
+        path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "GET")
+        if path == "/":
+            return "200 OK", [("Content-Type", _TEXT)], b"gpuwise exporter: metrics at /metrics\n"
+        if path != "/metrics":
+            return "404 Not Found", [("Content-Type", _TEXT)], b"not found\n"
+        if not self.authorized(environ.get("HTTP_AUTHORIZATION")):
+            headers = [("Content-Type", _TEXT), ("WWW-Authenticate", 'Bearer realm="gpuwise"')]
+            return "401 Unauthorized", headers, b"unauthorized: send Authorization: Bearer <token>\n"
+        if method == "OPTIONS":
+            return "200 OK", [_ALLOW], b""
+        if method not in ("GET", "HEAD"):
+            return "405 Method Not Allowed", [_ALLOW, ("Content-Type", _TEXT)], b"use GET or HEAD\n"
+        return self._coalesced(environ)
+
+    def _coalesced(self, environ: dict[str, Any]) -> Response:
+        _, content_type = choose_encoder(environ.get("HTTP_ACCEPT") or "")
+        key = (
+            content_type,
+            gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING") or ""),
+            environ.get("QUERY_STRING", ""),
+        )
+        arrived = float(environ.get(RECEIVED_AT, time.monotonic()))
+        with self._cond:
+            while True:
+                done = self._done.get(key)
+                if done is not None and done.started >= arrived:
+                    return done.response
+                if key not in self._running:
+                    self._running.add(key)
+                    started = time.monotonic()
+                    break
+                self._cond.wait()
+        response: Response | None = None
+        try:
+            response = self._render(environ, key[0], key[1])
+            return response
+        finally:
+            with self._cond:
+                self._running.discard(key)
+                if response is not None:
+                    if len(self._done) >= self._MAX_CACHED:
+                        self._done.clear()
+                    self._done[key] = _Done(started, response)
+                self._cond.notify_all()
+
+    def _render(self, environ: dict[str, Any], content_type: str, gzipped: bool) -> Response:
+        env = {**environ, "REQUEST_METHOD": "GET"}
+        text_format = not content_type.startswith("application/openmetrics-text")
+        if text_format:  # the counter TYPE fix needs the plain text; compress after it
+            env.pop("HTTP_ACCEPT_ENCODING", None)
+        try:
+            status, headers, body = call_wsgi(self._metrics, env)
+        except Exception:  # a collector fault must not kill the server; Prometheus marks the scrape failed
+            log.exception("scrape failed")
+            return (
+                "500 Internal Server Error",
+                [("Content-Type", _TEXT)],
+                b"scrape failed; see the exporter log\n",
+            )
+        if text_format and status.startswith("200"):
+            body = _counter_types(body)
+            if gzipped:
+                body = gzip.compress(body)
+                headers.append(("Content-Encoding", "gzip"))
+        return status, headers, body
+
+
+class ExporterServer(BoundedHTTPServer):
+    """The exporter's HTTP server: `ExporterApp` on the bounded server (see `monitor.httpserver`)."""
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        registry: CollectorRegistry,
+        token: str | None,
+        limits: Limits | None = None,
+    ) -> None:
+        self.exporter_app = ExporterApp(registry, token)
+        super().__init__(address, self.exporter_app, limits)
+
+    def authorized(self, header: str | None) -> bool:
+        return self.exporter_app.authorized(header)
 
 
 def is_loopback(host: str) -> bool:
