@@ -498,13 +498,15 @@ def test_plan_html_writes_one_file(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_catalog_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    offers = _json(["catalog", "offers", "--gpu", "H100:8", "--limit", "3", "--json"], capsys)
+    doc = _json(["catalog", "offers", "--gpu", "H100:8", "--limit", "3", "--json"], capsys)
+    assert doc["schema_version"] == 1  # an object that can grow metadata (0.1.0 printed a bare list)
+    offers = doc["offers"]
     assert isinstance(offers, list) and 1 <= len(offers) <= 3
     for offer in offers:
         assert set(offer) >= OFFER_KEYS
     nothing = _json(["catalog", "offers", "--region", "mars-*", "--json"], capsys)
-    assert nothing == []
-    gpus = _json(["catalog", "gpus", "--json"], capsys)
+    assert nothing == {"schema_version": 1, "offers": []}
+    gpus = _json(["catalog", "gpus", "--json"], capsys)["gpus"]
     assert isinstance(gpus, list) and any(g["name"] == "H100" for g in gpus)
     stats = _json(["catalog", "stats", "--json"], capsys)
     assert isinstance(stats, dict) and stats["offers"] > 0
@@ -515,7 +517,9 @@ def test_catalog_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     )
     assert isinstance(imported, dict) and imported["catalog_dir"] == str(target)
     # the imported catalog is now a valid --catalog-dir for reading
-    mine = _json(["catalog", "offers", "--provider", "mine", "--catalog-dir", str(target), "--json"], capsys)
+    mine = _json(["catalog", "offers", "--provider", "mine", "--catalog-dir", str(target), "--json"], capsys)[
+        "offers"
+    ]
     assert isinstance(mine, list) and mine and all(o["provider"] == "mine" for o in mine)
 
 

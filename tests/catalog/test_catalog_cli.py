@@ -17,8 +17,14 @@ CONTRACT_KEYS = {
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    """The list inside `catalog gpus|offers --json`, after checking the document's envelope."""
     assert main(["catalog", *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)
+    if argv[0] not in ("gpus", "offers"):
+        return doc
+    assert set(doc) == {"schema_version", argv[0]}
+    assert doc["schema_version"] == 1
+    return doc[argv[0]]
 
 
 def test_offers_h100_json_contract(capsys: pytest.CaptureFixture[str]) -> None:

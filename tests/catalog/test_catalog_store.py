@@ -172,7 +172,7 @@ def test_cli_import_then_offers(tmp_path: Path, capsys: pytest.CaptureFixture[st
         )
         == 0
     )
-    offers = json.loads(capsys.readouterr().out)
+    offers = json.loads(capsys.readouterr().out)["offers"]
     assert [(o["instance_type"], o["price_date_exact"]) for o in offers] == [("gpu_8x_h100_sxm5", False)]
 
 

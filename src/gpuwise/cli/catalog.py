@@ -15,6 +15,9 @@ import typer
 if TYPE_CHECKING:
     from gpuwise.catalog.models import Figure, GpuSpec, Offer
 
+# Version of the `catalog gpus/offers --json` documents: bumped when a field changes meaning or goes away.
+JSON_SCHEMA_VERSION = 1
+
 app = typer.Typer(
     help=(
         "GPU specs and dated instance prices from every bundled provider. Every price says where it came "
@@ -105,7 +108,8 @@ def gpus(json_out: JsonOption = False) -> None:
 
     specs = load_gpu_specs()
     if json_out:
-        print_json([_spec_json(s) for s in specs.values()])
+        # an object, not a bare list, so it can grow metadata (0.1.0 printed the list alone)
+        print_json({"schema_version": JSON_SCHEMA_VERSION, "gpus": [_spec_json(s) for s in specs.values()]})
         return
     table = Table(
         title="GPU specs: dense TFLOPS (no sparsity), memory as nvidia-smi shows it",
@@ -260,7 +264,7 @@ def offers(
         shown = found if not limit else found[:limit]
         from gpuwise.cli.output import print_json
 
-        print_json([offer_json(o, today) for o in shown])
+        print_json({"schema_version": JSON_SCHEMA_VERSION, "offers": [offer_json(o, today) for o in shown]})
         return
     _print_offers_table(found, today, spot=spot, limit=_TABLE_DEFAULT_LIMIT if limit is None else limit)
 
