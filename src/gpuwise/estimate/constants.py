@@ -335,3 +335,258 @@ DECODE_EFF_PER_BANDWIDTH_FRACTION = _c(
     "× measured memory-bandwidth fraction",
     "decode streams weights at ~80% of what a copy kernel reaches (vLLM vs STREAM-like copy)",
 )
+
+
+# --- training stacks (issue 11: what real users run, not only tuned benchmarks) ---------------------------
+@dataclass(frozen=True)
+class Stack:
+    """How a training stack turns the tuned estimate into what its users see.
+
+    `efficiency`: × the tuned compute efficiency (kernels, fusion, eager PyTorch vs compiled/TE);
+    `layer_overhead_s`: fixed seconds per transformer layer per micro batch (kernel launches, Python, hooks:
+    what makes small batches slow in eager stacks); `step_overhead_s`: fixed seconds per optimizer step
+    (logging, zero_grad, scheduler, Trainer callbacks); `loader_overhead`: share of step time spent waiting
+    on the data loader / collator; `comm_overlap`: share of data-parallel traffic hidden behind compute;
+    `hf_loss`: keeps the Hugging Face causal-LM loss's fp32 copies of the logits; `meta_init`: builds or loads
+    the model without a full copy per GPU by default; `fragmentation`: reserved over allocated memory.
+    """
+
+    name: str
+    efficiency: float
+    layer_overhead_s: float
+    step_overhead_s: float
+    loader_overhead: float
+    comm_overlap: float
+    hf_loss: bool
+    meta_init: bool
+    fragmentation: float
+    source: str
+    # The optimizer step's own time (bandwidth-bound, OPTIMIZER_STEP_BYTES). The tuned figures already
+    # include it in their measured efficiencies, so only the user stacks add it.
+    counts_optimizer_step: bool = True
+    calibrated_on: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        cal = f"; fitted on user rows {', '.join(self.calibrated_on)}" if self.calibrated_on else ""
+        return (
+            f"stack {self.name}: {self.efficiency:.2f}× tuned compute efficiency, "
+            f"{self.layer_overhead_s * 1e3:g} ms per layer per micro batch, {self.step_overhead_s:g} s per "
+            f"optimizer step, {self.loader_overhead:.0%} data-loader wait, "
+            f"{self.comm_overlap:.0%} of gradient "
+            f"traffic overlapped ({self.source}{cal})"
+        )
+
+
+_HF_SOURCE = (
+    "HF Trainer + PEFT in eager PyTorch: LitGPT/Lightning and Unsloth README comparisons put HF at 0.5-0.7× "
+    "a fused stack; bitsandbytes #465 and PEFT issue timings for small batches show ~1 ms of launch and "
+    "hook time per layer per micro step"
+)
+
+
+def _stack(name: str, efficiency: float, source: str, **kw: object) -> Stack:
+    base: dict[str, object] = {
+        "layer_overhead_s": 0.0,
+        "step_overhead_s": 0.0,
+        "loader_overhead": 0.0,
+        "comm_overlap": 0.7,
+        "hf_loss": False,
+        "meta_init": True,
+        "fragmentation": 0.05,
+        "counts_optimizer_step": True,
+    }
+    base.update(kw)
+    return Stack(name=name, efficiency=efficiency, source=source, **base)  # type: ignore[arg-type]
+
+
+_HF = {
+    "layer_overhead_s": 0.001,
+    "step_overhead_s": 0.05,
+    "loader_overhead": 0.05,
+    "comm_overlap": 0.5,
+    "hf_loss": True,
+    "meta_init": False,
+    "fragmentation": 0.10,
+}
+STACKS: dict[str, Stack] = {
+    "tuned": _stack(
+        "tuned",
+        1.0,
+        "today's figures: Megatron/TE, torchtitan, MLPerf submissions (validation.toml)",
+        counts_optimizer_step=False,
+    ),
+    "torchtitan": _stack(
+        "torchtitan",
+        1.0,
+        "torchtitan's own benchmarks are rows of validation.toml",
+        counts_optimizer_step=False,
+    ),
+    "megatron": _stack(
+        "megatron",
+        1.0,
+        "Megatron-LM/NeMo: the tuned stack; user runs add logging and checkpoint time",
+        step_overhead_s=0.05,
+        counts_optimizer_step=False,
+    ),
+    "nanogpt": _stack(
+        "nanogpt",
+        0.85,
+        "plain PyTorch DDP + torch.compile (nanoGPT: ~0.85× a Megatron-class MFU at GPT-2 sizes)",
+        comm_overlap=0.6,
+    ),
+    "lightning": _stack(
+        "lightning",
+        0.8,
+        "Lightning/LitGPT: fused kernels where LitGPT has them, eager elsewhere",
+        layer_overhead_s=0.0005,
+        step_overhead_s=0.02,
+        loader_overhead=0.02,
+        comm_overlap=0.6,
+        fragmentation=0.08,
+    ),
+    "hf": _stack("hf", 0.6, _HF_SOURCE, **_HF),
+    "axolotl": _stack("axolotl", 0.6, "wraps HF Trainer; " + _HF_SOURCE, **_HF),
+    "llama-factory": _stack("llama-factory", 0.6, "wraps HF Trainer; " + _HF_SOURCE, **_HF),
+    "accelerate-fsdp": _stack(
+        "accelerate-fsdp",
+        0.6,
+        "HF Trainer/Accelerate with FSDP: eager HF modules, FSDP all-gathers partly exposed",
+        **{**_HF, "comm_overlap": 0.4},
+    ),
+    "deepspeed": _stack(
+        "deepspeed",
+        0.6,
+        "HF Trainer with DeepSpeed ZeRO: eager HF modules, ZeRO collectives partly exposed",
+        **{**_HF, "comm_overlap": 0.4},
+    ),
+    "unsloth": _stack(
+        "unsloth",
+        1.0,
+        "Unsloth README: ~2× HF+FA2 speed with Triton kernels and chunked cross-entropy",
+        layer_overhead_s=0.0003,
+        step_overhead_s=0.03,
+        loader_overhead=0.03,
+        comm_overlap=0.5,
+        fragmentation=0.08,
+    ),
+}
+STACK_FAMILY = {
+    "tuned": "tuned",
+    "torchtitan": "tuned",
+    "megatron": "tuned",
+    "nanogpt": "nanogpt",
+    "hf": "hf",
+    "axolotl": "hf",
+    "llama-factory": "hf",
+    "accelerate-fsdp": "hf",
+    "deepspeed": "hf",
+    "lightning": "hf",
+    "unsloth": "unsloth",
+}
+
+# Range of the time estimate: the true time divided by the estimate, as percentiles of that stack's residuals
+# on the fit rows (benchmarks/estimate_accuracy.py --fit prints them). (low, high) multipliers of `hours`.
+RANGE_PERCENTILES = (5, 95)
+RANGE_MIN_ROWS = 5  # fewer fit rows than this for a stack: the pooled spread is used instead
+HOURS_RANGE: dict[str, tuple[float, float]] = {}
+HOURS_RANGE_POOLED = (0.55, 1.9)
+RANGE_SOURCE = _c(
+    "hours_range",
+    90,
+    "% interval (P5-P95 of log residuals)",
+    "spread of measured/estimated time on the fit rows of tests/estimate/user_reports.toml per stack; "
+    "pooled over all stacks where a stack has fewer than 5 rows",
+)
+
+# --- frozen base of a LoRA fine-tune --------------------------------------------------------------------
+BASE_BYTES_PER_PARAM = {
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp32": 4.0,
+    "int8": 1.0 + 4 / 4096,
+    "nf4": (4 + 0.127) / 8,
+    "gptq-4bit": 0.5 + 4 / 128,
+    "awq-4bit": 0.5 + 4 / 128,
+}
+BASE_SPEED = {
+    "int8": _c(
+        "int8_base_speed",
+        0.40,
+        "× bf16 LoRA speed",
+        "LLM.int8() (bitsandbytes) matmuls with outlier decomposition: LoRA fine-tuning 2-3× slower than "
+        "fp16 "
+        "(bitsandbytes issue #465, A5000, 7B); 2.5× slower than fp16 on T4 (earino.github.io int8 post); "
+        "~5× slower inference at batch 1 on A100 (bitsandbytes #490)",
+    ),
+    "nf4": _c(
+        "nf4_base_speed",
+        0.60,
+        "× bf16 LoRA speed",
+        "NF4 dequantization per GEMM (bitsandbytes): QLoRA 1.2-2× slower than 16-bit LoRA on 7B "
+        "(bitsandbytes issue #465; QLoRA paper; HF PEFT benchmarks)",
+    ),
+    "gptq-4bit": _c(
+        "gptq_base_speed",
+        0.60,
+        "× bf16 LoRA speed",
+        "GPTQ base: 4-bit reconstruction + fp16 matmul per layer (alpaca_lora_4bit issue #2); no separate "
+        "training measurement found: taken as NF4's",
+    ),
+    "awq-4bit": _c(
+        "awq_base_speed",
+        0.60,
+        "× bf16 LoRA speed",
+        "AWQ base: dequantize + 16-bit matmul like GPTQ; no separate training measurement found: "
+        "taken as NF4's",
+    ),
+}
+
+# --- sample lengths (unpacked batches pad to the longest sample in the batch) -----------------------------
+LENGTH_CV = _c(
+    "sample_length_cv",
+    0.7,
+    "coefficient of variation (lognormal lengths)",
+    "assumed spread of chat/instruction sample lengths (Alpaca, ShareGPT-style data are right-skewed, "
+    "standard deviation close to the mean); padding cost = expected longest of micro_batch samples",
+)
+GROUP_BY_LENGTH_PAD = _c(
+    "group_by_length_padding",
+    1.05,
+    "× tokens",
+    "HF Trainer group_by_length sorts mega-batches of 50 batches by length: a few percent of padding left",
+)
+# Peak memory of an unpacked run comes from its longest batch: the 99.9th percentile length (≤ seq_len).
+LENGTH_PEAK_QUANTILE = 0.999
+
+# --- optimizer step (memory-bound: reads and writes every trainable parameter's state) ---------------------
+OPTIMIZER_STEP_BYTES = _c(
+    "optimizer_step_bytes_per_param",
+    32,
+    "B per trainable param (adamw, fp32 states)",
+    "AdamW step reads param, grad, m, v and writes param, m, v (fp32: 7 × 4 B, + bf16 copy): ~32 B per "
+    "parameter at the memory bandwidth (apex/PyTorch fused AdamW are bandwidth-bound)",
+)
+
+# --- fit verdicts ---------------------------------------------------------------------------------------
+TIGHT_MARGIN = _c(
+    "tight_margin",
+    0.05,
+    "of capacity",
+    "within 5% of the GPU's memory the caching allocator's fragmentation decides: PyTorch forum and "
+    "HF issue reports of OOM at 'reserved but unallocated' of a few percent of the card",
+)
+HOST_RAM_PER_RANK_GIB = _c(
+    "host_ram_per_rank_gib",
+    4,
+    "GiB per training process",
+    "Python + PyTorch + CUDA host allocations + data-loader workers per rank (typical RSS 3-6 GiB)",
+)
+
+# --- inter-node network ---------------------------------------------------------------------------------
+INTERNODE_CONSERVATIVE_GBPS = _c(
+    "internode_default_gbps",
+    25,
+    "Gb/s per node",
+    "conservative default where the instance's network is unknown: AWS g5/g4dn/g6 and most GPU VMs "
+    "outside HPC families list 25 Gigabit (vantage instance table); pass --network-gbps for yours",
+)
