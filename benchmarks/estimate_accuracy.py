@@ -491,6 +491,19 @@ def fit_report(user_path: Path = USER_TABLE) -> None:
     if len(pooled) >= 2:
         q = statistics.quantiles(sorted(pooled), n=20, method="inclusive")
         print(f"  pooled range: P5 ×{math.exp(q[0]):.2f}  P95 ×{math.exp(q[-1]):.2f} (n={len(pooled)})")
+    # The mature stacks' range comes from the validation table's main set (holdout-2 stays unseen).
+    main_rows = [r for r in load_rows() if r.get("set", "main") == "main"]
+    for stack in ("tuned", "inference"):
+        logs = sorted(
+            r.log_residual
+            for r in evaluate_table(main_rows, "validation")
+            if r.stack == stack and r.log_residual is not None
+        )
+        if len(logs) >= k.RANGE_MIN_ROWS:
+            q = statistics.quantiles(logs, n=20, method="inclusive")
+            print(
+                f"  range {stack} (validation): P5 ×{math.exp(q[0]):.2f}  P95 ×{math.exp(q[-1]):.2f} (n={len(logs)})"
+            )
 
 
 def cli(argv: list[str]) -> int:
