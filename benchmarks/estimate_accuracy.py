@@ -502,7 +502,8 @@ def fit_report(user_path: Path = USER_TABLE) -> None:
         if len(logs) >= k.RANGE_MIN_ROWS:
             q = statistics.quantiles(logs, n=20, method="inclusive")
             print(
-                f"  range {stack} (validation): P5 ×{math.exp(q[0]):.2f}  P95 ×{math.exp(q[-1]):.2f} (n={len(logs)})"
+                f"  range {stack} (validation): P5 ×{math.exp(q[0]):.2f}  "
+                f"P95 ×{math.exp(q[-1]):.2f} (n={len(logs)})"
             )
 
 
