@@ -199,6 +199,19 @@ def test_network_default_is_stated_and_overridable() -> None:
     assert any("400 Gb/s per node (given" in a for a in fast.assumptions)
 
 
+def test_instance_network_comes_from_the_catalog_where_listed() -> None:
+    from gpuwise.catalog.specs import instance_network_gbps
+
+    assert instance_network_gbps("aws", "p5.48xlarge") == (3200.0, "3200 Gbps EFAv2")
+    assert instance_network_gbps("AWS", "g5.12xlarge") == (40.0, "40 Gigabit")
+    assert instance_network_gbps("aws", "no-such-type") is None
+    gpu = resolve_gpu("H100")
+    w = lora(method="full", sharding="fsdp")
+    efa = estimate(w, gpu, 16, 2, network_gbps=3200.0)
+    ethernet = estimate(w, gpu, 16, 2, network_gbps=100.0)
+    assert efa.hours < ethernet.hours
+
+
 # ---------------------------------------------------------------------------------------- fit verdicts
 
 
