@@ -1020,8 +1020,8 @@ def _finish(est: Estimate, w: Workload, stack_name: str, notes: _Notes) -> Estim
     src = "its own" if stack_name in K.HOURS_RANGE else "the pooled"
     notes.const(K.RANGE_SOURCE)
     notes.add(f"range {low_mult:.2f}-{high_mult:.2f}× the estimate from {src} residual spread ({stack_name})")
-    hours_low = est.hours * min(1.0, low_mult)
-    hours_high = est.hours * max(1.0, high_mult)
+    hours_low = est.hours * min(1.0 - K.RANGE_MIN_HALF_WIDTH, low_mult)
+    hours_high = est.hours * max(1.0 + K.RANGE_MIN_HALF_WIDTH, high_mult)
     return replace(
         est,
         fits=fits,
