@@ -141,6 +141,17 @@ def test_int8_base_is_slower_than_bf16_base(stack: str, gpu: str, micro: int) ->
     assert any("int8_base_speed" in a for a in int8.assumptions)
 
 
+def test_qlora_is_lora_with_an_nf4_base_and_8bit_optimizer_names_agree() -> None:
+    gpu = resolve_gpu("RTX4090")
+    alias = estimate(lora(method="qlora", optimizer="adamw8bit"), gpu)
+    spelled = estimate(lora(base_precision="nf4", optimizer="paged-adamw-8bit"), gpu)
+    assert alias.hours == pytest.approx(spelled.hours)
+    assert alias.memory.total == pytest.approx(spelled.memory.total)
+    assert (
+        estimate(lora(base_precision="gptq-4bit"), gpu).memory.weights < estimate(lora(), gpu).memory.weights
+    )
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     stack=st.sampled_from(STACKS),
