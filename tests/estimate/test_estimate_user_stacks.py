@@ -307,6 +307,9 @@ def test_a10g_lora_example_has_a_throughput_and_a_fit_verdict(capsys: pytest.Cap
         ("num_hidden_layers = 32", "layers"),
         ("hidden = 4096", "belongs in [model]"),
         ('method = "qlora"\nbase_precision = "int8"', 'method = "lora" with base_precision = "int8"'),
+        ('offload = "optimizer"', 'needs sharding = "zero1"'),
+        ('sharding = "zero2"\noffload = "optimizer+params"', 'write offload = "optimizer"'),
+        ('offload = "gpu"', "train.offload"),
     ],
 )
 def test_bad_stack_keys_exit_two_with_the_fix(
@@ -396,3 +399,59 @@ def test_benchmark_prints_both_tables_per_stack(capsys: pytest.CaptureFixture[st
     assert "tuned (held-out)" in out
     if USER_TABLE.exists():
         assert "user table" in out and "hf (fit)" in out and "in [low, high]" in out
+
+
+def full(**train: Any) -> Workload:
+    t: dict[str, Any] = {
+        "method": "full",
+        "precision": "bf16",
+        "samples": 52002.0,
+        "seq_len": 512,
+        "micro_batch": 2,
+        "global_batch": 128,
+        "sharding": "fsdp",
+        "framework": "accelerate-fsdp",
+    }
+    t.update(train)
+    return parse_workload({"task": "finetune", "model": {"preset": "llama-2-7b"}, "train": t}, "u.toml")
+
+
+def test_cpu_offload_moves_memory_to_the_host_and_costs_time() -> None:
+    a100 = resolve_gpu("A100")
+    base = estimate(full(), a100, 4)
+    opt = estimate(full(sharding="zero3", framework="deepspeed", offload="optimizer"), a100, 4)
+    ds = estimate(full(sharding="zero3", framework="deepspeed"), a100, 4)
+    both = estimate(full(offload="optimizer+params"), a100, 4)
+    assert opt.memory.optimizer == 0 and opt.memory.total < ds.memory.total
+    assert both.memory.total < base.memory.total / 2
+    assert both.host_ram_bytes > base.host_ram_bytes + 3 * 6.7e9 * 12 / 4
+    assert both.hours > 2 * base.hours
+    assert opt.hours > ds.hours
+    assert any("PCIe" in a for a in both.assumptions)
+
+
+def test_deepspeed_zero_adds_its_fp32_gradient_partition_and_buckets() -> None:
+    a100 = resolve_gpu("A100")
+    fsdp = estimate(full(sharding="zero2", framework="accelerate-fsdp"), a100, 8)
+    ds = estimate(full(sharding="zero2", framework="deepspeed"), a100, 8)
+    # 4 B per local parameter + two 1 GB buckets
+    extra = 6.74e9 / 8 * 4 + 2e9
+    assert ds.memory.gradients - fsdp.memory.gradients == pytest.approx(extra, rel=0.05)
+
+
+def test_an_integer_stored_base_is_not_sharded_by_fsdp() -> None:
+    t4 = resolve_gpu("T4")
+    int8 = estimate(lora(base_precision="int8", sharding="fsdp"), t4, 4)
+    nf4 = estimate(lora(base_precision="nf4", sharding="fsdp"), t4, 4)
+    assert int8.memory.weights > 6.0e9  # the whole 7B int8 base on every GPU
+    assert nf4.memory.weights < 1.5e9  # NF4 (float quant storage) shards four ways
+
+
+def test_fused_kernels_drop_the_fp32_logits_and_the_swiglu_activation() -> None:
+    a100 = resolve_gpu("A100-80GB")
+    plain = estimate(lora(activation_checkpointing="none", framework="hf"), a100, 1)
+    fused = estimate(lora(activation_checkpointing="none", framework="hf", fused_kernels=True), a100, 1)
+    tokens = 4 * 2048
+    logits = tokens * 32000 * (16 - 2)
+    swiglu = 32 * tokens * 2 * 11008
+    assert plain.memory.activations - fused.memory.activations == pytest.approx(logits + swiglu, rel=0.01)

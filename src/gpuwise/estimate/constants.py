@@ -609,3 +609,73 @@ INTERNODE_CONSERVATIVE_GBPS = _c(
     "conservative default where the instance's network is unknown: AWS g5/g4dn/g6 and most GPU VMs "
     "outside HPC families list 25 Gigabit (vantage instance table); pass --network-gbps for yours",
 )
+
+# --- DeepSpeed ZeRO's own buffers (stack "deepspeed" with sharding zero1/2/3) ----------------------------
+# The optimizer step of DeepSpeed's ZeRO reads an fp32 copy of the rank's gradient partition (stage 1/2: a
+# flat fp32 gradient for the whole partition; stage 3: per optimizer sub-group of up to sub_group_size = 1e9
+# elements): 4 B per local trainable parameter, beyond the 16-bit gradients.
+DEEPSPEED_FP32_GRAD_BYTES = _c(
+    "deepspeed_fp32_grad_bytes",
+    4,
+    "B per local trainable param",
+    "DeepSpeed ZeRO stage_1_and_2.py / stage3.py: the rank's gradient partition is converted to fp32 for the "
+    "optimizer step (stage 3 one sub-group of ≤ sub_group_size = 1e9 elements at a time)",
+)
+DEEPSPEED_SUBGROUP_ELEMENTS = 1e9
+# Communication buckets at DeepSpeed's defaults (reduce_bucket_size and allgather_bucket_size 5e8 elements,
+# 16-bit): stage 1/2 hold a reduce and an all-gather bucket, stage 3 a reduce bucket. DeepSpeed maintainer on
+# DeepSpeed#1302: "the communication buffers are GBs by default". HF's "auto" config values (hidden²) are
+# smaller; a config with overlap_comm uses 4.5× the buckets (HF DeepSpeed guide: 9 GB at 5e8): not modelled.
+DEEPSPEED_BUCKET_BYTES = _c(
+    "deepspeed_bucket_bytes",
+    1.0e9,
+    "B per bucket (5e8 elements × 2 B)",
+    "DeepSpeed ZeRO defaults reduce_bucket_size = allgather_bucket_size = 5e8 elements; stage 1/2 keep two "
+    "buckets, stage 3 one (DeepSpeed#1302: 'the communication buffers are GBs by default')",
+)
+
+# --- CPU offload ([train] offload) ---------------------------------------------------------------------
+# Host↔GPU copies over PCIe, not overlapped with compute (FSDP CPU offload copies synchronously; DeepSpeed
+# overlaps part of it, which the range covers). PCIe 3.0 ×16 is 15.75 GB/s and 4.0 ×16 31.5 GB/s per
+# direction in theory; pinned copies reach ~12 and ~24 GB/s (CUDA bandwidthTest figures users post). The
+# conservative figure is used for every card: cards share the host's root complex and memory.
+PCIE_HOST_GBS = _c(
+    "pcie_host_gbs",
+    12,
+    "GB/s per GPU, each direction",
+    "PCIe 3.0 ×16 pinned host↔device copies (~12 of 15.75 GB/s theoretical; PCIe 4.0 reaches ~24): "
+    "the conservative figure, as cards share the host",
+)
+# The optimizer step on the CPU streams every offloaded parameter's fp32 master, gradient and Adam states
+# through host memory (~32 B per parameter, as OPTIMIZER_STEP_BYTES on the GPU): host memory bandwidth per
+# node, shared by its ranks.
+HOST_MEMORY_GBS = _c(
+    "host_memory_gbs",
+    100,
+    "GB/s per node",
+    "sustained host DRAM bandwidth of a 2-socket GPU server (8 DDR4-3200 channels per socket = 205 GB/s "
+    "peak per socket; ~100 GB/s reached by a vectorised streaming kernel over both): an assumption, not "
+    "measured here",
+)
+# DeepSpeed tutorial 'ZeRO-Offload': "DeepSpeedCPUAdam is 5X–7X faster than the standard PyTorch
+# implementation". FSDP's CPU offload runs torch.optim.AdamW on the CPU: 6× the DeepSpeedCPUAdam time.
+TORCH_CPU_ADAM_SLOWDOWN = _c(
+    "torch_cpu_adam_slowdown",
+    6,
+    "× DeepSpeedCPUAdam time",
+    "deepspeed.ai/tutorials/zero-offload: DeepSpeedCPUAdam is 5-7× faster than PyTorch's CPU Adam "
+    "(ZeRO-Offload, Ren et al. 2021, §5); FSDP CPU offload uses PyTorch's",
+)
+
+# --- fused training kernels ([train] fused_kernels) ----------------------------------------------------
+# Liger Kernel / Unsloth / flash-attn's fused ops: the cross-entropy works on chunks of the 16-bit logits
+# and writes their gradient in place (no fp32 copies), and the fused SwiGLU recomputes silu(gate) in the
+# backward instead of storing it (Liger Kernel README: LigerCrossEntropy / LigerSwiGLUMLP; flash-attn's
+# ops/triton cross_entropy).
+FUSED_LOSS_BYTES_PER_ELEMENT = _c(
+    "fused_loss_bytes_per_element",
+    2,
+    "B per logit",
+    "fused/chunked cross-entropy (Liger Kernel, Unsloth, flash-attn): only the 16-bit logits, gradient "
+    "written in place",
+)

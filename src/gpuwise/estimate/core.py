@@ -189,7 +189,8 @@ def _train_memory(
     stack: K.Stack,
     seq_mem: float,
     notes: _Notes,
-) -> MemoryBreakdown:
+) -> tuple[MemoryBreakdown, float]:
+    """Peak GPU memory per GPU, and the bytes per GPU that CPU offload keeps in host RAM instead."""
     m = w.model
     n = m.n_params
     shard = tp * pp
@@ -240,7 +241,14 @@ def _train_memory(
             )
         else:
             base = n / shard * K.BASE_BYTES_PER_PARAM.get(base_dtype, compute_b)
-        if zero >= 3:
+        if zero >= 3 and base_dtype in ("int8", "gptq-4bit", "awq-4bit"):
+            # FSDP/ZeRO-3 flatten and shard floating-point tensors only: an integer-stored base (LLM.int8
+            # Int8Params, GPTQ/AWQ packed int32) stays whole on every GPU. NF4 shards since bitsandbytes'
+            # bnb_4bit_quant_storage (Answer.AI's FSDP-QLoRA, 2024).
+            notes.add(
+                f"{base_dtype} base is integer-stored: FSDP/ZeRO-3 cannot shard it (a full copy per GPU)"
+            )
+        elif zero >= 3:
             base /= dp
         where = "all attention and MLP" if t.lora_targets == "all" else "the attention (q, k, v, o)"
         notes.add(
@@ -251,6 +259,37 @@ def _train_memory(
         grads = lora * 4
         optimizer = lora * opt_state
         trainable = lora * shard
+    trainable_local = trainable / shard / (dp if zero >= 1 else 1)
+
+    offloaded = 0.0
+    if t.offload != "none":
+        offloaded += optimizer
+        optimizer = 0.0
+        what = "fp32 master weights and optimizer states"
+        if t.offload == "optimizer+params":
+            window = 2 * n / shard / max(m.layers or 1, 1) * compute_b
+            if t.method == "full":
+                offloaded += weights + grads - window
+                weights, grads = window, window
+            else:
+                offloaded += weights - window
+                weights = window + lora * 4
+            what += ", parameters and gradients (two layers' weights gathered on the GPU at a time)"
+        notes.add(f"CPU offload: {what} live in host RAM ({offloaded / GIB:.1f} GiB per GPU)")
+
+    if stack.name == "deepspeed" and zero >= 1:
+        # DeepSpeed's engine adds what FSDP does not: an fp32 gradient partition for the step (on the CPU
+        # with ZeRO-Offload) and its communication buckets.
+        if t.offload == "none":
+            part = trainable_local if zero < 3 else min(trainable_local, K.DEEPSPEED_SUBGROUP_ELEMENTS)
+            grads += part * notes.const(K.DEEPSPEED_FP32_GRAD_BYTES)
+        buckets = (2 if zero < 3 else 1) * notes.const(K.DEEPSPEED_BUCKET_BYTES)
+        grads += buckets
+        notes.add(
+            f"DeepSpeed ZeRO-{zero}: fp32 gradient partition for the optimizer step"
+            + (" (on the CPU with offload)" if t.offload != "none" else "")
+            + f" and {buckets / 1e9:g} GB of communication buckets at DeepSpeed's defaults"
+        )
 
     # Activations.
     if m.kind == "transformer":
@@ -276,7 +315,15 @@ def _train_memory(
         if t.attention == "flash" and t.activation_checkpointing != "selective":
             notes.add("flash attention: no s² attention matrix stored")
         loss_acts = 0.0
-        if m.vocab and stack.hf_loss:
+        fused = bool(t.fused_kernels)
+        if fused and m.gated_mlp and t.activation_checkpointing != "full":
+            # The fused SwiGLU recomputes silu(gate) in the backward: 2·ffn bytes per token per layer fewer.
+            acts -= layer_count * 2 * m.n_ffn * m.experts_per_token / tp * tokens
+        if m.vocab and fused:
+            lb = notes.const(K.FUSED_LOSS_BYTES_PER_ELEMENT)
+            loss_acts = tokens * m.vocab * lb / tp
+            notes.add("fused kernels: chunked cross-entropy on the 16-bit logits, SwiGLU recomputed")
+        elif m.vocab and stack.hf_loss:
             # Counted after the fp32 doubling below: the figure already holds the fp32 copies.
             lb = notes.const(K.HF_LOSS_BYTES_PER_ELEMENT)
             loss_acts = tokens * m.vocab * lb / tp
@@ -310,8 +357,7 @@ def _train_memory(
     overhead = notes.const(K.CUDA_CONTEXT_GIB) * GIB + allocated * frag
     if count > 1:
         overhead += notes.const(K.NCCL_BUFFERS_GIB) * GIB
-    del trainable
-    return MemoryBreakdown(weights, grads, optimizer, acts, 0.0, overhead)
+    return MemoryBreakdown(weights, grads, optimizer, acts, 0.0, overhead), offloaded
 
 
 @lru_cache(maxsize=4096)
@@ -380,6 +426,39 @@ def _lengths(t: TrainSpec, notes: _Notes) -> _Lengths:
     return _Lengths(pad, max(attn, pad if t.micro_batch > 1 else attn), peak, pad / mean, mean)
 
 
+def _offload_seconds(
+    w: Workload, t: TrainSpec, stack: K.Stack, *, dp: int, accum: int, gpn: int, notes: _Notes
+) -> float:
+    """Seconds per optimizer step that CPU offload adds: PCIe copies and the optimizer step on the CPU.
+
+    "optimizer" (ZeRO-Offload): 16-bit gradients down every micro batch, updated 16-bit weights up once per
+    step. "optimizer+params": also the weight shard up for the forward and the backward (and the recompute)
+    of every micro batch. The CPU step streams ~32 B per offloaded parameter through host memory, whose
+    bandwidth the node's ranks share; PyTorch's CPU AdamW (FSDP) is several times slower than DeepSpeed's.
+    """
+    m = w.model
+    shard = t.tensor_parallel * t.pipeline_parallel
+    trainable = m.n_params if t.method == "full" else _lora_params(m, t.lora_rank, t.lora_targets)
+    local_trainable = trainable / shard / dp
+    b = 2.0 if t.precision not in ("fp32", "tf32") else 4.0
+    pcie = notes.const(K.PCIE_HOST_GBS) * 1e9
+    moved = local_trainable * b * (accum + 1)
+    if t.offload == "optimizer+params":
+        passes = 3 if t.activation_checkpointing == "full" else 2
+        moved += m.n_params / shard / dp * b * passes * accum
+    host = notes.const(K.HOST_MEMORY_GBS) * 1e9 / max(gpn, 1)
+    cpu_s = local_trainable * K.OPTIMIZER_STEP_BYTES.value / host
+    if stack.name != "deepspeed":
+        cpu_s *= notes.const(K.TORCH_CPU_ADAM_SLOWDOWN)
+    notes.add(
+        f"CPU offload: {moved / 1e9:.1f} GB over PCIe per GPU per step ({moved / pcie:.1f} s) and the "
+        f"optimizer step on the CPU ({cpu_s:.1f} s"
+        + (", PyTorch's CPU AdamW" if stack.name != "deepspeed" else ", DeepSpeedCPUAdam")
+        + "), not overlapped"
+    )
+    return moved / pcie + cpu_s
+
+
 def _train_estimate(
     w: Workload,
     gpu: GpuSpec,
@@ -431,7 +510,7 @@ def _train_estimate(
         )
     lengths = _lengths(t, notes) if transformer else _Lengths(1.0, 1.0, 1.0, 1.0, 1.0)
 
-    mem = _train_memory(
+    mem, offloaded = _train_memory(
         w, t, dp=dp, tp=tp, pp=pp, count=count, stack=stack, seq_mem=lengths.peak_len, notes=notes
     )
 
@@ -562,7 +641,14 @@ def _train_estimate(
             0.5 if t.optimizer_kind in ("adamw8bit", "adafactor", "sgd") else 1.0
         )
         opt_s = trainable_local * per_param / (bw_mem * 1e9 * 0.8)
-    fixed_s = stack.step_overhead_s + opt_s
+    offload_s = (
+        _offload_seconds(w, t, stack, dp=dp, accum=accum, gpn=gpn, notes=notes)
+        if t.offload != "none"
+        else 0.0
+    )
+    if offload_s:
+        opt_s = 0.0  # the step runs on the CPU, inside offload_s
+    fixed_s = stack.step_overhead_s + opt_s + offload_s
 
     # Tensor-parallel activations all-reduces: 4 per layer per micro batch (fwd 2, bwd 2), not overlapped.
     tp_s = 0.0
@@ -664,6 +750,8 @@ def _train_estimate(
             "goodput": goodput,
             "s_per_step": step_s / goodput,
             "optimizer_step_s": opt_s,
+            "offload_s": offload_s,
+            "offloaded_bytes_per_gpu": offloaded,
             "padding_factor": lengths.pad_factor,
         },
     )
@@ -993,6 +1081,7 @@ def _finish(est: Estimate, w: Workload, stack_name: str, notes: _Notes) -> Estim
             )
         copies = 1 if meta else gpn
         host_ram = copies * weights_b + gpn * notes.const(K.HOST_RAM_PER_RANK_GIB) * GIB
+        host_ram += gpn * est.details.get("offloaded_bytes_per_gpu", 0.0)
         notes.add(
             f"host RAM per node ≈ {host_ram / GIB:.0f} GiB: {copies} full copy of the weights while loading "
             + ("(meta-device / rank-0 loading)" if meta else f"(every one of the {gpn} ranks loads its own)")

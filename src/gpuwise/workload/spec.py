@@ -14,7 +14,9 @@ keys that describe a real user's job: `framework` (the training stack: "hf", "ax
 "tuned"; absent = the common stack for the task and method, see `default_framework`), `avg_tokens` (mean
 tokens per sample), `packing`, `group_by_length`, `base_precision` (the frozen base of a LoRA fine-tune:
 "bf16" | "fp16" | "int8" | "nf4" | "gptq-4bit" | "awq-4bit"; `method = "qlora"` is "lora" with "nf4") and
-`low_cpu_mem_usage` (meta-device / rank-0 loading: no full-model peak per GPU before sharding).
+`low_cpu_mem_usage` (meta-device / rank-0 loading: no full-model peak per GPU before sharding), `offload`
+("none" | "optimizer" | "optimizer+params": DeepSpeed ZeRO-Offload / FSDP CPU offload) and `fused_kernels`
+(Liger/Unsloth-style chunked cross-entropy and fused SwiGLU/RMSNorm).
 
 Must not import the CLI, the catalog or the estimator.
 """
@@ -57,6 +59,7 @@ Framework = Literal[
     "nanogpt",
 ]
 BasePrecision = Literal["bf16", "fp16", "fp32", "int8", "nf4", "gptq-4bit", "awq-4bit"]
+Offload = Literal["none", "optimizer", "optimizer+params"]
 # Keys of a Hugging Face config.json and of HF TrainingArguments users paste into a workload: the gpuwise key
 # to write instead, and the section it belongs in.
 HF_KEYS: dict[str, tuple[str, str]] = {
@@ -94,6 +97,10 @@ HF_KEYS: dict[str, tuple[str, str]] = {
     "framework": ("train", "framework"),
     "base_precision": ("train", "base_precision"),
     "avg_tokens": ("train", "avg_tokens"),
+    "offload_optimizer": ("train", "offload"),
+    "offload_param": ("train", "offload"),
+    "cpu_offload": ("train", "offload"),
+    "use_liger_kernel": ("train", "fused_kernels"),
 }
 # What to write for a HF key whose gpuwise value is not the same number.
 _HF_VALUE_HINT = {
@@ -102,6 +109,10 @@ _HF_VALUE_HINT = {
     "load_in_8bit": 'base_precision = "int8"',
     "bf16": 'precision = "bf16"',
     "fp16": 'precision = "fp16"',
+    "offload_optimizer": 'offload = "optimizer"',
+    "offload_param": 'offload = "optimizer+params"',
+    "cpu_offload": 'offload = "optimizer+params"',
+    "use_liger_kernel": "fused_kernels = true",
 }
 PipelineSchedule = Literal["interleaved", "1f1b"]
 
@@ -256,6 +267,14 @@ class TrainSpec(BaseModel):
     # extension: with pipeline_parallel > 1, "interleaved" (default: Megatron-LM's virtual stages, as in the
     # Llama 3 herd and NeMo recipes) or plain "1f1b", whose bubble is v times larger (Narayanan et al. 2021).
     pipeline_schedule: PipelineSchedule = "interleaved"
+    # extension: CPU offload. "optimizer" = DeepSpeed ZeRO-Offload (offload_optimizer: fp32 master weights
+    # and optimizer states in host RAM, the optimizer step on the CPU); "optimizer+params" = also the
+    # parameters and gradients (DeepSpeed ZeRO-3 offload_param, FSDP CPUOffload(offload_params=True)).
+    offload: Offload = "none"
+    # extension: fused training kernels (Liger Kernel, Unsloth, flash-attn's fused ops): a chunked
+    # cross-entropy that never holds the full logits and a SwiGLU/RMSNorm that keep only their inputs.
+    # None = off for every stack (the unsloth stack's memory figures were set on its rows without it).
+    fused_kernels: bool | None = None
 
     _fin = field_validator("tokens", "samples", "epochs", "avg_tokens")(_finite)
 
@@ -271,6 +290,17 @@ class TrainSpec(BaseModel):
         if self.base_precision is not None and self.method == "full":
             raise ValueError(
                 'base_precision is for LoRA (method = "lora"); full fine-tuning trains every weight'
+            )
+        if self.offload == "optimizer+params" and self.sharding not in ("zero3", "fsdp"):
+            raise ValueError(
+                'offload = "optimizer+params" offloads sharded parameters: it needs sharding = "zero3" or '
+                '"fsdp" (DeepSpeed offload_param and FSDP cpu_offload shard first); for ZeRO-1/2 write '
+                'offload = "optimizer"'
+            )
+        if self.offload == "optimizer" and self.sharding == "none":
+            raise ValueError(
+                'offload = "optimizer" is DeepSpeed ZeRO-Offload: it needs sharding = "zero1", "zero2" or '
+                '"zero3" (also on one GPU)'
             )
         if self.method == "qlora" and self.base_precision not in (None, "nf4"):
             raise ValueError(
