@@ -499,13 +499,13 @@ RANGE_MIN_ROWS = 5  # fewer fit rows than this for a stack: the pooled spread is
 # Printed by `benchmarks/estimate_accuracy.py --fit` (fit rows of user_reports.toml; the tuned and inference
 # ranges from validation.toml's main set). A stack not listed here uses the pooled spread of the user stacks.
 HOURS_RANGE: dict[str, tuple[float, float]] = {
-    "hf": (0.35, 1.43),  # n = 14 fit rows
+    "hf": (0.35, 1.56),  # n = 14 fit rows
     # n = 6 fit rows, one with CPU offload (modelled since, still 4.7× slow) and one 24 h progress-bar ETA
     "accelerate-fsdp": (0.89, 9.21),
     "tuned": (0.79, 1.53),  # n = 51 validation rows
     "inference": (0.84, 0.98),  # n = 6 validation rows
 }
-HOURS_RANGE_POOLED = (0.42, 4.17)  # n = 28 fit rows over every user stack
+HOURS_RANGE_POOLED = (0.44, 4.17)  # n = 28 fit rows over every user stack
 # A range is never narrower than this (P5-P95 of a handful of rows is nearly their min and max): ±15 %, about
 # the validation table's median error.
 RANGE_MIN_HALF_WIDTH = 0.15
@@ -527,6 +527,7 @@ BASE_BYTES_PER_PARAM = {
     "gptq-4bit": 0.5 + 4 / 128,
     "awq-4bit": 0.5 + 4 / 128,
 }
+# 4-bit bases (nf4, gptq-4bit, awq-4bit) are timed by their dequantization instead (DEQUANT_* below).
 BASE_SPEED = {
     "int8": _c(
         "int8_base_speed",
@@ -536,27 +537,6 @@ BASE_SPEED = {
         "fp16 "
         "(bitsandbytes issue #465, A5000, 7B); 2.5× slower than fp16 on T4 (earino.github.io int8 post); "
         "~5× slower inference at batch 1 on A100 (bitsandbytes #490)",
-    ),
-    "nf4": _c(
-        "nf4_base_speed",
-        0.60,
-        "× bf16 LoRA speed",
-        "NF4 dequantization per GEMM (bitsandbytes): QLoRA 1.2-2× slower than 16-bit LoRA on 7B "
-        "(bitsandbytes issue #465; QLoRA paper; HF PEFT benchmarks)",
-    ),
-    "gptq-4bit": _c(
-        "gptq_base_speed",
-        0.60,
-        "× bf16 LoRA speed",
-        "GPTQ base: 4-bit reconstruction + fp16 matmul per layer (alpaca_lora_4bit issue #2); no separate "
-        "training measurement found: taken as NF4's",
-    ),
-    "awq-4bit": _c(
-        "awq_base_speed",
-        0.60,
-        "× bf16 LoRA speed",
-        "AWQ base: dequantize + 16-bit matmul like GPTQ; no separate training measurement found: "
-        "taken as NF4's",
     ),
 }
 
@@ -678,4 +658,24 @@ FUSED_LOSS_BYTES_PER_ELEMENT = _c(
     "B per logit",
     "fused/chunked cross-entropy (Liger Kernel, Unsloth, flash-attn): only the 16-bit logits, gradient "
     "written in place",
+)
+
+# --- 4-bit bases: dequantization per GEMM (replaces a fixed speed factor for NF4/GPTQ/AWQ) ----------------
+# bitsandbytes' 4-bit Linear (and the GPTQ/AWQ training paths) dequantize the whole weight to 16 bits, then
+# run a 16-bit GEMM: read 0.5 B (+ block scales), write 2 B, and the GEMM reads those 2 B back = ~4.5 B per
+# weight per pass, memory-bound. The cost is per micro batch, so it weighs most at few tokens per micro
+# batch (QLoRA paper / bitsandbytes issue #465: 1.2-2× slower than 16-bit LoRA at small batches, a few
+# percent at large ones).
+DEQUANT_BASES = ("nf4", "gptq-4bit", "awq-4bit")
+DEQUANT_BYTES_PER_PARAM = _c(
+    "dequant_bytes_per_param",
+    4.5,
+    "B per 4-bit weight per pass",
+    "bitsandbytes dequantize_4bit then a 16-bit GEMM: 0.5 B read + 2 B written + 2 B read back per weight",
+)
+DEQUANT_BANDWIDTH_FRACTION = _c(
+    "dequant_bandwidth_fraction",
+    0.7,
+    "of peak memory bandwidth",
+    "element-wise dequantize kernels reach ~70% of HBM/GDDR peak (the same order as the decode path's 0.8)",
 )

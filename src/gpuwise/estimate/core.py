@@ -426,6 +426,30 @@ def _lengths(t: TrainSpec, notes: _Notes) -> _Lengths:
     return _Lengths(pad, max(attn, pad if t.micro_batch > 1 else attn), peak, pad / mean, mean)
 
 
+def _dequant_seconds(w: Workload, t: TrainSpec, gpu: GpuSpec, *, accum: int, notes: _Notes) -> float:
+    """Seconds per optimizer step spent dequantizing a 4-bit base (NF4, GPTQ, AWQ) to 16 bits.
+
+    bitsandbytes (and the GPTQ/AWQ training paths) dequantize each whole weight matrix before a 16-bit GEMM,
+    in the forward, in the backward's input-gradient GEMM and again in a recomputed forward: a cost per
+    micro batch that does not shrink with fewer tokens, paced by memory bandwidth. FSDP/ZeRO-3 gather the
+    full layer first, so every GPU dequantizes the whole (tensor/pipeline-local) base.
+    """
+    m = w.model
+    bw = _bandwidth(gpu, notes)
+    if not bw:
+        return 0.0
+    emb = m.embedding_params * (1 if m.tied_embeddings else 2)
+    quantized = (m.n_params - emb) / (t.tensor_parallel * t.pipeline_parallel)
+    passes = 3 if t.activation_checkpointing == "full" else 2
+    per_param = notes.const(K.DEQUANT_BYTES_PER_PARAM)
+    seconds = passes * quantized * per_param / (bw * notes.const(K.DEQUANT_BANDWIDTH_FRACTION)) * accum
+    notes.add(
+        f"{t.base_dtype} base dequantized to 16 bits before every GEMM: {passes} passes × "
+        f"{quantized / 1e9:.1f}B weights × {per_param:g} B at the memory bandwidth per micro batch"
+    )
+    return seconds
+
+
 def _offload_seconds(
     w: Workload, t: TrainSpec, stack: K.Stack, *, dp: int, accum: int, gpn: int, notes: _Notes
 ) -> float:
@@ -572,7 +596,7 @@ def _train_estimate(
         eff *= units_per_micro / (units_per_micro + t0)
         if t.method != "full":
             eff *= notes.const(K.LORA_EFFICIENCY)
-        if t.quantized_base:
+        if t.quantized_base and t.base_dtype not in K.DEQUANT_BASES:
             eff *= notes.const(K.BASE_SPEED[t.base_dtype])
         eff *= stack.efficiency
     elif not simt:
@@ -594,6 +618,8 @@ def _train_estimate(
             notes.add(f"{gpu.name} has no FP8 tensor cores: time assumes BF16/FP16 speed")
 
     compute_s = hw_flops * units_per_step_replica / (tp * pp * speed)
+    if transformer and t.quantized_base and t.base_dtype in K.DEQUANT_BASES:
+        compute_s += _dequant_seconds(w, t, gpu, accum=accum, notes=notes)
     if m.kind == "cnn":
         # Memory roofline: a CNN step also moves its activations through HBM several times.
         bw = _bandwidth(gpu, notes)
