@@ -329,6 +329,24 @@ TRAIN_EFF_PER_GEMM_FRACTION = _c(
     "× measured large-GEMM fraction of peak",
     "end-to-end MFU ≈ 2/3 of large-GEMM efficiency (A100: 0.60 MFU vs ~0.9 GEMM; H100: 0.48 vs ~0.72)",
 )
+# 70-W-class cards cannot hold their boost clock through sustained tensor work: public measurements of large
+# 16-bit GEMMs (torch.matmul / cuBLAS) replace the architecture default for training on them.
+MEASURED_GEMM_FRACTION = {
+    "L4": _c(
+        "l4_sustained_gemm_fraction",
+        0.47,
+        "of the 121 TFLOPS dense BF16 peak",
+        "zzc0721/torch-performance-test-data#120 (NVIDIA L4, torch 2.9): BF16 matmul 54.9 / 59.4 / 56.9 "
+        "TFLOPS at 4096² / 8192² / 10240² (median 57 = 0.47 of peak); 72 W power cap",
+    ),
+    "T4": _c(
+        "t4_sustained_gemm_fraction",
+        0.37,
+        "of the 65 TFLOPS dense FP16 peak",
+        "NVIDIA developer forum 'About GPU peak performance' (2023): cuBLAS FP16 4096³ GEMM on T4 ~24 of 65 "
+        "TFLOPS, 'due to power capping of the GPU' (70 W), per the NVIDIA moderator",
+    ),
+}
 DECODE_EFF_PER_BANDWIDTH_FRACTION = _c(
     "decode_efficiency_per_bandwidth_fraction",
     0.8,
@@ -499,7 +517,7 @@ RANGE_MIN_ROWS = 5  # fewer fit rows than this for a stack: the pooled spread is
 # Printed by `benchmarks/estimate_accuracy.py --fit` (fit rows of user_reports.toml; the tuned and inference
 # ranges from validation.toml's main set). A stack not listed here uses the pooled spread of the user stacks.
 HOURS_RANGE: dict[str, tuple[float, float]] = {
-    "hf": (0.35, 1.56),  # n = 14 fit rows
+    "hf": (0.35, 1.39),  # n = 14 fit rows
     # n = 6 fit rows, one with CPU offload (modelled since, still 4.7× slow) and one 24 h progress-bar ETA
     "accelerate-fsdp": (0.89, 9.21),
     "tuned": (0.79, 1.53),  # n = 51 validation rows

@@ -123,6 +123,15 @@ def _arch_efficiency(gpu: GpuSpec, dtype: str, calibration: Calibration | None, 
             return frac * ratio
     if calibration is not None and not calibration.applies_to(gpu.name):
         notes.add(f"calibration {calibration.source} is for {calibration.gpu}, not {gpu.name}: not used")
+    measured = K.MEASURED_GEMM_FRACTION.get(gpu.name)
+    if measured is not None and dtype in ("bf16", "fp16"):
+        ratio = notes.const(K.TRAIN_EFF_PER_GEMM_FRACTION)
+        frac = notes.const(measured)
+        notes.add(
+            f"{gpu.name}: sustained large-GEMM {frac:.0%} of the datasheet peak (power-capped card, public "
+            "measurement) replaces the architecture default"
+        )
+        return frac * ratio
     notes.const(K.ARCH_EFFICIENCY_SOURCE)
     arch = gpu.architecture.lower()
     if arch in K.ARCH_EFFICIENCY:
