@@ -5,13 +5,24 @@ the measured value, gpuwise's estimate, the naive rule's estimate ("6·N·D at 4
 parameter") and their ratios; then the median absolute relative error and the share within 2× for both,
 over all rows, over the rows held out from calibration, and over the calibration rows; then the same for
 held-out set 2 (rows marked `set = "holdout-2"`, collected after the constants were set and never used to
-set one: the honest measure of how the estimator generalises) and for both tables combined.
+set one: the honest measure of how the estimator generalises) and for both tables combined. The
+validation table describes mature stacks: its training rows are estimated with `framework = "tuned"` unless
+they name a stack.
 
-    .venv/bin/python benchmarks/estimate_accuracy.py
+Then the user-reported table, tests/estimate/user_reports.toml (public threads, READMEs and posts; each row
+cited): per stack and for its fit and held-out parts, the median error, the share within 1.5× and 2×, the
+fit-verdict hit rate and how often the measured value falls inside the estimate's [low, high] range. A row
+is held out when int(sha256(id), 16) % 5 < 2 (about 40 %), unless it says `set = "fit"` or `set = "holdout"`;
+constants are fitted on the other rows only. `--fit` also prints, from the fit rows only, what each stack's
+efficiency and range would be fitted to.
+
+    .venv/bin/python benchmarks/estimate_accuracy.py [--user-reports PATH] [--fit]
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import statistics
 import sys
 import tomllib
@@ -21,7 +32,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 TABLE = REPO / "tests" / "estimate" / "validation.toml"
+USER_TABLE = REPO / "tests" / "estimate" / "user_reports.toml"
 GIB = 1024**3
+TIME_METRICS = ("hours", "gpu_hours", "time_to_train_min", "s_per_step")
+RATE_METRICS = ("tokens_per_s_per_gpu", "samples_per_s_per_gpu", "output_tokens_per_s", "mfu")
 
 
 @dataclass(frozen=True)
@@ -83,7 +97,52 @@ def _gpuwise(row: dict[str, Any], est: Any) -> float:
         return float(est.memory.total - est.memory.overhead) / GIB
     if metric == "output_tokens_per_s":
         return float(est.throughput_total)
+    if metric == "s_per_step":
+        return float(est.details.get("s_per_step", math.nan))
+    if metric == "fits":
+        return 1.0 if est.fits else 0.0
     raise ValueError(f"unknown metric {metric!r}")
+
+
+def _memory(row: dict[str, Any], est: Any) -> float:
+    """Peak memory as the row's source measured it: allocated, reserved or what nvidia-smi shows."""
+    m = est.memory
+    kind = row.get("memory_kind", "allocated")
+    context = 0.0
+    if kind == "nvidia-smi":
+        return float(m.total) / GIB
+    # overhead = CUDA context (+ NCCL buffers) + fragmentation; reserved = allocated + fragmentation.
+    from gpuwise.estimate import constants as k
+
+    context = k.CUDA_CONTEXT_GIB.value * GIB + (k.NCCL_BUFFERS_GIB.value * GIB if est.count > 1 else 0.0)
+    allocated = m.total - m.overhead
+    if kind == "reserved":
+        return float(m.total - context) / GIB
+    return float(allocated) / GIB
+
+
+def _range(row: dict[str, Any], est: Any) -> tuple[float, float] | None:
+    """The estimate's [low, high] for the row's metric, or None where it has no range (memory, fits)."""
+    metric = row["metric"]
+    if not (math.isfinite(est.hours_low) and math.isfinite(est.hours_high) and est.hours > 0):
+        return None
+    lo, hi = est.hours_low / est.hours, est.hours_high / est.hours
+    value = _gpuwise(row, est)
+    if metric in TIME_METRICS:
+        return value * lo, value * hi
+    if metric in RATE_METRICS:
+        return value / hi, value / lo
+    return None
+
+
+def held_out(row: dict[str, Any]) -> bool:
+    """The deterministic split nobody chooses: sha256 of the id, unless the row names its set."""
+    explicit = row.get("set")
+    if explicit == "fit":
+        return False
+    if explicit == "holdout":
+        return True
+    return int(hashlib.sha256(str(row["id"]).encode()).hexdigest(), 16) % 5 < 2
 
 
 def _groups(row: dict[str, Any], workload: Any) -> tuple[str, ...]:
@@ -106,6 +165,14 @@ def load_rows(path: Path = TABLE) -> list[dict[str, Any]]:
     return list(tomllib.loads(path.read_text(encoding="utf-8"))["row"])
 
 
+def _tuned(workload: dict[str, Any]) -> dict[str, Any]:
+    """The validation table measures mature stacks: its training rows default to framework = "tuned"."""
+    train = workload.get("train")
+    if isinstance(train, dict) and "framework" not in train:
+        return {**workload, "train": {**train, "framework": "tuned"}}
+    return workload
+
+
 def evaluate(rows: list[dict[str, Any]] | None = None) -> list[RowResult]:
     from gpuwise.catalog.specs import resolve_gpu
     from gpuwise.estimate import estimate
@@ -113,7 +180,7 @@ def evaluate(rows: list[dict[str, Any]] | None = None) -> list[RowResult]:
 
     out = []
     for row in rows if rows is not None else load_rows():
-        workload = parse_workload(dict(row["workload"]), f"validation row {row['id']}")
+        workload = parse_workload(_tuned(dict(row["workload"])), f"validation row {row['id']}")
         gpu = resolve_gpu(row["gpu"])
         est = estimate(workload, gpu, int(row["count"]), row.get("nodes"))
         out.append(
@@ -210,5 +277,246 @@ def _print_group(label: str, rs: list[RowResult]) -> None:
     )
 
 
+# ------------------------------------------------------------------------------------------------------------
+# Both tables, per stack, fit and held-out parts
+# ------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserResult:
+    id: str
+    table: str  # "validation" | "user"
+    stack: str
+    metric: str
+    measured: float
+    gpuwise: float
+    held_out: bool
+    low: float | None = None
+    high: float | None = None
+    verdict: str = ""
+
+    @property
+    def is_fit_row(self) -> bool:
+        return self.metric == "fits"
+
+    @property
+    def ratio(self) -> float:
+        return self.gpuwise / self.measured
+
+    @property
+    def error(self) -> float:
+        return abs(self.gpuwise - self.measured) / self.measured
+
+    @property
+    def inside(self) -> bool | None:
+        if self.low is None or self.high is None:
+            return None
+        return self.low <= self.measured <= self.high
+
+    @property
+    def log_residual(self) -> float | None:
+        """ln(true time / estimated time): positive when the job ran slower than estimated."""
+        if self.metric in TIME_METRICS:
+            return math.log(self.measured / self.gpuwise)
+        if self.metric in RATE_METRICS:
+            return math.log(self.gpuwise / self.measured)
+        return None
+
+
+def evaluate_table(rows: list[dict[str, Any]], table: str) -> list[UserResult]:
+    from gpuwise.catalog.specs import resolve_gpu
+    from gpuwise.estimate import estimate
+    from gpuwise.workload import parse_workload
+    from gpuwise.workload.spec import default_framework
+
+    out = []
+    for row in rows:
+        data = dict(row["workload"])
+        if table == "validation":
+            data = _tuned(data)
+        elif "stack" in row and isinstance(data.get("train"), dict) and "framework" not in data["train"]:
+            data = {**data, "train": {**data["train"], "framework": row["stack"]}}
+        workload = parse_workload(data, f"{table} row {row['id']}")
+        gpu = resolve_gpu(row["gpu"])
+        est = estimate(
+            workload, gpu, int(row["count"]), row.get("nodes"), network_gbps=row.get("network_gbps")
+        )
+        metric = row["metric"]
+        if workload.train is not None:
+            stack = default_framework(workload.task, workload.train, workload.model.kind)
+        else:
+            stack = "inference"
+        if metric == "fits":
+            measured = 1.0 if row["measured"] else 0.0
+            value = 1.0 if est.fits else 0.0
+        elif metric == "memory_gib":
+            measured, value = float(row["measured"]), _memory(row, est)
+        else:
+            measured, value = float(row["measured"]), _gpuwise(row, est)
+        rng = _range(row, est) if metric not in ("fits", "memory_gib") else None
+        out.append(
+            UserResult(
+                id=row["id"],
+                table=table,
+                stack=stack,
+                metric=metric,
+                measured=measured,
+                gpuwise=value,
+                held_out=held_out(row) if table == "user" else bool(not row.get("calibration")),
+                low=rng[0] if rng else None,
+                high=rng[1] if rng else None,
+                verdict=est.fit_verdict,
+            )
+        )
+    return out
+
+
+def stats(rs: list[UserResult]) -> dict[str, float]:
+    """Median error, within 1.5× and 2×, fit-verdict hit rate and range coverage (nan where no rows)."""
+    nums = [r for r in rs if not r.is_fit_row and math.isfinite(r.gpuwise) and r.gpuwise > 0]
+    fits = [r for r in rs if r.is_fit_row]
+    ranged = [r for r in rs if r.inside is not None]
+    nan = float("nan")
+    return {
+        "n": float(len(rs)),
+        "n_numeric": float(len(nums)),
+        "median": statistics.median(r.error for r in nums) if nums else nan,
+        "within_1_5x": sum(1 for r in nums if 1 / 1.5 <= r.ratio <= 1.5) / len(nums) if nums else nan,
+        "within_2x": sum(1 for r in nums if 0.5 <= r.ratio <= 2) / len(nums) if nums else nan,
+        "n_fit_verdicts": float(len(fits)),
+        "fit_hit_rate": sum(1 for r in fits if r.gpuwise == r.measured) / len(fits) if fits else nan,
+        "n_ranged": float(len(ranged)),
+        "coverage": sum(1 for r in ranged if r.inside) / len(ranged) if ranged else nan,
+        "unestimated": float(
+            sum(1 for r in rs if not r.is_fit_row and not (math.isfinite(r.gpuwise) and r.gpuwise > 0))
+        ),
+    }
+
+
+def load_user_rows(path: Path = USER_TABLE) -> list[dict[str, Any]] | None:
+    if not path.exists():
+        return None
+    return load_rows(path)
+
+
+def _fmt(label: str, st: dict[str, float]) -> str:
+    def pct(x: float) -> str:
+        return "  n/a" if math.isnan(x) else f"{x:5.0%}"
+
+    med = "   n/a" if math.isnan(st["median"]) else f"{st['median']:6.1%}"
+    return (
+        f"  {label:26} n={int(st['n']):3}  median {med}  ≤1.5× {pct(st['within_1_5x'])}  "
+        f"≤2× {pct(st['within_2x'])}  fit verdicts {pct(st['fit_hit_rate'])} of {int(st['n_fit_verdicts'])}"
+        f"  in [low, high] {pct(st['coverage'])} of {int(st['n_ranged'])}"
+    )
+
+
+def print_tables(user_path: Path = USER_TABLE) -> dict[str, dict[str, float]]:
+    """Per table, per part and per stack; returns the headline figures by label."""
+    tables = [("validation", evaluate_table(load_rows(), "validation"))]
+    user_rows = load_user_rows(user_path)
+    if user_rows is None:
+        print(f"\n(no user-reported table at {user_path}: skipped)")
+    else:
+        tables.append(("user", evaluate_table(user_rows, "user")))
+    out: dict[str, dict[str, float]] = {}
+    for name, results in tables:
+        if name == "user":
+            print(
+                f"\n{'user row':46} {'stack':15} {'metric':14} {'measured':>10} {'gpuwise':>10} "
+                f"{'ratio':>6}  range"
+            )
+            for r in results:
+                mark = "ʰ" if r.held_out else " "
+                rng = (
+                    f"[{r.low:.4g}, {r.high:.4g}]" if r.low is not None and r.high is not None else r.verdict
+                )
+                print(
+                    f"{r.id + mark:46} {r.stack:15} {r.metric:14} {r.measured:10.4g} {r.gpuwise:10.4g} "
+                    f"{r.ratio if r.measured else math.nan:6.2f}  {rng}"
+                )
+            print("(ʰ = held out)")
+        print(
+            f"\n{name} table ("
+            + ("held out = not used to fit a constant" if name == "validation" else "held out by sha256(id)")
+            + "):"
+        )
+        for part, rs in (
+            ("all", results),
+            ("fit", [r for r in results if not r.held_out]),
+            ("held-out", [r for r in results if r.held_out]),
+        ):
+            st = stats(rs)
+            out[f"{name}/{part}"] = st
+            print(_fmt(part, st))
+        for stack in sorted({r.stack for r in results}):
+            for part, rs in (
+                ("fit", [r for r in results if r.stack == stack and not r.held_out]),
+                ("held-out", [r for r in results if r.stack == stack and r.held_out]),
+            ):
+                if rs:
+                    st = stats(rs)
+                    out[f"{name}/{stack}/{part}"] = st
+                    print(_fmt(f"{stack} ({part})", st))
+    return out
+
+
+def fit_report(user_path: Path = USER_TABLE) -> None:
+    """What the fit rows (never the held-out ones) say each stack's efficiency and range should be."""
+    rows = load_user_rows(user_path)
+    if rows is None:
+        print("no user table")
+        return
+    results = [r for r in evaluate_table(rows, "user") if not r.held_out]
+    from gpuwise.estimate import constants as k
+
+    pooled: list[float] = []
+    print("\nfit rows only: ln(true/estimated time) by stack family")
+    for family in sorted(set(k.STACK_FAMILY.values())):
+        res = [r for r in results if k.STACK_FAMILY.get(r.stack) == family and r.log_residual is not None]
+        logs = sorted(r.log_residual for r in res if r.log_residual is not None)
+        pooled.extend(logs)
+        if not logs:
+            continue
+        med = statistics.median(logs)
+        print(
+            f"  {family:10} n={len(logs):2}  median residual ×{math.exp(med):.2f} "
+            f"(efficiency × {math.exp(-med):.2f})  rows: {', '.join(r.id for r in res)}"
+        )
+    for stack in sorted({r.stack for r in results}):
+        logs = sorted(r.log_residual for r in results if r.stack == stack and r.log_residual is not None)
+        if len(logs) >= k.RANGE_MIN_ROWS:
+            q = statistics.quantiles(logs, n=20, method="inclusive")
+            print(f"  range {stack}: P5 ×{math.exp(q[0]):.2f}  P95 ×{math.exp(q[-1]):.2f} (n={len(logs)})")
+    if len(pooled) >= 2:
+        q = statistics.quantiles(sorted(pooled), n=20, method="inclusive")
+        print(f"  pooled range: P5 ×{math.exp(q[0]):.2f}  P95 ×{math.exp(q[-1]):.2f} (n={len(pooled)})")
+    # The mature stacks' range comes from the validation table's main set (holdout-2 stays unseen).
+    main_rows = [r for r in load_rows() if r.get("set", "main") == "main"]
+    for stack in ("tuned", "inference"):
+        logs = sorted(
+            r.log_residual
+            for r in evaluate_table(main_rows, "validation")
+            if r.stack == stack and r.log_residual is not None
+        )
+        if len(logs) >= k.RANGE_MIN_ROWS:
+            q = statistics.quantiles(logs, n=20, method="inclusive")
+            print(
+                f"  range {stack} (validation): P5 ×{math.exp(q[0]):.2f}  "
+                f"P95 ×{math.exp(q[-1]):.2f} (n={len(logs)})"
+            )
+
+
+def cli(argv: list[str]) -> int:
+    user = USER_TABLE
+    if "--user-reports" in argv:
+        user = Path(argv[argv.index("--user-reports") + 1])
+    code = main()
+    print_tables(user)
+    if "--fit" in argv:
+        fit_report(user)
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli(sys.argv[1:]))

@@ -133,7 +133,7 @@ BAD_INPUT: list[tuple[str, list[str], str]] = [
     ("estimate-count-0", ["estimate", "{workload}", "--gpu", "H100", "--count", "0"], "--count"),
     ("estimate-count-neg", ["estimate", "{workload}", "--gpu", "H100", "--count", "-3"], "--count"),
     ("estimate-nodes-0", ["estimate", "{workload}", "--gpu", "H100", "--nodes", "0"], "--nodes"),
-    ("estimate-nodes-uneven", ["estimate", "{workload}", "--gpu", "H100:8", "--nodes", "3"], "evenly"),
+    ("estimate-nodes-over-count", ["estimate", "{workload}", "--gpu", "H100:2", "--nodes", "3"], "spread"),
     ("estimate-count-clash", ["estimate", "{workload}", "--gpu", "H100:8", "--count", "4"], "--count"),
     ("estimate-cal-missing", ["estimate", "{workload}", "--gpu", "H100", "--calibration", "{missing}"], ""),
     ("estimate-cal-binary", ["estimate", "{workload}", "--gpu", "H100", "--calibration", "{binary}"], ""),

@@ -78,8 +78,11 @@ def test_gpus_json_lists_figures_with_sources(capsys: pytest.CaptureFixture[str]
     by = {g["name"]: g for g in gpus}
     assert by["H100"]["tflops"]["bf16"] == {"value": 989.4, "source": by["H100"]["tflops"]["bf16"]["source"]}
     assert "H100" in by["H100"]["tflops"]["bf16"]["source"]
-    assert by["A10G"]["tflops"]["bf16"]["value"] is None
-    assert "not published" in by["A10G"]["tflops"]["bf16"]["source"]
+    assert by["B300"]["tflops"]["bf16"]["value"] is None
+    assert "not published" in by["B300"]["tflops"]["bf16"]["source"]
+    # A10G: NVIDIA publishes nothing; third-party figures, labelled as not a datasheet.
+    assert by["A10G"]["tflops"]["bf16"]["value"] == 70.0
+    assert "not datasheet" in by["A10G"]["tflops"]["bf16"]["source"]
     assert main(["catalog", "gpus"]) == 0
     table = capsys.readouterr().out
     assert "n/p = not published" in table

@@ -37,7 +37,7 @@ def test_every_example_prints_a_breakdown_on_two_l40s(
     out = capsys.readouterr().out
     for phrase in ("weights", "activations", "total", "bottleneck", "Assumptions"):
         assert phrase in out
-    assert "fits" in out or "does not fit" in out
+    assert "fits" in out or "does not fit" in out or "tight" in out
 
 
 def test_json_has_every_contract_field(capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,7 +99,7 @@ def test_calibration_option(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (["--gpu", "H10O"], "Did you mean 'H100'"),
         (["--gpu", "H100:8", "--count", "4"], "says 8 GPUs"),
-        (["--gpu", "H100", "--count", "8", "--nodes", "3"], "cannot be spread evenly"),
+        (["--gpu", "H100", "--count", "2", "--nodes", "3"], "cannot be spread"),
     ],
 )
 def test_bad_options_exit_two(args: list[str], phrase: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,7 +21,9 @@ GIB = 1024**3
 
 
 def work(task: str = "finetune", model: str = "llama-3-8b", **train: Any) -> Workload:
+    """A workload on the tuned stack (these tests check the mechanics; stacks are tested on their own)."""
     t = {"method": "full", "precision": "bf16", "tokens": 1e8, "seq_len": 2048, "micro_batch": 1}
+    t["framework"] = "tuned"
     t.update(train)
     return parse_workload({"task": task, "model": {"preset": model}, "train": t}, "t.toml")
 
@@ -90,8 +92,11 @@ def test_multi_node_on_ethernet_is_communication_bound() -> None:
 def test_nodes_default_and_validation() -> None:
     assert estimate(work(), resolve_gpu("H100"), 16).nodes == 2
     assert estimate(work(), resolve_gpu("H100"), 8).nodes == 1
+    uneven = estimate(work(), resolve_gpu("H100"), 10, 4)  # asked for: 3 + 3 + 2 + 2 GPUs
+    assert uneven.nodes == 4
+    assert any("uneven layout" in a for a in uneven.assumptions)
     with pytest.raises(ConfigError):
-        estimate(work(), resolve_gpu("H100"), 8, 3)
+        estimate(work(), resolve_gpu("H100"), 2, 3)
     with pytest.raises(ConfigError):
         estimate(work(), resolve_gpu("H100"), 0)
 

@@ -24,6 +24,7 @@ def work(model: str, **train: Any) -> Workload:
         "tokens": 1e9,
         "seq_len": 2048,
         "micro_batch": 2,
+        "framework": "tuned",  # equal settings: the stack is one of them
     }
     t.update(train)
     return parse_workload({"task": "train", "model": {"preset": model}, "train": t}, "p.toml")

@@ -10,6 +10,7 @@ import pytest
 
 from gpuwise.errors import ConfigError
 from gpuwise.workload import get_preset, load_workload, parse_workload, preset_names
+from gpuwise.workload.spec import default_framework
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.toml"))
@@ -175,10 +176,11 @@ def test_resnet_flops_are_forward_flops_not_macs() -> None:
     assert get_preset("resnet-50")["flops_per_sample"] == pytest.approx(8.2e9)
 
 
-def test_lora_targets_and_framework_default_to_the_neutral_choice() -> None:
+def test_lora_targets_default_to_all_and_framework_to_the_common_stack() -> None:
     w = parse_workload(_lora(), "w.toml")
     assert w.train is not None
-    assert (w.train.lora_targets, w.train.framework) == ("all", "generic")
+    assert (w.train.lora_targets, w.train.framework) == ("all", None)
+    assert default_framework(w.task, w.train) == "hf"
     assert w.train.pipeline_schedule == "interleaved"
     w = parse_workload(_lora(lora_targets="attention", framework="hf"), "w.toml")
     assert w.train is not None

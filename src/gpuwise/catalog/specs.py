@@ -190,3 +190,24 @@ def parse_gpu_request(text: str) -> tuple[str, int | None]:
             f"GPU count in {text!r} must be a whole number above 0", fix="write e.g. --gpu H100:8"
         )
     return match.group("name"), int(count)
+
+
+@cache
+def _instance_networks() -> dict[tuple[str, str], tuple[float, str]]:
+    out: dict[tuple[str, str], tuple[float, str]] = {}
+    for row in _read_csv("instance-network.csv"):
+        gbps = _number(row.get("network_gbps"))
+        if gbps is not None and gbps > 0:
+            out[(row["provider"].strip().lower(), row["instance_type"].strip())] = (
+                gbps,
+                row["network_as_listed"],
+            )
+    return out
+
+
+def instance_network_gbps(provider: str, instance_type: str) -> tuple[float, str] | None:
+    """An instance's network bandwidth (Gb/s, all NICs) and the text it is listed as ("3200 Gbps EFAv2",
+    "Up to 25 Gigabit": a burst ceiling), from ``instance-network.csv``; None where the catalog does not say.
+
+    For `estimate(..., network_gbps=...)` when the instance is known (plan's offers)."""
+    return _instance_networks().get((provider.strip().lower(), instance_type.strip()))

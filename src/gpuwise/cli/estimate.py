@@ -1,4 +1,5 @@
-"""`gpuwise estimate WORKLOAD --gpu NAME [--count N] [--nodes M] [--calibration FILE] [--json]`.
+"""`gpuwise estimate WORKLOAD --gpu NAME [--count N] [--nodes M] [--network-gbps G] [--calibration FILE]
+[--json]`.
 
 CONTRACTS §2.
 
@@ -28,6 +29,14 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
         int | None,
         typer.Option("--nodes", help="Nodes the GPUs span, 1 or more (default: fewest nodes of 8)."),
     ] = None,
+    network_gbps: Annotated[
+        float | None,
+        typer.Option(
+            "--network-gbps",
+            help="Inter-node bandwidth of one node in Gb/s, all NICs together (default: InfiniBand/EFA for "
+            "H100/H200/B200/A100 clusters, else a conservative 25).",
+        ),
+    ] = None,
     calibration: Annotated[
         Path | None,
         typer.Option("--calibration", help="A `gpuwise bench` result JSON measured on this GPU."),
@@ -37,6 +46,9 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
     """Memory per GPU, fit, throughput and time for a workload on one GPU configuration.
 
     A configuration that does not fit is still an answer (exit 0, "fits": false in --json).
+    Time comes as a point and a range (hours_low to hours_high) from how far real jobs of the
+    same training stack ([train] framework) fell from their estimates. Uneven layouts
+    (--count 10 --nodes 4) are allowed.
 
     Examples:
 
@@ -53,6 +65,11 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
 
     check_at_least(count, 1, "--count", example="--count 8")
     check_at_least(nodes, 1, "--nodes", example="--nodes 2")
+    if network_gbps is not None and not (network_gbps > 0 and network_gbps < float("inf")):
+        raise UsageError(
+            f"--network-gbps must be a positive number of Gb/s, got {network_gbps}",
+            fix="pass e.g. --network-gbps 100 for 100 Gigabit Ethernet, 3200 for 8×400 Gb/s EFA",
+        )
     check_input_file(
         workload, "Workload file", fix="give a workload TOML file (examples/ holds some)", text=True
     )
@@ -70,7 +87,7 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
     spec = resolve_gpu(name)
     work = load_workload(workload)
     cal = load_calibration(calibration) if calibration is not None else None
-    result = run_estimate(work, spec, n, nodes, cal)
+    result = run_estimate(work, spec, n, nodes, cal, network_gbps=network_gbps)
     if as_json:
         print_json(result.to_json())
         return
@@ -102,12 +119,22 @@ def _render(est: Estimate, path: str, name: str) -> None:
         ("runtime overhead", m.overhead),
     ):
         mem.add_row(label, f"{value / GIB:,.1f}")
-    verdict = "[green]fits[/]" if est.fits else "[bold red]does not fit[/]"
+    verdict = {
+        "fits": "[green]fits[/]",
+        "tight": "[bold yellow]tight: within the allocator's margin, expect an out-of-memory error[/]",
+        "does_not_fit": "[bold red]does not fit[/]",
+    }.get(est.fit_verdict, "[yellow]fit unknown[/]")
+    if est.infeasible_reason and est.fit_verdict != "unknown":
+        verdict += " (memory only)"
     mem.add_row(
         "[bold]total[/]",
         f"[bold]{m.total / GIB:,.1f}[/] of {est.memory_capacity_bytes / GIB:,.1f} — {verdict}",
     )
     console.print(mem)
+    if est.load_peak_bytes:
+        console.print(f"Loading peak per GPU: {est.load_peak_bytes / GIB:,.1f} GiB (before sharding)")
+    if est.host_ram_bytes:
+        console.print(f"Host RAM per node: ~{est.host_ram_bytes / GIB:,.0f} GiB")
 
     perf = Table(title="Speed and time", title_justify="left", show_header=False)
     perf.add_column("what")
@@ -119,6 +146,11 @@ def _render(est: Estimate, path: str, name: str) -> None:
         perf.add_row("throughput total", f"{est.throughput_total:,.1f} {est.throughput_unit}")
         finite = math.isfinite(est.hours)
         perf.add_row("wall-clock time", format_hours(est.hours) if finite else "∞")
+        if finite and math.isfinite(est.hours_low) and math.isfinite(est.hours_high):
+            perf.add_row(
+                "likely range",
+                f"{format_hours(est.hours_low)} – {format_hours(est.hours_high)} ({est.stack or 'stack'})",
+            )
         perf.add_row("GPU-hours", f"{est.gpu_hours:,.1f}" if finite else "∞")
         perf.add_row("MFU", f"{est.mfu:.0%}")
         if est.meets_target is not None:

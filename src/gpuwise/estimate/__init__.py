@@ -1,6 +1,6 @@
 """Pure estimation: memory, FLOPs, communication and time for a workload on a GPU configuration.
 
-    estimate(workload, gpu, count=1, nodes=None, calibration=None) -> Estimate
+    estimate(workload, gpu, count=1, nodes=None, calibration=None, network_gbps=None) -> Estimate
     load_calibration(path) -> Calibration
 
 Importing this package imports pydantic (through the workload models): the CLI imports it lazily.

@@ -329,9 +329,371 @@ TRAIN_EFF_PER_GEMM_FRACTION = _c(
     "× measured large-GEMM fraction of peak",
     "end-to-end MFU ≈ 2/3 of large-GEMM efficiency (A100: 0.60 MFU vs ~0.9 GEMM; H100: 0.48 vs ~0.72)",
 )
+# 70-W-class cards cannot hold their boost clock through sustained tensor work: public measurements of large
+# 16-bit GEMMs (torch.matmul / cuBLAS) replace the architecture default for training on them.
+MEASURED_GEMM_FRACTION = {
+    "L4": _c(
+        "l4_sustained_gemm_fraction",
+        0.47,
+        "of the 121 TFLOPS dense BF16 peak",
+        "zzc0721/torch-performance-test-data#120 (NVIDIA L4, torch 2.9): BF16 matmul 54.9 / 59.4 / 56.9 "
+        "TFLOPS at 4096² / 8192² / 10240² (median 57 = 0.47 of peak); 72 W power cap",
+    ),
+    "T4": _c(
+        "t4_sustained_gemm_fraction",
+        0.37,
+        "of the 65 TFLOPS dense FP16 peak",
+        "NVIDIA developer forum 'About GPU peak performance' (2023): cuBLAS FP16 4096³ GEMM on T4 ~24 of 65 "
+        "TFLOPS, 'due to power capping of the GPU' (70 W), per the NVIDIA moderator",
+    ),
+}
 DECODE_EFF_PER_BANDWIDTH_FRACTION = _c(
     "decode_efficiency_per_bandwidth_fraction",
     0.8,
     "× measured memory-bandwidth fraction",
     "decode streams weights at ~80% of what a copy kernel reaches (vLLM vs STREAM-like copy)",
+)
+
+
+# --- training stacks (issue 11: what real users run, not only tuned benchmarks) ---------------------------
+@dataclass(frozen=True)
+class Stack:
+    """How a training stack turns the tuned estimate into what its users see.
+
+    `efficiency`: × the tuned compute efficiency (kernels, fusion, eager PyTorch vs compiled/TE);
+    `layer_overhead_s`: fixed seconds per transformer layer per micro batch (kernel launches, Python, hooks:
+    what makes small batches slow in eager stacks); `step_overhead_s`: fixed seconds per optimizer step
+    (logging, zero_grad, scheduler, Trainer callbacks); `loader_overhead`: share of step time spent waiting
+    on the data loader / collator; `comm_overlap`: share of data-parallel traffic hidden behind compute;
+    `hf_loss`: keeps the Hugging Face causal-LM loss's fp32 copies of the logits; `meta_init`: builds or loads
+    the model without a full copy per GPU by default; `fragmentation`: reserved over allocated memory.
+    """
+
+    name: str
+    efficiency: float
+    layer_overhead_s: float
+    step_overhead_s: float
+    loader_overhead: float
+    comm_overlap: float
+    hf_loss: bool
+    meta_init: bool
+    fragmentation: float
+    source: str
+    # The optimizer step's own time (bandwidth-bound, OPTIMIZER_STEP_BYTES). The tuned figures already
+    # include it in their measured efficiencies, so only the user stacks add it.
+    counts_optimizer_step: bool = True
+    calibrated_on: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        cal = f"; fitted on user rows {', '.join(self.calibrated_on)}" if self.calibrated_on else ""
+        return (
+            f"stack {self.name}: {self.efficiency:.2f}× tuned compute efficiency, "
+            f"{self.layer_overhead_s * 1e3:g} ms per layer per micro batch, {self.step_overhead_s:g} s per "
+            f"optimizer step, {self.loader_overhead:.0%} data-loader wait, "
+            f"{self.comm_overlap:.0%} of gradient "
+            f"traffic overlapped ({self.source}{cal})"
+        )
+
+
+_HF_SOURCE = (
+    "HF Trainer + PEFT in eager PyTorch; efficiency and per-layer time fitted on the HF-family fit rows of "
+    "tests/estimate/user_reports.toml (GEMMs near tuned speed, ~10 ms of unhidden CPU-side time per layer "
+    "per micro batch; priors 0.6 and 1 ms from the LitGPT and Unsloth README comparisons)"
+)
+
+
+def _stack(name: str, efficiency: float, source: str, **kw: object) -> Stack:
+    base: dict[str, object] = {
+        "layer_overhead_s": 0.0,
+        "step_overhead_s": 0.0,
+        "loader_overhead": 0.0,
+        "comm_overlap": 0.7,
+        "hf_loss": False,
+        "meta_init": True,
+        "fragmentation": 0.05,
+        "counts_optimizer_step": True,
+    }
+    base.update(kw)
+    return Stack(name=name, efficiency=efficiency, source=source, **base)  # type: ignore[arg-type]
+
+
+# The HF Trainer family (hf, axolotl, llama-factory, accelerate-fsdp, deepspeed): efficiency and per-layer
+# overhead chosen on a grid (efficiency 0.6-1.0 × per-layer 0-32 ms × per-step 0.05-1 s) to minimise the mean
+# |ln(true/estimated time)| (capped at ln 4) over the family's 23 fit rows of user_reports.toml (never the
+# held-out rows): 1.0 and ~10 ms, against 0.6 and 1 ms before (median |residual| 0.45 -> 0.27). The per-layer
+# time is CPU-side work eager PyTorch does not hide behind small GEMMs (Python, hooks, launches, the
+# synchronising .item() and bitsandbytes calls); adding it fits these rows better than max(GPU, CPU) does.
+# Families with fewer than 5 fit rows (nanogpt, megatron, unsloth, lightning) keep their priors.
+HF_EFFICIENCY = 1.0
+_HF = {
+    "layer_overhead_s": 0.010,
+    "step_overhead_s": 0.05,
+    "loader_overhead": 0.05,
+    "comm_overlap": 0.5,
+    "hf_loss": True,
+    "meta_init": False,
+    "fragmentation": 0.10,
+}
+STACKS: dict[str, Stack] = {
+    "tuned": _stack(
+        "tuned",
+        1.0,
+        "today's figures: Megatron/TE, torchtitan, MLPerf submissions (validation.toml)",
+        counts_optimizer_step=False,
+    ),
+    "torchtitan": _stack(
+        "torchtitan",
+        1.0,
+        "torchtitan's own benchmarks are rows of validation.toml",
+        counts_optimizer_step=False,
+    ),
+    "megatron": _stack(
+        "megatron",
+        1.0,
+        "Megatron-LM/NeMo: the tuned stack; user runs add logging and checkpoint time",
+        step_overhead_s=0.05,
+        counts_optimizer_step=False,
+    ),
+    "nanogpt": _stack(
+        "nanogpt",
+        0.85,
+        "plain PyTorch DDP + torch.compile (nanoGPT: ~0.85× a Megatron-class MFU at GPT-2 sizes)",
+        comm_overlap=0.6,
+    ),
+    "lightning": _stack(
+        "lightning",
+        0.8,
+        "Lightning/LitGPT: fused kernels where LitGPT has them, eager elsewhere",
+        layer_overhead_s=0.0005,
+        step_overhead_s=0.02,
+        loader_overhead=0.02,
+        comm_overlap=0.6,
+        fragmentation=0.08,
+    ),
+    "hf": _stack("hf", HF_EFFICIENCY, _HF_SOURCE, **_HF),
+    "axolotl": _stack("axolotl", HF_EFFICIENCY, "wraps HF Trainer; " + _HF_SOURCE, **_HF),
+    "llama-factory": _stack("llama-factory", HF_EFFICIENCY, "wraps HF Trainer; " + _HF_SOURCE, **_HF),
+    "accelerate-fsdp": _stack(
+        "accelerate-fsdp",
+        HF_EFFICIENCY,
+        "HF Trainer/Accelerate with FSDP: eager HF modules, FSDP all-gathers partly exposed",
+        **{**_HF, "comm_overlap": 0.4},
+    ),
+    "deepspeed": _stack(
+        "deepspeed",
+        HF_EFFICIENCY,
+        "HF Trainer with DeepSpeed ZeRO: eager HF modules, ZeRO collectives partly exposed",
+        **{**_HF, "comm_overlap": 0.4},
+    ),
+    "unsloth": _stack(
+        "unsloth",
+        1.0,
+        "Unsloth README: ~2× HF+FA2 speed with Triton kernels and chunked cross-entropy",
+        layer_overhead_s=0.0003,
+        step_overhead_s=0.03,
+        loader_overhead=0.03,
+        comm_overlap=0.5,
+        fragmentation=0.08,
+    ),
+}
+STACK_FAMILY = {
+    "tuned": "tuned",
+    "torchtitan": "tuned",
+    "megatron": "tuned",
+    "nanogpt": "nanogpt",
+    "hf": "hf",
+    "axolotl": "hf",
+    "llama-factory": "hf",
+    "accelerate-fsdp": "hf",
+    "deepspeed": "hf",
+    "lightning": "lightning",
+    "unsloth": "unsloth",
+}
+
+# Range of the time estimate: the true time divided by the estimate, as percentiles of that stack's residuals
+# on the fit rows (benchmarks/estimate_accuracy.py --fit prints them). (low, high) multipliers of `hours`.
+RANGE_PERCENTILES = (5, 95)
+RANGE_MIN_ROWS = 5  # fewer fit rows than this for a stack: the pooled spread is used instead
+# Printed by `benchmarks/estimate_accuracy.py --fit` (fit rows of user_reports.toml; the tuned and inference
+# ranges from validation.toml's main set). A stack not listed here uses the pooled spread of the user stacks.
+HOURS_RANGE: dict[str, tuple[float, float]] = {
+    "hf": (0.35, 1.39),  # n = 14 fit rows
+    # n = 6 fit rows, one with CPU offload (modelled since, still 4.7× slow) and one 24 h progress-bar ETA
+    "accelerate-fsdp": (0.89, 9.21),
+    "tuned": (0.79, 1.53),  # n = 51 validation rows
+    "inference": (0.84, 0.98),  # n = 6 validation rows
+}
+HOURS_RANGE_POOLED = (0.44, 4.17)  # n = 28 fit rows over every user stack
+# A range is never narrower than this (P5-P95 of a handful of rows is nearly their min and max): ±15 %, about
+# the validation table's median error.
+RANGE_MIN_HALF_WIDTH = 0.15
+RANGE_SOURCE = _c(
+    "hours_range",
+    90,
+    "% interval (P5-P95 of log residuals)",
+    "spread of measured/estimated time on the fit rows of tests/estimate/user_reports.toml per stack; "
+    "pooled over all stacks where a stack has fewer than 5 rows",
+)
+
+# --- frozen base of a LoRA fine-tune --------------------------------------------------------------------
+BASE_BYTES_PER_PARAM = {
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp32": 4.0,
+    "int8": 1.0 + 4 / 4096,
+    "nf4": (4 + 0.127) / 8,
+    "gptq-4bit": 0.5 + 4 / 128,
+    "awq-4bit": 0.5 + 4 / 128,
+}
+# 4-bit bases (nf4, gptq-4bit, awq-4bit) are timed by their dequantization instead (DEQUANT_* below).
+BASE_SPEED = {
+    "int8": _c(
+        "int8_base_speed",
+        0.40,
+        "× bf16 LoRA speed",
+        "LLM.int8() (bitsandbytes) matmuls with outlier decomposition: LoRA fine-tuning 2-3× slower than "
+        "fp16 "
+        "(bitsandbytes issue #465, A5000, 7B); 2.5× slower than fp16 on T4 (earino.github.io int8 post); "
+        "~5× slower inference at batch 1 on A100 (bitsandbytes #490)",
+    ),
+}
+
+# --- sample lengths (unpacked batches pad to the longest sample in the batch) -----------------------------
+LENGTH_CV = _c(
+    "sample_length_cv",
+    0.7,
+    "coefficient of variation (lognormal lengths)",
+    "assumed spread of chat/instruction sample lengths (Alpaca, ShareGPT-style data are right-skewed, "
+    "standard deviation close to the mean); padding cost = expected longest of micro_batch samples",
+)
+GROUP_BY_LENGTH_PAD = _c(
+    "group_by_length_padding",
+    1.05,
+    "× tokens",
+    "HF Trainer group_by_length sorts mega-batches of 50 batches by length: a few percent of padding left",
+)
+# Peak memory of an unpacked run comes from its longest batch: the 99.9th percentile length (≤ seq_len).
+LENGTH_PEAK_QUANTILE = 0.999
+
+# --- optimizer step (memory-bound: reads and writes every trainable parameter's state) ---------------------
+OPTIMIZER_STEP_BYTES = _c(
+    "optimizer_step_bytes_per_param",
+    32,
+    "B per trainable param (adamw, fp32 states)",
+    "AdamW step reads param, grad, m, v and writes param, m, v (fp32: 7 × 4 B, + bf16 copy): ~32 B per "
+    "parameter at the memory bandwidth (apex/PyTorch fused AdamW are bandwidth-bound)",
+)
+
+# --- fit verdicts ---------------------------------------------------------------------------------------
+TIGHT_MARGIN = _c(
+    "tight_margin",
+    0.05,
+    "of capacity",
+    "within 5% of the GPU's memory the caching allocator's fragmentation decides: PyTorch forum and "
+    "HF issue reports of OOM at 'reserved but unallocated' of a few percent of the card",
+)
+HOST_RAM_PER_RANK_GIB = _c(
+    "host_ram_per_rank_gib",
+    4,
+    "GiB per training process",
+    "Python + PyTorch + CUDA host allocations + data-loader workers per rank (typical RSS 3-6 GiB)",
+)
+
+# --- inter-node network ---------------------------------------------------------------------------------
+INTERNODE_CONSERVATIVE_GBPS = _c(
+    "internode_default_gbps",
+    25,
+    "Gb/s per node",
+    "conservative default where the instance's network is unknown: AWS g5/g4dn/g6 and most GPU VMs "
+    "outside HPC families list 25 Gigabit (vantage instance table); pass --network-gbps for yours",
+)
+
+# --- DeepSpeed ZeRO's own buffers (stack "deepspeed" with sharding zero1/2/3) ----------------------------
+# The optimizer step of DeepSpeed's ZeRO reads an fp32 copy of the rank's gradient partition (stage 1/2: a
+# flat fp32 gradient for the whole partition; stage 3: per optimizer sub-group of up to sub_group_size = 1e9
+# elements): 4 B per local trainable parameter, beyond the 16-bit gradients.
+DEEPSPEED_FP32_GRAD_BYTES = _c(
+    "deepspeed_fp32_grad_bytes",
+    4,
+    "B per local trainable param",
+    "DeepSpeed ZeRO stage_1_and_2.py / stage3.py: the rank's gradient partition is converted to fp32 for the "
+    "optimizer step (stage 3 one sub-group of ≤ sub_group_size = 1e9 elements at a time)",
+)
+DEEPSPEED_SUBGROUP_ELEMENTS = 1e9
+# Communication buckets at DeepSpeed's defaults (reduce_bucket_size and allgather_bucket_size 5e8 elements,
+# 16-bit): stage 1/2 hold a reduce and an all-gather bucket, stage 3 a reduce bucket. DeepSpeed maintainer on
+# DeepSpeed#1302: "the communication buffers are GBs by default". HF's "auto" config values (hidden²) are
+# smaller; a config with overlap_comm uses 4.5× the buckets (HF DeepSpeed guide: 9 GB at 5e8): not modelled.
+DEEPSPEED_BUCKET_BYTES = _c(
+    "deepspeed_bucket_bytes",
+    1.0e9,
+    "B per bucket (5e8 elements × 2 B)",
+    "DeepSpeed ZeRO defaults reduce_bucket_size = allgather_bucket_size = 5e8 elements; stage 1/2 keep two "
+    "buckets, stage 3 one (DeepSpeed#1302: 'the communication buffers are GBs by default')",
+)
+
+# --- CPU offload ([train] offload) ---------------------------------------------------------------------
+# Host↔GPU copies over PCIe, not overlapped with compute (FSDP CPU offload copies synchronously; DeepSpeed
+# overlaps part of it, which the range covers). PCIe 3.0 ×16 is 15.75 GB/s and 4.0 ×16 31.5 GB/s per
+# direction in theory; pinned copies reach ~12 and ~24 GB/s (CUDA bandwidthTest figures users post). The
+# conservative figure is used for every card: cards share the host's root complex and memory.
+PCIE_HOST_GBS = _c(
+    "pcie_host_gbs",
+    12,
+    "GB/s per GPU, each direction",
+    "PCIe 3.0 ×16 pinned host↔device copies (~12 of 15.75 GB/s theoretical; PCIe 4.0 reaches ~24): "
+    "the conservative figure, as cards share the host",
+)
+# The optimizer step on the CPU streams every offloaded parameter's fp32 master, gradient and Adam states
+# through host memory (~32 B per parameter, as OPTIMIZER_STEP_BYTES on the GPU): host memory bandwidth per
+# node, shared by its ranks.
+HOST_MEMORY_GBS = _c(
+    "host_memory_gbs",
+    100,
+    "GB/s per node",
+    "sustained host DRAM bandwidth of a 2-socket GPU server (8 DDR4-3200 channels per socket = 205 GB/s "
+    "peak per socket; ~100 GB/s reached by a vectorised streaming kernel over both): an assumption, not "
+    "measured here",
+)
+# DeepSpeed tutorial 'ZeRO-Offload': "DeepSpeedCPUAdam is 5X–7X faster than the standard PyTorch
+# implementation". FSDP's CPU offload runs torch.optim.AdamW on the CPU: 6× the DeepSpeedCPUAdam time.
+TORCH_CPU_ADAM_SLOWDOWN = _c(
+    "torch_cpu_adam_slowdown",
+    6,
+    "× DeepSpeedCPUAdam time",
+    "deepspeed.ai/tutorials/zero-offload: DeepSpeedCPUAdam is 5-7× faster than PyTorch's CPU Adam "
+    "(ZeRO-Offload, Ren et al. 2021, §5); FSDP CPU offload uses PyTorch's",
+)
+
+# --- fused training kernels ([train] fused_kernels) ----------------------------------------------------
+# Liger Kernel / Unsloth / flash-attn's fused ops: the cross-entropy works on chunks of the 16-bit logits
+# and writes their gradient in place (no fp32 copies), and the fused SwiGLU recomputes silu(gate) in the
+# backward instead of storing it (Liger Kernel README: LigerCrossEntropy / LigerSwiGLUMLP; flash-attn's
+# ops/triton cross_entropy).
+FUSED_LOSS_BYTES_PER_ELEMENT = _c(
+    "fused_loss_bytes_per_element",
+    2,
+    "B per logit",
+    "fused/chunked cross-entropy (Liger Kernel, Unsloth, flash-attn): only the 16-bit logits, gradient "
+    "written in place",
+)
+
+# --- 4-bit bases: dequantization per GEMM (replaces a fixed speed factor for NF4/GPTQ/AWQ) ----------------
+# bitsandbytes' 4-bit Linear (and the GPTQ/AWQ training paths) dequantize the whole weight to 16 bits, then
+# run a 16-bit GEMM: read 0.5 B (+ block scales), write 2 B, and the GEMM reads those 2 B back = ~4.5 B per
+# weight per pass, memory-bound. The cost is per micro batch, so it weighs most at few tokens per micro
+# batch (QLoRA paper / bitsandbytes issue #465: 1.2-2× slower than 16-bit LoRA at small batches, a few
+# percent at large ones).
+DEQUANT_BASES = ("nf4", "gptq-4bit", "awq-4bit")
+DEQUANT_BYTES_PER_PARAM = _c(
+    "dequant_bytes_per_param",
+    4.5,
+    "B per 4-bit weight per pass",
+    "bitsandbytes dequantize_4bit then a 16-bit GEMM: 0.5 B read + 2 B written + 2 B read back per weight",
+)
+DEQUANT_BANDWIDTH_FRACTION = _c(
+    "dequant_bandwidth_fraction",
+    0.7,
+    "of peak memory bandwidth",
+    "element-wise dequantize kernels reach ~70% of HBM/GDDR peak (the same order as the decode path's 0.8)",
 )

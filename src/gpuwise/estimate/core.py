@@ -10,7 +10,9 @@ Must not import the CLI, the planner or the catalog loaders (only `catalog.model
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import statistics
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from gpuwise.catalog.models import GpuSpec
 from gpuwise.errors import ConfigError
@@ -18,7 +20,7 @@ from gpuwise.estimate import constants as K  # noqa: N812 - K is the constants t
 from gpuwise.estimate.calibration import Calibration
 from gpuwise.estimate.models import Estimate, MemoryBreakdown
 from gpuwise.units import GIB
-from gpuwise.workload.spec import InferenceSpec, ModelSpec, TrainSpec, Workload
+from gpuwise.workload.spec import InferenceSpec, ModelSpec, TrainSpec, Workload, default_framework
 
 
 @dataclass
@@ -88,9 +90,16 @@ def _intra_node_bytes_per_s(gpu: GpuSpec, notes: _Notes) -> float:
     return pcie * 1e9 * eff
 
 
-def _inter_node_bytes_per_s(gpu: GpuSpec, gpus_per_node: int, notes: _Notes) -> float:
+def _inter_node_bytes_per_s(
+    gpu: GpuSpec, gpus_per_node: int, notes: _Notes, network_gbps: float | None = None
+) -> float:
     """Network bandwidth of one node (all NICs together), per direction."""
     eff = K.LINK_EFFICIENCY.value
+    if network_gbps is not None:
+        notes.add(
+            f"inter-node: {network_gbps:g} Gb/s per node (given: --network-gbps or the instance's network)"
+        )
+        return network_gbps / 8 * 1e9 * eff
     per_gpu = K.INTERNODE_GBPS_PER_GPU.get(gpu.name)
     notes.const(K.INTERNODE_SOURCE)
     if per_gpu is not None:
@@ -98,10 +107,9 @@ def _inter_node_bytes_per_s(gpu: GpuSpec, gpus_per_node: int, notes: _Notes) -> 
             f"inter-node: {gpus_per_node}×{per_gpu:g} Gb/s InfiniBand/EFA per node assumed for {gpu.name}"
         )
         return gpus_per_node * per_gpu / 8 * 1e9 * eff
-    notes.add(
-        f"inter-node: {K.INTERNODE_DEFAULT_GBPS_PER_NODE:g} Gb/s Ethernet per node assumed for {gpu.name}"
-    )
-    return K.INTERNODE_DEFAULT_GBPS_PER_NODE / 8 * 1e9 * eff
+    default = notes.const(K.INTERNODE_CONSERVATIVE_GBPS)
+    notes.add(f"inter-node: {default:g} Gb/s Ethernet per node assumed for {gpu.name} (network unknown)")
+    return default / 8 * 1e9 * eff
 
 
 def _arch_efficiency(gpu: GpuSpec, dtype: str, calibration: Calibration | None, notes: _Notes) -> float:
@@ -115,6 +123,15 @@ def _arch_efficiency(gpu: GpuSpec, dtype: str, calibration: Calibration | None, 
             return frac * ratio
     if calibration is not None and not calibration.applies_to(gpu.name):
         notes.add(f"calibration {calibration.source} is for {calibration.gpu}, not {gpu.name}: not used")
+    measured = K.MEASURED_GEMM_FRACTION.get(gpu.name)
+    if measured is not None and dtype in ("bf16", "fp16"):
+        ratio = notes.const(K.TRAIN_EFF_PER_GEMM_FRACTION)
+        frac = notes.const(measured)
+        notes.add(
+            f"{gpu.name}: sustained large-GEMM {frac:.0%} of the datasheet peak (power-capped card, public "
+            "measurement) replaces the architecture default"
+        )
+        return frac * ratio
     notes.const(K.ARCH_EFFICIENCY_SOURCE)
     arch = gpu.architecture.lower()
     if arch in K.ARCH_EFFICIENCY:
@@ -171,17 +188,27 @@ def _act_bytes_per_token_layer(m: ModelSpec, t: TrainSpec, seq: int, tp: int) ->
 
 
 def _train_memory(
-    w: Workload, t: TrainSpec, *, dp: int, tp: int, pp: int, count: int, notes: _Notes
-) -> MemoryBreakdown:
+    w: Workload,
+    t: TrainSpec,
+    *,
+    dp: int,
+    tp: int,
+    pp: int,
+    count: int,
+    stack: K.Stack,
+    seq_mem: float,
+    notes: _Notes,
+) -> tuple[MemoryBreakdown, float]:
+    """Peak GPU memory per GPU, and the bytes per GPU that CPU offload keeps in host RAM instead."""
     m = w.model
     n = m.n_params
     shard = tp * pp
     mixed = t.precision not in ("fp32", "tf32") and not t.pure_low_precision
     compute_b = K.BYTES[t.precision] if t.precision != "fp8" else 2.0
-    opt_state = K.OPTIMIZER_STATE_BYTES[t.optimizer]
+    opt_state = K.OPTIMIZER_STATE_BYTES[t.optimizer_kind]
     notes.const(K.OPTIMIZER_SOURCE)
     if t.pure_low_precision and t.precision not in ("fp32", "tf32"):
-        opt_state = opt_state / 2 if t.optimizer in ("adamw", "sgd") else opt_state
+        opt_state = opt_state / 2 if t.optimizer_kind in ("adamw", "sgd") else opt_state
         notes.add(
             "pure low precision: weights, gradients and optimizer states in the compute dtype, no fp32 master"
         )
@@ -210,14 +237,27 @@ def _train_memory(
         trainable = n
     else:
         lora = _lora_params(m, t.lora_rank, t.lora_targets) / shard
-        if t.method == "qlora":
-            nf4 = notes.const(K.NF4_BYTES_PER_PARAM)
+        base_dtype = t.base_dtype
+        if t.quantized_base:
+            if base_dtype == "nf4":
+                notes.const(K.NF4_BYTES_PER_PARAM)
+            qb = K.BASE_BYTES_PER_PARAM[base_dtype]
             emb = m.embedding_params * (1 if m.tied_embeddings else 2)
-            base = ((n - emb) * nf4 + emb * 2) / shard
-            notes.add("QLoRA: linear layers in NF4, embeddings and output head kept in BF16 (bitsandbytes)")
+            base = ((n - emb) * qb + emb * 2) / shard
+            notes.add(
+                f"{base_dtype} base ({qb:.3g} B/param): linear layers quantized, embeddings and output head "
+                "kept in 16-bit (bitsandbytes / GPTQ / AWQ)"
+            )
         else:
-            base = n / shard * compute_b
-        if zero >= 3:
+            base = n / shard * K.BASE_BYTES_PER_PARAM.get(base_dtype, compute_b)
+        if zero >= 3 and base_dtype in ("int8", "gptq-4bit", "awq-4bit"):
+            # FSDP/ZeRO-3 flatten and shard floating-point tensors only: an integer-stored base (LLM.int8
+            # Int8Params, GPTQ/AWQ packed int32) stays whole on every GPU. NF4 shards since bitsandbytes'
+            # bnb_4bit_quant_storage (Answer.AI's FSDP-QLoRA, 2024).
+            notes.add(
+                f"{base_dtype} base is integer-stored: FSDP/ZeRO-3 cannot shard it (a full copy per GPU)"
+            )
+        elif zero >= 3:
             base /= dp
         where = "all attention and MLP" if t.lora_targets == "all" else "the attention (q, k, v, o)"
         notes.add(
@@ -228,10 +268,41 @@ def _train_memory(
         grads = lora * 4
         optimizer = lora * opt_state
         trainable = lora * shard
+    trainable_local = trainable / shard / (dp if zero >= 1 else 1)
+
+    offloaded = 0.0
+    if t.offload != "none":
+        offloaded += optimizer
+        optimizer = 0.0
+        what = "fp32 master weights and optimizer states"
+        if t.offload == "optimizer+params":
+            window = 2 * n / shard / max(m.layers or 1, 1) * compute_b
+            if t.method == "full":
+                offloaded += weights + grads - window
+                weights, grads = window, window
+            else:
+                offloaded += weights - window
+                weights = window + lora * 4
+            what += ", parameters and gradients (two layers' weights gathered on the GPU at a time)"
+        notes.add(f"CPU offload: {what} live in host RAM ({offloaded / GIB:.1f} GiB per GPU)")
+
+    if stack.name == "deepspeed" and zero >= 1:
+        # DeepSpeed's engine adds what FSDP does not: an fp32 gradient partition for the step (on the CPU
+        # with ZeRO-Offload) and its communication buckets.
+        if t.offload == "none":
+            part = trainable_local if zero < 3 else min(trainable_local, K.DEEPSPEED_SUBGROUP_ELEMENTS)
+            grads += part * notes.const(K.DEEPSPEED_FP32_GRAD_BYTES)
+        buckets = (2 if zero < 3 else 1) * notes.const(K.DEEPSPEED_BUCKET_BYTES)
+        grads += buckets
+        notes.add(
+            f"DeepSpeed ZeRO-{zero}: fp32 gradient partition for the optimizer step"
+            + (" (on the CPU with offload)" if t.offload != "none" else "")
+            + f" and {buckets / 1e9:g} GB of communication buckets at DeepSpeed's defaults"
+        )
 
     # Activations.
     if m.kind == "transformer":
-        seq = t.seq_len or 1
+        seq = max(1, round(seq_mem))
         b = t.micro_batch
         layers = m.layers or 1
         linear, quad = _act_bytes_per_token_layer(m, t, seq, tp)
@@ -253,7 +324,15 @@ def _train_memory(
         if t.attention == "flash" and t.activation_checkpointing != "selective":
             notes.add("flash attention: no s² attention matrix stored")
         loss_acts = 0.0
-        if m.vocab and t.framework == "hf":
+        fused = bool(t.fused_kernels)
+        if fused and m.gated_mlp and t.activation_checkpointing != "full":
+            # The fused SwiGLU recomputes silu(gate) in the backward: 2·ffn bytes per token per layer fewer.
+            acts -= layer_count * 2 * m.n_ffn * m.experts_per_token / tp * tokens
+        if m.vocab and fused:
+            lb = notes.const(K.FUSED_LOSS_BYTES_PER_ELEMENT)
+            loss_acts = tokens * m.vocab * lb / tp
+            notes.add("fused kernels: chunked cross-entropy on the 16-bit logits, SwiGLU recomputed")
+        elif m.vocab and stack.hf_loss:
             # Counted after the fp32 doubling below: the figure already holds the fp32 copies.
             lb = notes.const(K.HF_LOSS_BYTES_PER_ELEMENT)
             loss_acts = tokens * m.vocab * lb / tp
@@ -263,7 +342,7 @@ def _train_memory(
         if t.precision in ("fp32", "tf32"):
             acts *= 2
         acts += loss_acts
-        if t.method == "qlora":
+        if t.quantized_base:
             acts += 2 * (m.hidden or 0) * m.n_ffn * 2 / tp  # one dequantized BF16 weight matrix at a time
     else:
         notes.const(K.ACT_BYTES_PER_FLOP)
@@ -277,20 +356,171 @@ def _train_memory(
             acts *= 2
 
     allocated = weights + grads + optimizer + acts
-    frag = notes.const(K.FRAGMENTATION)
+    frag = stack.fragmentation
+    notes.add(
+        f"allocator_fragmentation = {frag:g} × allocated for the {stack.name} stack (PyTorch caching "
+        "allocator: "
+        "reserved exceeds allocated by ~5% with fixed shapes, 8-15% with variable-length batches, as "
+        "torch.cuda.memory_summary reports in user threads)"
+    )
     overhead = notes.const(K.CUDA_CONTEXT_GIB) * GIB + allocated * frag
     if count > 1:
         overhead += notes.const(K.NCCL_BUFFERS_GIB) * GIB
-    del trainable
-    return MemoryBreakdown(weights, grads, optimizer, acts, 0.0, overhead)
+    return MemoryBreakdown(weights, grads, optimizer, acts, 0.0, overhead), offloaded
+
+
+@lru_cache(maxsize=4096)
+def _expected_max_length(mean: float, cv: float, batch: int, cap: float) -> float:
+    """E[max of `batch` lognormal lengths with this mean and CV], each length capped at `cap`.
+
+    E[max] = ∫₀¹ Q(v^(1/b)) dv (v = F(x)^b), by the midpoint rule: plain arithmetic, cached.
+    """
+    sigma = math.sqrt(math.log(1 + cv * cv))
+    mu = math.log(mean) - sigma * sigma / 2
+    normal = statistics.NormalDist()
+    n = 200
+    total = 0.0
+    for i in range(n):
+        v = (i + 0.5) / n
+        total += min(cap, math.exp(mu + sigma * normal.inv_cdf(v ** (1 / batch))))
+    return total / n
+
+
+def _length_quantile(mean: float, cv: float, q: float) -> float:
+    sigma = math.sqrt(math.log(1 + cv * cv))
+    mu = math.log(mean) - sigma * sigma / 2
+    return math.exp(mu + sigma * statistics.NormalDist().inv_cdf(q))
+
+
+@dataclass(frozen=True)
+class _Lengths:
+    """Tokens as the job sees them: padded length per micro batch, attention length, peak length."""
+
+    batch_len: float  # tokens per sequence slot of a micro batch (seq_len packed; longest sample unpacked)
+    attn_len: float  # sequence length the attention core costs per token
+    peak_len: float  # the longest batch: sets peak activation memory
+    pad_factor: float  # computed tokens / real tokens (≥ 1)
+    real_per_sample: float  # real tokens per sample
+
+
+def _lengths(t: TrainSpec, notes: _Notes) -> _Lengths:
+    seq = float(t.seq_len or 1)
+    if t.avg_tokens is None:
+        if t.samples is not None:
+            notes.add(
+                f"no avg_tokens: every sample assumed to fill seq_len = {seq:g} tokens (give [train] "
+                "avg_tokens, the mean tokens per sample, for shorter data)"
+            )
+        return _Lengths(seq, seq, seq, 1.0, seq)
+    mean = float(t.avg_tokens)
+    cv = notes.const(K.LENGTH_CV)
+    attn = min(seq, mean * (1 + cv * cv))  # E[L²]/E[L]: attention cost per token of variable-length samples
+    peak = min(seq, _length_quantile(mean, cv, K.LENGTH_PEAK_QUANTILE))
+    if t.packing:
+        notes.add(
+            f"packing: samples of {mean:g} tokens on average concatenated into rows of {seq:g}; attention "
+            "per sample (variable-length flash attention)"
+        )
+        return _Lengths(seq, attn, seq, 1.0, mean)
+    if t.group_by_length:
+        pad = min(seq, mean * notes.const(K.GROUP_BY_LENGTH_PAD))
+        notes.add(f"group_by_length: batches of similar length, padded to ~{pad:.0f} tokens")
+    else:
+        pad = _expected_max_length(mean, cv, t.micro_batch, seq)
+        notes.add(
+            f"no packing: each micro batch of {t.micro_batch} padded to its longest sample, expected "
+            f"{pad:.0f} tokens for a mean of {mean:g} ({pad / mean:.2f}× the real tokens)"
+        )
+    pad = max(pad, mean)
+    return _Lengths(pad, max(attn, pad if t.micro_batch > 1 else attn), peak, pad / mean, mean)
+
+
+def _dequant_seconds(w: Workload, t: TrainSpec, gpu: GpuSpec, *, accum: int, notes: _Notes) -> float:
+    """Seconds per optimizer step spent dequantizing a 4-bit base (NF4, GPTQ, AWQ) to 16 bits.
+
+    bitsandbytes (and the GPTQ/AWQ training paths) dequantize each whole weight matrix before a 16-bit GEMM,
+    in the forward, in the backward's input-gradient GEMM and again in a recomputed forward: a cost per
+    micro batch that does not shrink with fewer tokens, paced by memory bandwidth. FSDP/ZeRO-3 gather the
+    full layer first, so every GPU dequantizes the whole (tensor/pipeline-local) base.
+    """
+    m = w.model
+    bw = _bandwidth(gpu, notes)
+    if not bw:
+        return 0.0
+    emb = m.embedding_params * (1 if m.tied_embeddings else 2)
+    quantized = (m.n_params - emb) / (t.tensor_parallel * t.pipeline_parallel)
+    passes = 3 if t.activation_checkpointing == "full" else 2
+    per_param = notes.const(K.DEQUANT_BYTES_PER_PARAM)
+    seconds = passes * quantized * per_param / (bw * notes.const(K.DEQUANT_BANDWIDTH_FRACTION)) * accum
+    notes.add(
+        f"{t.base_dtype} base dequantized to 16 bits before every GEMM: {passes} passes × "
+        f"{quantized / 1e9:.1f}B weights × {per_param:g} B at the memory bandwidth per micro batch"
+    )
+    return seconds
+
+
+def _offload_seconds(
+    w: Workload, t: TrainSpec, stack: K.Stack, *, dp: int, accum: int, gpn: int, notes: _Notes
+) -> float:
+    """Seconds per optimizer step that CPU offload adds: PCIe copies and the optimizer step on the CPU.
+
+    "optimizer" (ZeRO-Offload): 16-bit gradients down every micro batch, updated 16-bit weights up once per
+    step. "optimizer+params": also the weight shard up for the forward and the backward (and the recompute)
+    of every micro batch. The CPU step streams ~32 B per offloaded parameter through host memory, whose
+    bandwidth the node's ranks share; PyTorch's CPU AdamW (FSDP) is several times slower than DeepSpeed's.
+    """
+    m = w.model
+    shard = t.tensor_parallel * t.pipeline_parallel
+    trainable = m.n_params if t.method == "full" else _lora_params(m, t.lora_rank, t.lora_targets)
+    local_trainable = trainable / shard / dp
+    b = 2.0 if t.precision not in ("fp32", "tf32") else 4.0
+    pcie = notes.const(K.PCIE_HOST_GBS) * 1e9
+    moved = local_trainable * b * (accum + 1)
+    if t.offload == "optimizer+params":
+        passes = 3 if t.activation_checkpointing == "full" else 2
+        moved += m.n_params / shard / dp * b * passes * accum
+    host = notes.const(K.HOST_MEMORY_GBS) * 1e9 / max(gpn, 1)
+    cpu_s = local_trainable * K.OPTIMIZER_STEP_BYTES.value / host
+    if stack.name != "deepspeed":
+        cpu_s *= notes.const(K.TORCH_CPU_ADAM_SLOWDOWN)
+    notes.add(
+        f"CPU offload: {moved / 1e9:.1f} GB over PCIe per GPU per step ({moved / pcie:.1f} s) and the "
+        f"optimizer step on the CPU ({cpu_s:.1f} s"
+        + (", PyTorch's CPU AdamW" if stack.name != "deepspeed" else ", DeepSpeedCPUAdam")
+        + "), not overlapped"
+    )
+    return moved / pcie + cpu_s
 
 
 def _train_estimate(
-    w: Workload, gpu: GpuSpec, *, count: int, nodes: int, calibration: Calibration | None, notes: _Notes
+    w: Workload,
+    gpu: GpuSpec,
+    *,
+    count: int,
+    nodes: int,
+    calibration: Calibration | None,
+    notes: _Notes,
+    network_gbps: float | None = None,
 ) -> Estimate:
     t = w.train
     assert t is not None
     m = w.model
+    stack_name = default_framework(w.task, t, m.kind)
+    stack = K.STACKS[stack_name]
+    if t.framework is None:
+        what = f"{t.method} {'fine-tune' if w.task == 'finetune' else 'training'}"
+        notes.add(
+            f"no framework given: assuming {stack_name}, the common stack for a {what} (set [train] "
+            'framework, e.g. "unsloth" or "tuned", to change)'
+        )
+    elif t.framework == "generic":
+        notes.add('framework "generic" is the old name of "tuned"')
+    notes.add(stack.describe())
+    if m.kind == "transformer" and t.method != "full" and t.base_precision is None and t.method == "lora":
+        notes.add(
+            f'no base_precision: the frozen base is kept in {t.base_dtype} (set base_precision = "nf4" '
+            'or "int8" for a quantized base)'
+        )
     tp, pp = t.tensor_parallel, t.pipeline_parallel
     capacity = gpu.memory_gib * GIB
     transformer = m.kind == "transformer"
@@ -306,11 +536,19 @@ def _train_estimate(
             f"{count - dp * tp * pp} of {count} GPUs idle: count is not a multiple of tp × pp = {tp * pp}"
         )
     gpn = math.ceil(count / nodes)
+    if count % nodes:
+        notes.add(
+            f"uneven layout: {count} GPUs on {nodes} nodes, up to {gpn} per node (the fullest node's network "
+            "share paces the step)"
+        )
+    lengths = _lengths(t, notes) if transformer else _Lengths(1.0, 1.0, 1.0, 1.0, 1.0)
 
-    mem = _train_memory(w, t, dp=dp, tp=tp, pp=pp, count=count, notes=notes)
+    mem, offloaded = _train_memory(
+        w, t, dp=dp, tp=tp, pp=pp, count=count, stack=stack, seq_mem=lengths.peak_len, notes=notes
+    )
 
-    # Work per step.
-    seq = t.seq_len or 1 if transformer else 1
+    # Work per step (computed tokens: padded when unpacked).
+    seq = lengths.batch_len if transformer else 1
     units_per_micro = t.micro_batch * (seq if transformer else 1)  # tokens or samples per micro batch
     if t.global_batch is not None:
         accum = max(1, math.ceil(t.global_batch / (t.micro_batch * dp)))
@@ -323,7 +561,7 @@ def _train_estimate(
     if transformer:
         n_mm = _matmul_params(m)
         qd = (m.heads or 1) * m.n_head_dim
-        attn = 12 * (m.layers or 0) * seq * qd  # PaLM appendix B convention (fwd + bwd, full matrix)
+        attn = 12 * (m.layers or 0) * lengths.attn_len * qd  # PaLM appendix B (fwd + bwd, full matrix)
         coeff = 6.0 if t.method == "full" else 4.0
         model_flops = coeff * n_mm + attn
         hw_flops = model_flops
@@ -367,8 +605,9 @@ def _train_estimate(
         eff *= units_per_micro / (units_per_micro + t0)
         if t.method != "full":
             eff *= notes.const(K.LORA_EFFICIENCY)
-        if t.method == "qlora":
-            eff *= notes.const(K.QLORA_EFFICIENCY)
+        if t.quantized_base and t.base_dtype not in K.DEQUANT_BASES:
+            eff *= notes.const(K.BASE_SPEED[t.base_dtype])
+        eff *= stack.efficiency
     elif not simt:
         notes.const(K.KIND_EFFICIENCY_SOURCE)
         # Non-transformer efficiencies are given for Ampere and scale with the generation's GEMM efficiency.
@@ -388,6 +627,8 @@ def _train_estimate(
             notes.add(f"{gpu.name} has no FP8 tensor cores: time assumes BF16/FP16 speed")
 
     compute_s = hw_flops * units_per_step_replica / (tp * pp * speed)
+    if transformer and t.quantized_base and t.base_dtype in K.DEQUANT_BASES:
+        compute_s += _dequant_seconds(w, t, gpu, accum=accum, notes=notes)
     if m.kind == "cnn":
         # Memory roofline: a CNN step also moves its activations through HBM several times.
         bw = _bandwidth(gpu, notes)
@@ -412,13 +653,45 @@ def _train_estimate(
             f"{v} interleaved chunks per stage"
         )
 
+    # What the stack adds: launch/hook time per layer per micro batch, waiting on the data loader.
+    if transformer and stack.layer_overhead_s:
+        compute_s += (
+            stack.layer_overhead_s
+            * (m.layers or 0)
+            / pp
+            * accum
+            * (1.5 if t.activation_checkpointing == "full" else 1.0)
+        )
+    compute_s *= 1 + stack.loader_overhead
+    # The optimizer step: bandwidth-bound over the local trainable parameters and their states.
+    opt_s = 0.0
+    bw_mem = gpu.memory_bandwidth_gbs.value
+    if bw_mem and stack.counts_optimizer_step:
+        trainable_local = (
+            m.n_params if t.method == "full" else _lora_params(m, t.lora_rank, t.lora_targets)
+        ) / (tp * pp)
+        if t.zero_stage >= 1:
+            trainable_local /= dp
+        per_param = notes.const(K.OPTIMIZER_STEP_BYTES) * (
+            0.5 if t.optimizer_kind in ("adamw8bit", "adafactor", "sgd") else 1.0
+        )
+        opt_s = trainable_local * per_param / (bw_mem * 1e9 * 0.8)
+    offload_s = (
+        _offload_seconds(w, t, stack, dp=dp, accum=accum, gpn=gpn, notes=notes)
+        if t.offload != "none"
+        else 0.0
+    )
+    if offload_s:
+        opt_s = 0.0  # the step runs on the CPU, inside offload_s
+    fixed_s = stack.step_overhead_s + opt_s + offload_s
+
     # Tensor-parallel activations all-reduces: 4 per layer per micro batch (fwd 2, bwd 2), not overlapped.
     tp_s = 0.0
     if tp > 1 and transformer:
         link = (
             _intra_node_bytes_per_s(gpu, notes)
             if tp <= gpn
-            else _inter_node_bytes_per_s(gpu, gpn, notes) / gpn
+            else _inter_node_bytes_per_s(gpu, gpn, notes, network_gbps) / gpn
         )
         act_bytes = t.micro_batch * seq * (m.hidden or 0) * 2
         tp_s = 4 * (m.layers or 0) / pp * accum * 2 * (tp - 1) / tp * act_bytes / link
@@ -435,7 +708,7 @@ def _train_estimate(
         if t.zero_stage >= 3:
             # Sharded weights (frozen ones too) are all-gathered for the forward and the backward of every
             # micro batch; gradients are reduce-scattered once per step.
-            weight_b = K.NF4_BYTES_PER_PARAM.value if t.method == "qlora" else min(grad_b, 2.0)
+            weight_b = K.BASE_BYTES_PER_PARAM[t.base_dtype] if t.quantized_base else min(grad_b, 2.0)
             if t.precision in ("fp32", "tf32"):
                 weight_b = 4.0
             gathered = m.n_params / (tp * pp) * weight_b * 2 * accum
@@ -446,17 +719,25 @@ def _train_estimate(
             )
         bw = _intra_node_bytes_per_s(gpu, notes)
         if nodes > 1:
-            bw = min(bw, _inter_node_bytes_per_s(gpu, gpn, notes))
+            bw = min(bw, _inter_node_bytes_per_s(gpu, gpn, notes, network_gbps))
         dp_s = dp_bytes / bw
-    overlap = notes.const(K.COMM_OVERLAP) if dp > 1 else 0.0
-    step_s = max(compute_s, dp_s) + (1 - overlap) * min(compute_s, dp_s) + tp_s
+    overlap = 0.0
+    if dp > 1:
+        overlap = stack.comm_overlap
+        if stack.name == "tuned":
+            notes.const(K.COMM_OVERLAP)
+    step_s = max(compute_s, dp_s) + (1 - overlap) * min(compute_s, dp_s) + tp_s + fixed_s
 
-    units_per_step = units_per_step_replica * dp
+    # Throughput in real tokens (padding is work, not progress).
+    units_per_step = units_per_step_replica * dp / lengths.pad_factor
     throughput_total = units_per_step / step_s
     throughput_per_gpu = throughput_total / count
 
     if transformer:
-        total_units = t.tokens * t.epochs if t.tokens is not None else (t.samples or 0) * t.epochs * seq
+        if t.tokens is not None:
+            total_units = t.tokens * t.epochs
+        else:
+            total_units = (t.samples or 0) * t.epochs * lengths.real_per_sample
     else:
         total_units = (t.samples if t.samples is not None else (t.tokens or 0)) * t.epochs
     goodput = 1.0
@@ -465,7 +746,7 @@ def _train_estimate(
     compute_hours = total_units / throughput_total / 3600 / goodput
     hours = compute_hours
     bottleneck = "compute"
-    comm_exposed = step_s - compute_s
+    comm_exposed = step_s - compute_s - fixed_s
     if comm_exposed > 0.25 * step_s:
         bottleneck = "communication"
     io_hours = 0.0
@@ -502,6 +783,11 @@ def _train_estimate(
             "grad_accumulation": float(accum),
             "io_hours": io_hours,
             "goodput": goodput,
+            "s_per_step": step_s / goodput,
+            "optimizer_step_s": opt_s,
+            "offload_s": offload_s,
+            "offloaded_bytes_per_gpu": offloaded,
+            "padding_factor": lengths.pad_factor,
         },
     )
 
@@ -737,11 +1023,13 @@ def _impossible(
 ) -> Estimate:
     notes.add(reason)
     memory = mem or MemoryBreakdown(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    if mem is not None:
+        notes.add("no speed figure: the fit verdict is on memory alone")
     return Estimate(
         gpu=gpu.name,
         count=count,
         nodes=nodes,
-        fits=False,
+        fits=mem is not None and mem.total <= capacity,
         memory=memory,
         memory_capacity_bytes=capacity,
         throughput_per_gpu=0.0,
@@ -759,32 +1047,117 @@ def default_nodes(count: int) -> int:
     return max(1, math.ceil(count / K.GPUS_PER_NODE))
 
 
-def estimate(
+def estimate(  # noqa: PLR0917 - the positional (workload, gpu, count, nodes, calibration) is public API
     workload: Workload,
     gpu: GpuSpec,
     count: int = 1,
     nodes: int | None = None,
     calibration: Calibration | None = None,
+    network_gbps: float | None = None,
 ) -> Estimate:
-    """Memory per GPU, throughput and time for `workload` on `count` × `gpu` over `nodes` nodes."""
+    """Memory per GPU, throughput and time for `workload` on `count` × `gpu` over `nodes` nodes.
+
+    `network_gbps`: the inter-node bandwidth of one node (Gb/s, all NICs), when the instance is known or the
+    user gives it; otherwise InfiniBand/EFA for HPC GPUs and a conservative Ethernet default for the rest.
+    Uneven layouts (10 GPUs on 4 nodes) are allowed when `nodes` is given.
+    """
     if count < 1:
         raise ConfigError(f"GPU count must be at least 1, got {count}", fix="pass --count 1 or more")
     n_nodes = default_nodes(count) if nodes is None else nodes
-    # The default may leave the last node partly filled (9 GPUs = 8 + 1); an explicit --nodes must divide.
-    if n_nodes < 1 or n_nodes > count or (nodes is not None and count % n_nodes):
+    if n_nodes < 1 or n_nodes > count:
         raise ConfigError(
-            f"{count} GPUs cannot be spread evenly over {n_nodes} nodes",
-            fix="choose --nodes that divides --count (e.g. --count 16 --nodes 2)",
+            f"{count} GPUs cannot be spread over {n_nodes} nodes",
+            fix="give at most one node per GPU (e.g. --count 16 --nodes 2)",
+        )
+    if network_gbps is not None and not (math.isfinite(network_gbps) and network_gbps > 0):
+        raise ConfigError(
+            f"network bandwidth must be a positive number of Gb/s, got {network_gbps}",
+            fix="pass e.g. --network-gbps 100 for 100 Gigabit Ethernet",
         )
     notes = _Notes()
     if workload.model.preset:
         notes.add(f"model {workload.model.preset}: {workload.model.source}")
     if workload.train is not None:
-        return _train_estimate(
+        est = _train_estimate(
+            workload,
+            gpu,
+            count=count,
+            nodes=n_nodes,
+            calibration=calibration,
+            notes=notes,
+            network_gbps=network_gbps,
+        )
+        stack = default_framework(workload.task, workload.train, workload.model.kind)
+    else:
+        est = _inference_estimate(
             workload, gpu, count=count, nodes=n_nodes, calibration=calibration, notes=notes
         )
-    return _inference_estimate(
-        workload, gpu, count=count, nodes=n_nodes, calibration=calibration, notes=notes
+        stack = "inference"
+    return _finish(est, workload, stack, notes)
+
+
+def _finish(est: Estimate, w: Workload, stack_name: str, notes: _Notes) -> Estimate:
+    """Add what every estimate carries: the time range, the load-time peak, host RAM and the fit verdict."""
+    capacity = est.memory_capacity_bytes
+    load_peak = 0.0
+    host_ram = 0.0
+    t = w.train
+    if t is not None:
+        stack = K.STACKS[stack_name]
+        meta = t.low_cpu_mem_usage if t.low_cpu_mem_usage is not None else stack.meta_init
+        weights_b = w.model.n_params * K.BASE_BYTES_PER_PARAM.get(t.base_dtype, 2.0)
+        gpn = math.ceil(est.count / est.nodes)
+        if t.zero_stage >= 3 and t.low_cpu_mem_usage is False:
+            load_peak = weights_b / (t.tensor_parallel * t.pipeline_parallel) + K.CUDA_CONTEXT_GIB.value * GIB
+            notes.add(
+                "low_cpu_mem_usage = false with FSDP/ZeRO-3: every rank holds the full model on its GPU "
+                f"before sharding ({load_peak / GIB:.1f} GiB peak while loading); meta-device init or "
+                "low_cpu_mem_usage = true avoids it"
+            )
+        copies = 1 if meta else gpn
+        host_ram = copies * weights_b + gpn * notes.const(K.HOST_RAM_PER_RANK_GIB) * GIB
+        host_ram += gpn * est.details.get("offloaded_bytes_per_gpu", 0.0)
+        notes.add(
+            f"host RAM per node ≈ {host_ram / GIB:.0f} GiB: {copies} full copy of the weights while loading "
+            + ("(meta-device / rank-0 loading)" if meta else f"(every one of the {gpn} ranks loads its own)")
+            + f" + {K.HOST_RAM_PER_RANK_GIB.value:g} GiB per rank"
+        )
+    need = max(est.memory.total, load_peak)
+    margin = notes.const(K.TIGHT_MARGIN)
+    if capacity <= 0 or (est.infeasible_reason is not None and est.memory.total <= 0):
+        verdict = "unknown"
+    elif need > capacity:
+        verdict = "does_not_fit"
+    elif need > capacity * (1 - margin):
+        verdict = "tight"
+        notes.add(
+            f"need {need / GIB:.1f} GiB is within {margin:.0%} of the {capacity / GIB:.1f} GiB capacity: "
+            "fragmentation decides, expect an out-of-memory error (lower micro_batch or seq_len)"
+        )
+    else:
+        verdict = "fits"
+    fits = verdict == "fits"
+    bottleneck = est.bottleneck
+    if not fits and bottleneck != "memory_capacity" and est.infeasible_reason is None:
+        bottleneck = "memory_capacity"
+    low_mult, high_mult = K.HOURS_RANGE.get(stack_name, K.HOURS_RANGE_POOLED)
+    src = "its own" if stack_name in K.HOURS_RANGE else "the pooled"
+    notes.const(K.RANGE_SOURCE)
+    notes.add(f"range {low_mult:.2f}-{high_mult:.2f}× the estimate from {src} residual spread ({stack_name})")
+    hours_low = est.hours * min(1.0 - K.RANGE_MIN_HALF_WIDTH, low_mult)
+    hours_high = est.hours * max(1.0 + K.RANGE_MIN_HALF_WIDTH, high_mult)
+    return replace(
+        est,
+        fits=fits,
+        fit_verdict=verdict,
+        bottleneck=bottleneck,
+        load_peak_bytes=load_peak,
+        host_ram_bytes=host_ram,
+        hours_low=hours_low,
+        hours_high=hours_high,
+        stack=stack_name,
+        range_source=src,
+        assumptions=tuple(notes.items),
     )
 
 

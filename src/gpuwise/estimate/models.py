@@ -49,6 +49,18 @@ class Estimate:
     infeasible_reason: str | None = None
     # Intermediate figures (seconds per step, communication share, …) for explanations; extras in --json.
     details: dict[str, float] = field(default_factory=dict)
+    # The range most jobs of this stack fall in (README: which percentiles); nan until estimate() sets them.
+    hours_low: float = math.nan
+    hours_high: float = math.nan
+    # "fits" | "tight" (within the allocator's margin: expect an OOM) | "does_not_fit" | "unknown".
+    fit_verdict: str = "unknown"
+    # Peak per GPU while the model is loaded and sharded (FSDP/ZeRO-3 without meta-device init), bytes.
+    load_peak_bytes: float = 0.0
+    # Host RAM one node needs to load the model and run its ranks, bytes (0 = not estimated).
+    host_ram_bytes: float = 0.0
+    # Which stack's figures were used ("hf", "tuned", …) and where the range came from.
+    stack: str = ""
+    range_source: str = ""
 
     @property
     def throughput_total(self) -> float:
@@ -57,6 +69,20 @@ class Estimate:
     @property
     def gpu_hours(self) -> float:
         return self.hours * self.count
+
+    @property
+    def throughput_low(self) -> float:
+        """Total throughput at hours_high (the slow end of the range)."""
+        if not (math.isfinite(self.hours_high) and self.hours_high > 0 and math.isfinite(self.hours)):
+            return math.nan
+        return self.throughput_total * self.hours / self.hours_high
+
+    @property
+    def throughput_high(self) -> float:
+        """Total throughput at hours_low (the fast end of the range)."""
+        if not (math.isfinite(self.hours_low) and self.hours_low > 0 and math.isfinite(self.hours)):
+            return math.nan
+        return self.throughput_total * self.hours / self.hours_low
 
     def to_json(self) -> dict[str, object]:
         """The CONTRACTS §2 object (plus extras)."""
@@ -74,7 +100,12 @@ class Estimate:
             "count": self.count,
             "nodes": self.nodes,
             "fits": self.fits,
+            "fit_verdict": self.fit_verdict,
             "memory_per_gpu_gib": m.total / GIB,
+            "load_peak_gib": self.load_peak_bytes / GIB if self.load_peak_bytes else None,
+            "host_ram_gib": self.host_ram_bytes / GIB if self.host_ram_bytes else None,
+            "stack": self.stack or None,
+            "range_source": self.range_source or None,
             "memory_capacity_gib": self.memory_capacity_bytes / GIB,
             "memory_breakdown_gib": {
                 "weights": m.weights / GIB,
@@ -88,6 +119,10 @@ class Estimate:
             "throughput_total": self.throughput_total if runs else None,
             "throughput_unit": self.throughput_unit,
             "hours": num(self.hours),
+            "hours_low": num(self.hours_low) if runs else None,
+            "hours_high": num(self.hours_high) if runs else None,
+            "throughput_low": num(self.throughput_low) if runs else None,
+            "throughput_high": num(self.throughput_high) if runs else None,
             "gpu_hours": num(self.gpu_hours),
             "mfu": self.mfu if runs else None,
             "bottleneck": self.bottleneck,

@@ -8,8 +8,15 @@ the key path (`train.micro_batch`), what was expected and, for a misspelt key, t
 
 Optional keys beyond CONTRACTS §1 (defaults keep the contract's meaning): `[model]` `head_dim`,
 `gated_mlp`, `tied_embeddings`; `[train]` `attention = "flash" | "eager"`, `lora_targets = "all" |
-"attention"` (which linear layers carry adapters), `framework = "generic" | "hf"` (the Hugging Face
-causal-LM loss keeps the logits in fp32 several times over), `pipeline_schedule = "interleaved" | "1f1b"`.
+"attention"` (which linear layers carry adapters), `pipeline_schedule = "interleaved" | "1f1b"`, and the
+keys that describe a real user's job: `framework` (the training stack: "hf", "axolotl", "llama-factory",
+"unsloth", "accelerate-fsdp", "deepspeed", "lightning", "torchtitan", "megatron" (or "nemo"), "nanogpt",
+"tuned"; absent = the common stack for the task and method, see `default_framework`), `avg_tokens` (mean
+tokens per sample), `packing`, `group_by_length`, `base_precision` (the frozen base of a LoRA fine-tune:
+"bf16" | "fp16" | "int8" | "nf4" | "gptq-4bit" | "awq-4bit"; `method = "qlora"` is "lora" with "nf4") and
+`low_cpu_mem_usage` (meta-device / rank-0 loading: no full-model peak per GPU before sharding), `offload`
+("none" | "optimizer" | "optimizer+params": DeepSpeed ZeRO-Offload / FSDP CPU offload) and `fused_kernels`
+(Liger/Unsloth-style chunked cross-entropy and fused SwiGLU/RMSNorm).
 
 Must not import the CLI, the catalog or the estimator.
 """
@@ -29,12 +36,83 @@ Kind = Literal["transformer", "cnn", "diffusion", "generic"]
 Method = Literal["full", "lora", "qlora"]
 Precision = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
 WeightsPrecision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
-Optimizer = Literal["adamw", "adamw8bit", "sgd", "adafactor"]
+Optimizer = Literal["adamw", "adamw8bit", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor"]
 Checkpointing = Literal["none", "selective", "full"]
 Sharding = Literal["none", "zero1", "zero2", "zero3", "fsdp"]
 Attention = Literal["flash", "eager"]
 LoraTargets = Literal["all", "attention"]
-Framework = Literal["generic", "hf"]
+# "generic" is the old name of "tuned" (kept so existing files still load); "nemo" is Megatron's stack.
+Framework = Literal[
+    "tuned",
+    "generic",
+    "hf",
+    "accelerate-fsdp",
+    "deepspeed",
+    "axolotl",
+    "llama-factory",
+    "unsloth",
+    "lightning",
+    "torchtitan",
+    "megatron",
+    "nemo",
+    "nanogpt",
+]
+BasePrecision = Literal["bf16", "fp16", "fp32", "int8", "nf4", "gptq-4bit", "awq-4bit"]
+Offload = Literal["none", "optimizer", "optimizer+params"]
+# Keys of a Hugging Face config.json and of HF TrainingArguments users paste into a workload: the gpuwise key
+# to write instead, and the section it belongs in.
+HF_KEYS: dict[str, tuple[str, str]] = {
+    "num_hidden_layers": ("model", "layers"),
+    "n_layer": ("model", "layers"),
+    "hidden_size": ("model", "hidden"),
+    "n_embd": ("model", "hidden"),
+    "num_attention_heads": ("model", "heads"),
+    "n_head": ("model", "heads"),
+    "num_key_value_heads": ("model", "kv_heads"),
+    "vocab_size": ("model", "vocab"),
+    "intermediate_size": ("model", "ffn_hidden"),
+    "num_local_experts": ("model", "experts"),
+    "num_experts_per_tok": ("model", "experts_per_token"),
+    "tie_word_embeddings": ("model", "tied_embeddings"),
+    "max_position_embeddings": ("train", "seq_len"),
+    "max_seq_length": ("train", "seq_len"),
+    "cutoff_len": ("train", "seq_len"),
+    "per_device_train_batch_size": ("train", "micro_batch"),
+    "micro_batch_size": ("train", "micro_batch"),
+    "gradient_checkpointing": ("train", "activation_checkpointing"),
+    "num_train_epochs": ("train", "epochs"),
+    "lora_r": ("train", "lora_rank"),
+    "load_in_4bit": ("train", "base_precision"),
+    "load_in_8bit": ("train", "base_precision"),
+    "sample_packing": ("train", "packing"),
+    "bf16": ("train", "precision"),
+    "fp16": ("train", "precision"),
+    "params": ("model", "params"),
+    "layers": ("model", "layers"),
+    "hidden": ("model", "hidden"),
+    "heads": ("model", "heads"),
+    "seq_len": ("train", "seq_len"),
+    "micro_batch": ("train", "micro_batch"),
+    "framework": ("train", "framework"),
+    "base_precision": ("train", "base_precision"),
+    "avg_tokens": ("train", "avg_tokens"),
+    "offload_optimizer": ("train", "offload"),
+    "offload_param": ("train", "offload"),
+    "cpu_offload": ("train", "offload"),
+    "use_liger_kernel": ("train", "fused_kernels"),
+}
+# What to write for a HF key whose gpuwise value is not the same number.
+_HF_VALUE_HINT = {
+    "gradient_checkpointing": 'activation_checkpointing = "full"',
+    "load_in_4bit": 'base_precision = "nf4"',
+    "load_in_8bit": 'base_precision = "int8"',
+    "bf16": 'precision = "bf16"',
+    "fp16": 'precision = "fp16"',
+    "offload_optimizer": 'offload = "optimizer"',
+    "offload_param": 'offload = "optimizer+params"',
+    "cpu_offload": 'offload = "optimizer+params"',
+    "use_liger_kernel": "fused_kernels = true",
+}
 PipelineSchedule = Literal["interleaved", "1f1b"]
 
 # strict: TOML already types its values, so "4" for a number is a mistake worth reporting, not coercing.
@@ -171,25 +249,108 @@ class TrainSpec(BaseModel):
     # and many PEFT examples' default). Changes the trainable parameters, their optimizer states and
     # gradients.
     lora_targets: LoraTargets = "all"
-    # extension: the training stack, where it changes what is stored. "generic" (default) assumes a loss
-    # that keeps 16-bit logits and one fp32 copy; "hf" is the Hugging Face transformers causal-LM loss,
-    # which keeps more fp32 copies of the full logits (see estimate/constants.py HF_LOSS_BYTES_PER_ELEMENT).
-    framework: Framework = "generic"
+    # extension: the training stack (estimate/constants.py STACKS: its efficiencies and what it stores).
+    # None = the common stack for the task and method (`default_framework`), named in the assumptions.
+    framework: Framework | None = None
+    # extension: mean tokens per sample (with `samples`); None = every sample fills seq_len.
+    avg_tokens: float | None = Field(default=None, gt=0)
+    # extension: samples concatenated into full seq_len rows (true) or padded per batch (false, HF's default).
+    packing: bool = False
+    # extension: HF Trainer's group_by_length: batches of similar length, so little padding.
+    group_by_length: bool = False
+    # extension: the frozen base of a LoRA fine-tune; None = the compute precision ("nf4" for qlora).
+    base_precision: BasePrecision | None = None
+    # extension: the model is built on the meta device / loaded on one rank (HF low_cpu_mem_usage,
+    # Accelerate's cpu_ram_efficient_loading, torchtitan's meta init); None = the stack's default.
+    low_cpu_mem_usage: bool | None = None
     # extension: with pipeline_parallel > 1, "interleaved" (default: Megatron-LM's virtual stages, as in the
     # Llama 3 herd and NeMo recipes) or plain "1f1b", whose bubble is v times larger (Narayanan et al. 2021).
     pipeline_schedule: PipelineSchedule = "interleaved"
+    # extension: CPU offload. "optimizer" = DeepSpeed ZeRO-Offload (offload_optimizer: fp32 master weights
+    # and optimizer states in host RAM, the optimizer step on the CPU); "optimizer+params" = also the
+    # parameters and gradients (DeepSpeed ZeRO-3 offload_param, FSDP CPUOffload(offload_params=True)).
+    offload: Offload = "none"
+    # extension: fused training kernels (Liger Kernel, Unsloth, flash-attn's fused ops): a chunked
+    # cross-entropy that never holds the full logits and a SwiGLU/RMSNorm that keep only their inputs.
+    # None = off for every stack (the unsloth stack's memory figures were set on its rows without it).
+    fused_kernels: bool | None = None
 
-    _fin = field_validator("tokens", "samples", "epochs")(_finite)
+    _fin = field_validator("tokens", "samples", "epochs", "avg_tokens")(_finite)
 
     @model_validator(mode="after")
     def _one_amount(self) -> TrainSpec:
         if (self.tokens is None) == (self.samples is None):
             raise ValueError("give exactly one of tokens or samples")
+        if self.avg_tokens is not None and self.seq_len is not None and self.avg_tokens > self.seq_len:
+            raise ValueError(
+                f"avg_tokens ({self.avg_tokens:g}) cannot exceed seq_len ({self.seq_len}): samples are "
+                "truncated to seq_len; give the mean length after truncation, or raise seq_len"
+            )
+        if self.base_precision is not None and self.method == "full":
+            raise ValueError(
+                'base_precision is for LoRA (method = "lora"); full fine-tuning trains every weight'
+            )
+        if self.offload == "optimizer+params" and self.sharding not in ("zero3", "fsdp"):
+            raise ValueError(
+                'offload = "optimizer+params" offloads sharded parameters: it needs sharding = "zero3" or '
+                '"fsdp" (DeepSpeed offload_param and FSDP cpu_offload shard first); for ZeRO-1/2 write '
+                'offload = "optimizer"'
+            )
+        if self.offload == "optimizer" and self.sharding == "none":
+            raise ValueError(
+                'offload = "optimizer" is DeepSpeed ZeRO-Offload: it needs sharding = "zero1", "zero2" or '
+                '"zero3" (also on one GPU)'
+            )
+        if self.method == "qlora" and self.base_precision not in (None, "nf4"):
+            raise ValueError(
+                f'method = "qlora" means a NF4 base; for a {self.base_precision} base write '
+                f'method = "lora" with base_precision = "{self.base_precision}"'
+            )
         return self
+
+    @property
+    def base_dtype(self) -> str:
+        """The frozen base's storage: the key, else "nf4" for qlora, else the compute precision."""
+        if self.base_precision is not None:
+            return self.base_precision
+        if self.method == "qlora":
+            return "nf4"
+        return {"fp8": "bf16", "tf32": "fp32"}.get(self.precision, self.precision)
+
+    @property
+    def quantized_base(self) -> bool:
+        return self.method != "full" and self.base_dtype in ("int8", "nf4", "gptq-4bit", "awq-4bit")
+
+    @property
+    def optimizer_kind(self) -> str:
+        """The optimizer as the state table names it ("adamw-8bit" and "paged-adamw-8bit" are adamw8bit)."""
+        return {"adamw-8bit": "adamw8bit", "paged-adamw-8bit": "adamw8bit"}.get(
+            self.optimizer, self.optimizer
+        )
 
     @property
     def zero_stage(self) -> int:
         return {"none": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}[self.sharding]
+
+
+def default_framework(task: str, train: TrainSpec, kind: str = "transformer") -> str:
+    """The stack most people use for this kind of job, when the workload names none.
+
+    LoRA/QLoRA and full fine-tunes: Hugging Face Trainer (+ PEFT; Accelerate FSDP or DeepSpeed when sharded);
+    pre-training a transformer: plain PyTorch DDP/FSDP in the nanoGPT style; other models: the tuned figures
+    (no user-stack measurements for CNNs or diffusion yet).
+    """
+    if train.framework is not None:
+        return {"generic": "tuned", "nemo": "megatron"}.get(train.framework, train.framework)
+    if kind != "transformer":
+        return "tuned"
+    if task == "finetune" or train.method != "full":
+        if train.sharding in ("fsdp", "zero3") and train.method == "full":
+            return "accelerate-fsdp"
+        if train.sharding in ("zero1", "zero2"):
+            return "deepspeed"
+        return "hf"
+    return "nanogpt"
 
 
 class InferenceSpec(BaseModel):
@@ -328,6 +489,21 @@ def _check_keys(data: dict[str, Any], source: str) -> None:
 
 def _unknown(source: str, path: str, allowed: list[str], section: str = "") -> None:
     leaf = path.rsplit(".", 1)[-1]
+    if leaf in HF_KEYS:
+        home, key = HF_KEYS[leaf]
+        write = _HF_VALUE_HINT.get(leaf, f"{key} = …")
+        same = leaf == key
+        raise ConfigError(
+            f"Workload file {source}: key '{path}' "
+            + (
+                f"belongs in [{home}], not {'[' + section + ']' if section else 'the top level'}"
+                if same
+                else "is a Hugging Face config/training-argument name, not a workload key"
+            ),
+            why=f"gpuwise reads '{key}' from the [{home}] section",
+            fix=f"move it: under [{home}] write {write}"
+            + ("" if same else f" (the value of {leaf}); remove '{path}'"),
+        )
     hint = close_matches(leaf, allowed)
     where = f"[{section}]" if section else "the top level"
     message = f"Workload file {source}: unknown key '{path}'"
