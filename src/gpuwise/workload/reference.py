@@ -70,7 +70,22 @@ DESCRIPTIONS: dict[str, str] = {
     "train.lora_rank": "LoRA rank r.",
     "train.attention": "`flash` (memory-efficient kernels) or `eager` (keeps the s² attention matrix).",
     "train.lora_targets": "Layers carrying adapters: `all` linear layers, or `attention` (q, k, v, o) only.",
-    "train.framework": "The training stack; it changes what is stored and how fast steps run.",
+    "train.framework": "The training stack (Hugging Face Trainer, axolotl, LLaMA-Factory, Unsloth, "
+    "Accelerate FSDP, DeepSpeed, Lightning, torchtitan, Megatron/NeMo, nanoGPT-style PyTorch, or `tuned`): "
+    "it sets the efficiencies and what is stored. Absent: the common stack for the task and method, stated "
+    "in the assumptions.",
+    "train.avg_tokens": "Mean tokens per sample (with `samples`); default: every sample fills `seq_len`.",
+    "train.packing": "Samples packed into full `seq_len` sequences; unpacked batches pad to their longest "
+    "sample.",
+    "train.group_by_length": "Batches built from samples of similar length (less padding when not packed).",
+    "train.base_precision": "LoRA: dtype of the frozen base (`int8` is LLM.int8, `nf4` is QLoRA's 4-bit); "
+    "default: the compute dtype, or `nf4` for `qlora`.",
+    "train.low_cpu_mem_usage": "The model is built on the meta device or loaded on one rank, so no GPU holds "
+    "the full model before FSDP/ZeRO-3 shards it; default: what the stack does.",
+    "train.offload": "CPU offload: `optimizer` (ZeRO-Offload) or `optimizer+params` (ZeRO-3 / FSDP offload); "
+    "memory moves to host RAM, each step pays PCIe copies and a CPU optimizer step.",
+    "train.fused_kernels": "Fused loss and MLP kernels (Liger, Unsloth): the logits are not kept in fp32 and "
+    "SwiGLU is recomputed; default: off.",
     "train.pipeline_schedule": "With `pipeline_parallel` > 1: Megatron's `interleaved` schedule or plain "
     "`1f1b`.",
     "inference.weights_precision": "Dtype of the served weights.",
