@@ -266,6 +266,23 @@ def unit_cost_text(o: Option, limit: int = 1) -> str:
     return ", ".join(f"{money(v)} {label}" for label, v in list(o.unit_costs.items())[:limit])
 
 
+_SHORT_UNITS = {
+    "per 1M tokens": "/1M tok",
+    "per epoch": "/epoch",
+    "per 1k images": "/1k img",
+    "per audio hour": "/audio h",
+    "per 1M output tokens": "/1M out",
+    "per 1k requests": "/1k req",
+}
+
+
+def short_unit_cost(o: Option) -> str:
+    """'$0.53/1M tok': the first unit, short enough for a table cell."""
+    for label, value in o.unit_costs.items():
+        return f"{money(value)}{_SHORT_UNITS.get(label, ' ' + label)}"
+    return ""
+
+
 def option_title(o: Option) -> str:
     nodes = f" ×{o.nodes} nodes" if o.nodes > 1 else ""
     return (
