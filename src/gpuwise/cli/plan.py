@@ -1,4 +1,4 @@
-"""`gpuwise plan WORKLOAD`: rank every offer by the total cost (or time) of the workload (CONTRACTS §3).
+"""`gpuwise plan WORKLOAD`: rank every offer by the total cost (or time) of the workload, picks first.
 
 Thin edge: reads the workload, calibration and catalog, takes today's date, calls the pure planner,
 prints a table / JSON and writes the HTML report atomically. Exit 1 when nothing qualifies.
@@ -41,7 +41,9 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
     calibration: Annotated[
         Path | None, typer.Option("--calibration", help="A `gpuwise bench` result JSON.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (CONTRACTS §3).")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object (fields: see README).")
+    ] = False,
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write a self-contained HTML report here.")
     ] = None,
@@ -76,31 +78,30 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         list[str] | None,
         typer.Option(
             "--gpu",
-            metavar="NAME[:N]",
-            help="Only this GPU, N in total (e.g. A100-80GB:8); repeatable. Replaces the file's gpus constraint.",
+            metavar="GPU[:N]",
+            help="Only this GPU, N in total (e.g. A100-80GB:8); repeatable. Replaces the file's gpus.",
         ),
     ] = None,
     provider: Annotated[
         list[str] | None,
         typer.Option(
-            "--provider", help="Only this provider (repeatable). Replaces the file's providers."
+            "--provider", metavar="ID", help="Only this provider (repeatable). Replaces the file's providers."
         ),
     ] = None,
     region: Annotated[
         list[str] | None,
         typer.Option(
             "--region",
+            metavar="PATTERN",
             help="Only regions matching this pattern, e.g. 'us-*' (repeatable). Overrides the file.",
         ),
     ] = None,
-    spot_only: Annotated[
-        bool | None,
-        typer.Option(
-            "--spot/--on-demand",
-            help="Only spot offers, or only on-demand ones (default: as the file's interruptible allows).",
-            show_default=False,
-        ),
-    ] = None,
+    spot: Annotated[
+        bool, typer.Option("--spot", help="Only spot offers (replaces the file's interruptible).")
+    ] = False,
+    on_demand: Annotated[
+        bool, typer.Option("--on-demand", help="Only on-demand offers (and reservations, when asked for).")
+    ] = False,
     pick: Annotated[
         int | None,
         typer.Option("--pick", metavar="N", help="Print option N of the table (1 = first) in full."),
@@ -156,6 +157,9 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         )
     if pick is not None:
         check_at_least(pick, 1, "--pick", example="--pick 1")
+    if spot and on_demand:
+        raise UsageError("--spot and --on-demand exclude each other", fix="give one of them, or neither")
+    spot_only = True if spot else (False if on_demand else None)
     if utilization is not None and not (0 < utilization <= 1):
         raise UsageError(
             f"--utilization must be a share above 0 and at most 1, not {utilization:g}",
