@@ -515,7 +515,10 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
             console.print(escape(line), soft_wrap=True)
         for line in break_even_lines(shown):
             console.print(escape(line), soft_wrap=True)
-        marks = {i: n[0].upper() for n, i in sorted(picks.items(), key=lambda kv: kv[0] != "balanced")}
+        marks: dict[int, str] = {}
+        for pick_name in ("cheapest", "balanced", "fastest"):
+            if pick_name in picks:
+                marks[picks[pick_name]] = marks.get(picks[pick_name], "") + pick_name[0].upper()
         table = Table(
             title=f"top {min(top, len(shown))} choices by {result.objective}"
             + (" (+ picks beyond them)" if len(shown) > top else ""),
