@@ -76,11 +76,14 @@ def worth_renting(points: Sequence[tuple[float, float]]) -> list[bool]:
     return [hours <= SLOWER_LIMIT * b * (1 + 1e-9) for (_, hours), b in zip(points, best, strict=True)]
 
 
-def choose_picks(points: Sequence[tuple[float, float]], pareto: Sequence[bool]) -> Picks:
-    """The three picks over (cost, hours) points, with `pareto` the front flags of the same points."""
+def choose_picks(
+    points: Sequence[tuple[float, float]], pareto: Sequence[bool], worth: Sequence[bool] | None = None
+) -> Picks:
+    """The three picks over (cost, hours) points, with `pareto` the front flags of the same points and
+    `worth` their :func:`worth_renting` flags (computed here when not given)."""
     if not points:
         return Picks(None, None, None)
-    ok = worth_renting(points)
+    ok = worth_renting(points) if worth is None else worth
     idx = range(len(points))
     cheapest = min((i for i in idx if ok[i]), key=lambda i: (points[i][0], points[i][1], i))
     fastest = min(idx, key=lambda i: (points[i][1], points[i][0], i))

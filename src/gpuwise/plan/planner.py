@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 from gpuwise.catalog.models import Offer
 from gpuwise.estimate.models import Estimate
@@ -95,9 +95,9 @@ def billed_hours(hours: float, rates: ProviderRates) -> float:
     return max(billed, rates.minimum_charge_s or 0.0) / 3600.0
 
 
-@dataclass(frozen=True)
-class _Costed:
-    """The numbers of one configuration (no strings: built for every configuration)."""
+class _Costed(NamedTuple):
+    """The numbers of one configuration (no strings: built for every configuration; a NamedTuple because
+    it is built tens of thousands of times on a large catalog)."""
 
     price_per_hour: float  # USD, all nodes
     hours: float  # wall clock: start-up + run + spot losses
@@ -108,10 +108,7 @@ class _Costed:
     interruption: float
     interruptions: float
     unknown: tuple[str, ...]
-
-    @property
-    def total(self) -> float:
-        return self.compute + self.startup + self.storage + self.egress + self.interruption
+    total: float  # the parts added up
 
 
 def _cost(
@@ -178,6 +175,7 @@ def _cost(
         interruption=interruption,
         interruptions=interruptions,
         unknown=tuple(unknown),
+        total=compute + startup + storage + egress + interruption,
     )
 
 
@@ -243,8 +241,9 @@ def _ceil1(x: float) -> float:
     return math.ceil(x * 10) / 10
 
 
-@dataclass(frozen=True)
-class _Kept:
+class _Kept(NamedTuple):
+    """One qualifying configuration, before its `Option` (with notes) is built on demand."""
+
     offer: Offer
     nodes: int
     pricing: str
@@ -509,7 +508,7 @@ def plan(
     order = sorted(range(len(kept)), key=order_key)
     rank_of = {kept_index: rank for rank, kept_index in enumerate(order)}
     options = OptionList(order, build)
-    chosen = choose_picks(points, pareto)
+    chosen = choose_picks(points, pareto, worth)
     picks = {name: rank_of[i] for name, i in chosen.as_dict().items() if i is not None}
     passed_over = None
     if chosen.passed_over is not None and chosen.passed_for is not None:
