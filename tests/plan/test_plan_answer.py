@@ -4,6 +4,8 @@ per-unit costs, readable small numbers and honest failure — on constructed cat
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from datetime import date
 
 import pytest
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 from plan_fakes import TODAY, FakeEstimator, offer
 
 from gpuwise.catalog.reserved import ReservedRate, reserved_from_vantage
+from gpuwise.estimate.models import Estimate
 from gpuwise.plan.models import Constraints, DataNeeds, Settings
 from gpuwise.plan.output import hours_text, money, result_to_dict
 from gpuwise.plan.picks import SIMILAR_COST, SLOWER_LIMIT, choose_picks, pareto_flags
@@ -235,3 +238,36 @@ def test_undated_prices_older_than_the_limit_are_flagged_like_dated_ones() -> No
     ]
     flags = {o.instance_type: o.price_over_limit for o in run(offers).options}
     assert flags == {"undated-old": True, "dated-old": True, "undated-new": False}
+
+
+# ------------------------------------------------------------------------------------- time ranges
+
+
+@dataclass(frozen=True)
+class RangedEstimate(Estimate):
+    """An estimate with the time range the estimator is gaining (read defensively by the planner)."""
+
+    hours_low: float | None = None
+    hours_high: float | None = None
+
+
+class RangedEstimator(FakeEstimator):
+    def __call__(self, gpu: str, count: int, nodes: int) -> Estimate | None:
+        est = super().__call__(gpu, count, nodes)
+        if est is None:
+            return None
+        fields = {f.name: getattr(est, f.name) for f in dataclass_fields(Estimate)}
+        return RangedEstimate(**fields, hours_low=est.hours * 0.8, hours_high=est.hours * 1.5)
+
+
+def test_the_time_range_carries_into_a_cost_range() -> None:
+    result = run([offer(price=3.0)], estimator=RangedEstimator())
+    (o,) = result.options
+    assert o.hours_low == pytest.approx(o.hours * 0.8) and o.hours_high == pytest.approx(o.hours * 1.5)
+    assert o.cost_usd_low == pytest.approx(3.0 * o.hours * 0.8, rel=1e-3)
+    assert o.cost_usd_high == pytest.approx(3.0 * o.hours * 1.5, rel=1e-3)
+    doc = result_to_dict(result, {}, top=1)["options"][0]
+    assert doc["cost_usd_low"] < doc["cost_usd"] < doc["cost_usd_high"]
+    # without the fields (an older Estimate) the range collapses to the total
+    (plain,) = run([offer(price=3.0)]).options
+    assert plain.cost_usd_low == plain.cost_usd == plain.cost_usd_high

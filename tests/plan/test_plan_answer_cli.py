@@ -18,6 +18,7 @@ from gpuwise.cli.main import main
 from gpuwise.plan import inputs
 from gpuwise.plan.models import Settings
 from gpuwise.plan.planner import plan
+from gpuwise.plan.runnable import FABRICS, fabric_for
 from gpuwise.workload import load_workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,6 +77,35 @@ def test_every_example_gets_picks_that_follow_the_rule(path: Path) -> None:
     )
     assert result.options
     check_picks(result)
+    for o in result.options:
+        if o.nodes > 1:  # a cluster only where the instances share a fabric, and it is named
+            assert o.provider in FABRICS and fabric_for(o.provider, o.instance_type) is not None
+            assert o.interconnect
+
+
+def test_bf16_on_old_gpus_from_the_bundled_catalog_states_the_fp16_fallback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    resnet = str(ROOT / "examples" / "resnet50-imagenet.toml")
+    code, out, _ = run_cli(capsys, resnet, "--gpu", "T4", "--gpu", "V100", "--json", "--top", "1000")
+    assert code == 0
+    options = json.loads(out)["options"]
+    assert options
+    for o in options:
+        assert o["dtype_fallback"] == "fp16", o["instance_type"]
+        assert any("loss scaling" in a for a in o["assumptions"])
+
+
+def test_multi_node_from_the_bundled_catalog_only_on_a_shared_fabric(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run_cli(capsys, LORA, "--gpu", "H100:16", "--json", "--top", "1000")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["options"] and doc["rejected"]["no_fabric"] > 0
+    for o in doc["options"]:
+        assert o["nodes"] > 1 and o["interconnect"]
+        assert o["provider"] not in ("vast", "primeintellect", "shadeform", "hyperbolic", "lambda")
 
 
 def test_gpu_flag_lists_only_that_gpu_and_count(capsys: pytest.CaptureFixture[str]) -> None:
