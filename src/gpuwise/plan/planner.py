@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, NamedTuple, overload
