@@ -9,6 +9,11 @@ fails, in `models.REASONS` order), so ``len(options) + sum(rejected.values()) ==
 "nothing qualifies" answer, configurations that break exactly one relaxable constraint are tallied per
 constraint, with the budget or deadline that would admit them.
 
+Every option pays for its start-up (plan/startup.py) and must run the workload's dtype (plan/runnable.py:
+rejected as `dtype`, or costed with a stated fp16 fallback); several nodes only on a shared fabric
+(`no_fabric` otherwise). Reservations join only when the settings carry a commitment, costed as the whole
+commitment. The three headline picks (plan/picks.py) are chosen over every qualifying option.
+
 The inner loop works on plain floats and tuples; `Option` objects are built only for what qualifies.
 Must not import pydantic, plotly or anything that does I/O.
 """
