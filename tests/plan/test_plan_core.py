@@ -10,7 +10,7 @@ from plan_fakes import TODAY, FakeEstimator, offer
 
 from gpuwise.plan.interruption import InterruptionRate, interruption_cost, rate_from_bucket
 from gpuwise.plan.models import Constraints, DataNeeds, Settings
-from gpuwise.plan.output import group_options, result_to_dict, why_this_one
+from gpuwise.plan.output import group_options, groups_with_picks, pick_lines, result_to_dict
 from gpuwise.plan.planner import billed_hours, plan
 from gpuwise.plan.rates import PROVIDER_RATES, UNKNOWN_WHY, rates_for, unknown_text
 from gpuwise.plan.startup import StartupRates
@@ -264,9 +264,10 @@ def test_the_same_offer_in_many_regions_is_one_choice() -> None:
         ("ap-south-1", ["ap-south-1"]),
     ]
     assert doc["qualifying"] == 5
-    # "the next" in the why-line is the next choice, not the same offer elsewhere
-    assert "the next (lambda same, $" in why_this_one(result)
-    assert "3 regions" in why_this_one(result)
+    # the picks point at region groups: the same offer elsewhere is not another choice
+    groups, picks = groups_with_picks(result, 2)
+    assert groups[picks["cheapest"]].option.region == "eu-west-1"
+    assert pick_lines(result, groups, picks)[0].startswith("cheapest  #1 lambda same (1× H100")
 
 
 def test_stale_and_undated_prices_are_flagged() -> None:

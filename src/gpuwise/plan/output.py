@@ -20,8 +20,6 @@ from typing import Any
 
 from gpuwise.plan.models import Option, PlanResult
 from gpuwise.plan.picks import PICK_NAMES, RULE_TEXT
-from gpuwise.units import format_hours as _hours
-from gpuwise.units import format_money as _money
 
 
 @dataclass(frozen=True)
@@ -179,38 +177,6 @@ def result_to_dict(
     if extra:
         out.update(extra)
     return out
-
-
-def why_this_one(result: PlanResult) -> str:
-    """One line on the first option: why it ranks first, what it leaves out. Needs at least one option.
-
-    "The next" is the next distinct choice: the same offer in another region does not count.
-    """
-    groups = group_options(result.options, 2)
-    best = groups[0].option
-    rest = [g.option for g in groups[1:]]
-    where = f"{best.provider} {best.instance_type}" + (f" ×{best.nodes}" if best.nodes > 1 else "")
-    pricing = best.pricing.replace("_", "-")
-    if result.objective == "time":
-        head = f"fastest: {_hours(best.hours)} for {_money(best.cost_usd)}"
-        if rest:
-            nxt = rest[0]
-            head += f"; the next fastest ({nxt.provider} {nxt.instance_type}) takes {_hours(nxt.hours)}"
-    else:
-        head = f"cheapest in total: {_money(best.cost_usd)} for {_hours(best.hours)}"
-        if rest:
-            nxt = rest[0]
-            pct = (nxt.cost_usd - best.cost_usd) / best.cost_usd * 100 if best.cost_usd else 0.0
-            gap = f"{pct:.0f}% below" if pct >= 0.5 else "level with"
-            head += f", {gap} the next ({nxt.provider} {nxt.instance_type}, {_money(nxt.cost_usd)})"
-    headroom = best.memory_capacity_gib - best.memory_per_gpu_gib
-    tail = f"fits with {headroom:,.1f} GiB headroom per GPU; bottleneck: {best.bottleneck}"
-    if best.pricing == "spot":
-        tail += f"; includes {best.expected_interruptions:.2g} expected spot preemptions"
-    if best.unknown_costs:
-        tail += "; not counted: " + ", ".join(best.unknown_costs)
-    what = f"{best.gpus_per_node * best.nodes}× {best.gpu}, {pricing}, {groups[0].regions_text()}"
-    return f"Why {where} ({what}): {head}; {tail}."
 
 
 # ----------------------------------------------------------------------------- readable numbers
