@@ -483,7 +483,9 @@ def test_plan_json_cuts_options_to_top(capsys: pytest.CaptureFixture[str]) -> No
     doc = _json(["plan", str(WORKLOAD), "--json", "--top", "2"], capsys)
     assert isinstance(doc, dict)
     assert {"workload", "options", "considered", "rejected", "catalog"} <= set(doc)
-    assert 1 <= len(doc["options"]) <= 2
+    # the top 2, plus the headline picks ranked below them (the contract keeps picked options)
+    assert 1 <= len(doc["options"]) <= 2 + 3
+    assert all(0 <= i < len(doc["options"]) for i in doc["picks"].values())
     assert doc["considered"] >= len(doc["options"])
     for option in doc["options"]:
         assert set(option) >= PLAN_OPTION_KEYS

@@ -10,12 +10,16 @@ from plan_fakes import TODAY, FakeEstimator, offer
 
 from gpuwise.plan.interruption import InterruptionRate, interruption_cost, rate_from_bucket
 from gpuwise.plan.models import Constraints, DataNeeds, Settings
-from gpuwise.plan.output import group_options, result_to_dict, why_this_one
+from gpuwise.plan.output import group_options, groups_with_picks, pick_lines, result_to_dict
 from gpuwise.plan.planner import billed_hours, plan
 from gpuwise.plan.rates import PROVIDER_RATES, UNKNOWN_WHY, rates_for, unknown_text
+from gpuwise.plan.startup import StartupRates
+
+NO_STARTUP = StartupRates("*", 0.0, 0.0, math.inf, math.inf, 0.0, "test: no start-up")
 
 
 def run(offers, *, constraints=None, data=None, estimator=None, **settings):  # type: ignore[no-untyped-def]
+    settings.setdefault("startup_overrides", {"*": NO_STARTUP})  # exact hours; start-up has its own tests
     return plan(
         offers,
         estimator or FakeEstimator(),
@@ -38,7 +42,7 @@ def test_cost_parts_add_up_and_use_the_provider_rates() -> None:
     result = run([offer(provider="aws", instance_type="p5.48xlarge", price=4.0)], data=data, boot_disk_gb=100)
     (o,) = result.options
     parts = o.cost_breakdown_usd
-    assert set(parts) == {"compute", "storage", "egress", "interruption_overhead"}
+    assert set(parts) == {"compute", "startup", "storage", "egress", "interruption_overhead"}
     assert math.isclose(sum(parts.values()), o.cost_usd)
     aws = PROVIDER_RATES["aws"]
     hours = 10 / 3.0
@@ -165,7 +169,9 @@ def test_every_configuration_is_an_option_or_rejected_once() -> None:
         estimator=FakeEstimator(need_gib=20),
     )
     assert result.considered == len(result.options) + sum(result.rejected.values())
-    assert result.rejected["no_estimate"] == 2  # two node counts, on-demand only
+    # one node: no estimate; two nodes of single marketplace VMs: no shared fabric (checked first)
+    assert result.rejected["no_estimate"] == 1
+    assert result.rejected["no_fabric"] >= 2
     assert result.rejected["fractional_gpu"] == 2
     assert result.rejected["no_price"] == 2
     assert result.rejected["currency"] == 2
@@ -258,9 +264,10 @@ def test_the_same_offer_in_many_regions_is_one_choice() -> None:
         ("ap-south-1", ["ap-south-1"]),
     ]
     assert doc["qualifying"] == 5
-    # "the next" in the why-line is the next choice, not the same offer elsewhere
-    assert "the next (lambda same, $" in why_this_one(result)
-    assert "3 regions" in why_this_one(result)
+    # the picks point at region groups: the same offer elsewhere is not another choice
+    groups, picks = groups_with_picks(result, 2)
+    assert groups[picks["cheapest"]].option.region == "eu-west-1"
+    assert pick_lines(result, groups, picks)[0].startswith("cheapest  #1 lambda same (1× H100")
 
 
 def test_stale_and_undated_prices_are_flagged() -> None:
@@ -274,7 +281,7 @@ def test_stale_and_undated_prices_are_flagged() -> None:
 
 
 def test_multi_node_only_when_allowed_and_within_max_gpus() -> None:
-    o8 = offer(provider="aws", gpu="H100", gpus=8, price=30)
+    o8 = offer(provider="aws", instance_type="p5.48xlarge", gpu="H100", gpus=8, price=30)
     one = run([o8])
     assert {o.nodes for o in one.options} == {1}
     four = run([o8], constraints=Constraints(max_nodes=4, max_gpus=16))
@@ -314,7 +321,8 @@ def test_region_patterns_are_case_blind() -> None:
 def test_nothing_fits_on_one_node_suggests_more_nodes() -> None:
     """A model too big for one 8-GPU node: the answer must say that two nodes would hold it."""
     est = FakeEstimator(need_gib=300)  # per GPU: need / sqrt(count): 106 GiB on 8, 75 GiB on 16
-    result = run([offer(gpu="H100", gpus=8, price=30)], estimator=est)
+    p5 = offer(provider="aws", instance_type="p5.48xlarge", gpu="H100", gpus=8, price=30)
+    result = run([p5], estimator=est)
     assert result.options == ()
     assert result.rejected == {"does_not_fit": 1}
     (relax,) = result.relaxations

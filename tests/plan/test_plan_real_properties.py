@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from gpuwise.catalog.models import Offer
 from gpuwise.catalog.offers import load_catalog
 from gpuwise.plan import inputs
-from gpuwise.plan.models import Constraints, Settings
+from gpuwise.plan.models import Constraints, PlanResult, Settings
 from gpuwise.plan.planner import plan
+from gpuwise.plan.runnable import fabric_for
 from gpuwise.workload import load_workload
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.toml"))
@@ -61,7 +62,7 @@ constraints_st = st.builds(
 @given(
     index=st.integers(min_value=0, max_value=100),
     constraints=constraints_st,
-    objective=st.sampled_from(("cost", "time")),
+    objective=st.sampled_from(("cost", "time", "balanced")),
     data_scale=st.floats(min_value=0, max_value=50),
     prototype=st.booleans(),
 )
@@ -89,6 +90,7 @@ def test_real_plans_keep_every_invariant(
             service_hours=None if prototype else inputs.service_hours_from(work),
         ),
         spot_lookup=inputs.aws_spot_advisor_lookup,
+        runnable=inputs.make_runnable(target),
     )
     opts = result.options
     event("some options qualify" if opts else "nothing qualifies")
@@ -110,7 +112,40 @@ def test_real_plans_keep_every_invariant(
         parts = o.cost_breakdown_usd
         assert math.isclose(sum(parts.values()), o.cost_usd, rel_tol=1e-12, abs_tol=1e-9)
         assert (parts["interruption_overhead"] > 0) == (o.pricing == "spot")
+        assert parts["startup"] > 0  # every hour paid: boot, set-up, downloads, upload
+        if o.nodes > 1:  # only where the instances share a fabric, and it is named
+            assert o.interconnect and fabric_for(o.provider, o.instance_type) is not None
+        if o.gpu in NO_BF16 and "bf16" in (getattr(target.train, "precision", None), _weights(target)):
+            assert o.dtype_fallback == "fp16"
+            assert any("costed as fp16" in a or "served as fp16" in a for a in o.assumptions)
     if opts:
         assert any(o.pareto for o in opts)
-        key = (lambda o: o.cost_usd) if objective == "cost" else (lambda o: o.hours)
+        key = {
+            "cost": lambda o: o.cost_usd,
+            "time": lambda o: o.hours,
+            "balanced": lambda o: o.cost_usd * o.hours,
+        }[objective]
         assert [key(o) for o in opts] == sorted(key(o) for o in opts)
+        check_picks(result)
+    else:
+        assert result.picks == {}
+
+
+NO_BF16 = frozenset({"V100", "V100-32GB", "T4", "P100", "K80", "P4", "M60"})
+
+
+def _weights(work: Any) -> str | None:
+    return None if work.inference is None else str(work.inference.weights_precision)
+
+
+def check_picks(result: PlanResult) -> None:
+    """The Done-when lines of issue 12: picks exist, balanced is on the front, and no headline pick is more
+    than 10× slower than the fastest option costing at most 1.5× as much."""
+    opts = list(result.options)
+    assert set(result.picks) == {"cheapest", "fastest", "balanced"}
+    assert opts[result.picks["balanced"]].pareto
+    for rank in result.picks.values():
+        pick = opts[rank]
+        near = min(o.hours for o in opts if o.cost_usd <= 1.5 * pick.cost_usd * (1 + 1e-12))
+        assert pick.hours <= 10 * near * (1 + 1e-9)
+    assert opts[result.picks["fastest"]].hours == min(o.hours for o in opts)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from gpuwise.catalog.models import Offer
     from gpuwise.estimate.models import Estimate
     from gpuwise.plan.interruption import InterruptionRate
+    from gpuwise.plan.runnable import DtypeNeeds, Verdict
 
 GB = 1e9
 
@@ -142,23 +143,51 @@ def smoke_workload(workload: Any) -> tuple[Any, str]:
     ), SMOKE_DEFINITION_INFERENCE
 
 
-def make_estimator(workload: Any, calibration: Any = None) -> Callable[[str, int, int], Estimate | None]:
-    """(gpu, count, nodes) -> Estimate, or None when the GPU is not in the spec table."""
-    from gpuwise.catalog.specs import canonical_gpu_name, resolve_gpu
-    from gpuwise.errors import GpuwiseError
-    from gpuwise.estimate import estimate
+class PlanEstimator:
+    """(gpu, count, nodes) -> Estimate, or None when it cannot be estimated; `why[gpu]` says why not."""
 
-    def call(gpu: str, count: int, nodes: int) -> Estimate | None:
+    def __init__(self, workload: Any, calibration: Any = None) -> None:
+        self.workload = workload
+        self.calibration = calibration
+        self.why: dict[str, str] = {}
+
+    def __call__(
+        self, gpu: str, count: int, nodes: int, network_gbps: float | None = None
+    ) -> Estimate | None:
+        from gpuwise.catalog.specs import canonical_gpu_name, resolve_gpu
+        from gpuwise.errors import GpuwiseError
+        from gpuwise.estimate import estimate
+
         if canonical_gpu_name(gpu) is None:
+            self.why.setdefault(gpu, f"{gpu} is not in gpuwise's GPU spec table (`gpuwise catalog gpus`)")
             return None
         try:
-            return estimate(workload, resolve_gpu(gpu), count, nodes=nodes, calibration=calibration)
-        except GpuwiseError:
+            return estimate(
+                self.workload,
+                resolve_gpu(gpu),
+                count,
+                nodes=nodes,
+                calibration=self.calibration,
+                network_gbps=network_gbps,
+            )
+        except GpuwiseError as exc:
             # A configuration the estimator cannot model (e.g. no figure for the dtype on that GPU) is
-            # rejected as `no_estimate` rather than stopping the whole plan.
+            # rejected as `no_estimate` rather than stopping the whole plan; the reason is kept.
+            self.why.setdefault(gpu, exc.message)
             return None
 
-    return call
+
+def network_gbps(provider: str, instance_type: str) -> float | None:
+    """One node's network bandwidth from the catalog's instance table, where it is known."""
+    from gpuwise.catalog.specs import instance_network_gbps
+
+    found = instance_network_gbps(provider, instance_type)
+    return None if found is None else found[0]
+
+
+def make_estimator(workload: Any, calibration: Any = None) -> PlanEstimator:
+    """(gpu, count, nodes) -> Estimate, or None when the GPU is not in the spec table."""
+    return PlanEstimator(workload, calibration)
 
 
 def aws_spot_advisor_lookup(offer: Offer) -> InterruptionRate | None:
@@ -182,3 +211,101 @@ def aws_spot_advisor_lookup(offer: Offer) -> InterruptionRate | None:
         ),
         assumed=False,
     )
+
+
+def dtype_needs_from(workload: Any) -> DtypeNeeds:
+    """What the workload asks of the GPU's number formats (see plan/runnable.py for the rule)."""
+    from gpuwise.plan.runnable import DtypeNeeds
+
+    train = workload.train
+    if train is not None:
+        asked_fa2 = "attention" in train.model_fields_set and train.attention == "flash"
+        return DtypeNeeds(
+            dtype=train.precision,
+            training=True,
+            pure_low_precision=bool(train.pure_low_precision),
+            flash_attention_2=asked_fa2,
+        )
+    inf = workload.inference
+    return DtypeNeeds(dtype=inf.weights_precision, kv_dtype=inf.kv_dtype, training=False)
+
+
+def make_runnable(workload: Any) -> Callable[[str], Verdict]:
+    """(canonical GPU) -> whether it runs the workload's dtype, from the GPU spec table."""
+    from gpuwise.catalog.specs import load_gpu_specs
+    from gpuwise.plan.runnable import gpu_formats, verdict
+
+    needs = dtype_needs_from(workload)
+    specs = load_gpu_specs()
+
+    def call(gpu: str) -> Verdict:
+        spec = specs.get(gpu)
+        if spec is None:
+            return verdict(needs, None)
+        formats = gpu_formats(
+            spec.name,
+            spec.architecture,
+            spec.compute_capability,
+            spec.peak_tflops("bf16"),
+            spec.peak_tflops("fp8"),
+        )
+        return verdict(needs, formats)
+
+    return call
+
+
+def transfers_from(workload: Any, data: DataNeeds) -> tuple[float, float, str]:
+    """(model download GB, final upload GB, why) for the start-up cost part.
+
+    A fine-tune or a server downloads its base model's weights (16-bit checkpoint: 2 bytes/param, as
+    published on the Hugging Face Hub; 4 for fp32); a run from scratch downloads none. At the end the
+    weights (full training), or the adapters (LoRA), and the workload's egress go out.
+    """
+    params = float(workload.model.params or 0.0)
+    train = workload.train
+    if train is None:
+        model_gb = params * _DTYPE_BYTES.get(workload.inference.weights_precision, 2.0) / GB
+        return model_gb, data.egress_gb, f"model download {model_gb:,.1f} GB (weights); upload = egress"
+    base_bytes = 4.0 if train.precision == "fp32" else 2.0
+    model_gb = params * base_bytes / GB if workload.task == "finetune" else 0.0
+    if train.method in ("lora", "qlora"):
+        final = data.checkpoint_gb / 3.0  # adapters only: 4 of the 12 bytes/param (not the AdamW moments)
+    else:
+        final = params * _DTYPE_BYTES.get(train.precision, 2.0) / GB
+    upload = final + data.egress_gb
+    why = (
+        f"model download {model_gb:,.1f} GB ({'base weights' if model_gb else 'none: from scratch'}); "
+        f"final upload {upload:,.2f} GB (trained weights + egress)"
+    )
+    return model_gb, upload, why
+
+
+def units_from(workload: Any) -> tuple[tuple[str, float], ...]:
+    """The workload's natural units for per-unit costs: (label, how many of them the workload is)."""
+    out: list[tuple[str, float]] = []
+    train = workload.train
+    if train is not None:
+        epochs = float(train.epochs)
+        if train.tokens is not None:
+            out.append(("per 1M tokens", float(train.tokens) * epochs / 1e6))
+            if epochs > 1:
+                out.append(("per epoch", epochs))
+            return tuple(out)
+        samples = float(train.samples) * epochs
+        unit = str(workload.model.sample_unit or "sample")
+        out.append(("per epoch", epochs))
+        if unit in ("audio hour", "audio hours", "audio_hour"):
+            out.append(("per audio hour", samples))
+        else:
+            plural = unit if unit.endswith("s") else f"{unit}s"
+            out.append((f"per 1k {plural}", samples / 1000.0))
+        return tuple(out)
+    inf = workload.inference
+    if inf.requests is not None:
+        requests = float(inf.requests)
+    else:
+        per_request = float(inf.output_tokens)
+        requests = float(inf.target_output_tokens_per_s) * float(inf.duration_hours) * 3600.0 / per_request
+    out.append(("per 1M output tokens", requests * float(inf.output_tokens) / 1e6))
+    out.append(("per 1k requests", requests / 1000.0))
+    return tuple(out)

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from gpuwise.plan.interruption import DEFAULT_RESTART_HOURS
+from gpuwise.plan.startup import StartupRates
 
 PRICINGS = ("on_demand", "spot", "reserved")
-OBJECTIVES = ("cost", "time")
+OBJECTIVES = ("cost", "time", "balanced")
 
 # Rejection reason ids, in the order they are checked (the first failing one counts).
 REASONS = (
@@ -23,13 +24,18 @@ REASONS = (
     "provider",
     "region",
     "gpu",
+    "gpu_count",
     "fractional_gpu",
     "not_single_gpu",
     "max_gpus",
+    "no_fabric",
+    "pricing",
     "spot_not_allowed",
+    "dtype",
     "no_estimate",
     "does_not_fit",
     "below_target_rate",
+    "over_commitment",
     "over_deadline",
     "over_budget",
 )
@@ -39,13 +45,27 @@ RELAXABLE = (
     "provider",
     "region",
     "gpu",
+    "gpu_count",
     "max_gpus",
+    "pricing",
     "spot_not_allowed",
+    "over_commitment",
     "over_deadline",
     "over_budget",
 )
+# Facts about an offer or the workload that removed configurations the user's constraints allowed: named
+# first when nothing qualifies (a GPU with no estimate, a dtype it cannot run, a model that does not fit).
+FACTS = (
+    "currency",
+    "dtype",
+    "no_fabric",
+    "no_estimate",
+    "does_not_fit",
+    "below_target_rate",
+    "fractional_gpu",
+)
 
-COST_PARTS = ("compute", "storage", "egress", "interruption_overhead")
+COST_PARTS = ("compute", "startup", "storage", "egress", "interruption_overhead")
 
 
 @dataclass(frozen=True)
@@ -60,6 +80,9 @@ class Constraints:
     gpus: tuple[str, ...] | None = None  # canonical GPU names
     max_gpus: int | None = None
     max_nodes: int = 1
+    # `--gpu NAME:N`: (canonical GPU, total GPU count or None for any count); None: no such request
+    gpu_counts: tuple[tuple[str, int | None], ...] | None = None
+    pricings: tuple[str, ...] | None = None  # `--spot` / `--on-demand`: the pricing models allowed
 
 
 @dataclass(frozen=True)
@@ -72,6 +95,8 @@ class DataNeeds:
     checkpoint_every_hours: float = 1.0
     egress_gb: float = 0.0
     assumptions: tuple[str, ...] = ()
+    model_download_gb: float = 0.0  # weights fetched at start-up (a base model to fine-tune or serve)
+    final_upload_gb: float = 0.0  # the last checkpoint and results, sent out at the end
 
 
 @dataclass(frozen=True)
@@ -88,6 +113,13 @@ class Settings:
     # serving at a target rate for a fixed time: a configuration slower than the rate needs more hours than
     # this to serve the traffic, so it does not meet the target (None: no such target)
     service_hours: float | None = None
+    # start-up figures per provider that replace the bundled defaults (tests, or a user who measured)
+    startup_overrides: dict[str, StartupRates] = field(default_factory=dict)
+    # reservations: shown only when the user says how long the machine is busy
+    commitment_months: float | None = None
+    utilization: float | None = None  # share of the commitment the reserved machine is busy (0–1]
+    # the workload's units for per-unit costs: (label, amount), e.g. ("per 1M tokens", 10_000.0)
+    units: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,6 +151,22 @@ class Option:
     expected_interruptions: float
     source: str
     pareto: bool = False
+    # extensions (issue 12)
+    cost_usd_low: float | None = None  # from the estimate's time range (hours_low/hours_high)
+    cost_usd_high: float | None = None
+    hours_low: float | None = None
+    hours_high: float | None = None
+    startup_hours: float = 0.0
+    price_age_days: int = 0
+    price_over_limit: bool = False  # older than the stale limit, by source or collection date
+    dtype_fallback: str | None = None  # e.g. "fp16": the dtype costed instead of the workload's
+    interconnect: str | None = None  # multi-node: the fabric the nodes share
+    unit_costs: dict[str, float] = field(default_factory=dict)  # label -> USD per unit
+    worth_renting: bool = True  # False: a similar-cost option is far faster (never a headline pick)
+    commitment_usd: float | None = None  # reserved: the whole commitment
+    commitment_months: float | None = None
+    break_even_hours_per_month: float | None = None  # reserved beats on-demand above this
+    reserved_kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +190,16 @@ class PlanResult:
     objective: str
     # providers none of whose prices carries its source's own date (only the collection date is known)
     undated_sources: frozenset[str] = frozenset()
+    # the headline picks as ranks into `options` ("cheapest", "fastest", "balanced"); empty without options
+    picks: dict[str, int] = field(default_factory=dict)
+    # the absolute cheapest when it is not the cheapest pick, and the similar-cost option far faster than it
+    passed_over: tuple[int, int] | None = None
+    # (reason, gpu) -> configurations the constraints allowed that this fact removed (see FACTS)
+    blocked: dict[tuple[str, str], int] = field(default_factory=dict)
+    # gpu -> why the dtype rule rejects it
+    dtype_why: dict[str, str] = field(default_factory=dict)
+    stale_after_days: int = 90
+    today: date | None = None
 
     def source_date_text(self, provider: str) -> str:
         day = self.sources[provider].isoformat()

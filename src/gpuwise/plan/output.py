@@ -13,13 +13,13 @@ Pure; standard library only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gpuwise.plan.models import Option, PlanResult
-from gpuwise.units import format_hours as _hours
-from gpuwise.units import format_money as _money
+from gpuwise.plan.picks import PICK_NAMES, RULE_TEXT
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,24 @@ def group_options(options: Sequence[Option], limit: int | None = None) -> list[O
     return [OptionGroup(option=o, regions=tuple(regions)) for o, regions in groups.values()]
 
 
+def groups_with_picks(result: PlanResult, top: int | None) -> tuple[list[OptionGroup], dict[str, int]]:
+    """The top `top` groups plus any picked option's group beyond them, and the picks as group indices.
+
+    Picks are chosen over every option before `--top` cuts the list, and a picked option is always kept.
+    """
+    groups = group_options(result.options, top)
+    index = {_group_key(g.option): i for i, g in enumerate(groups)}
+    picks: dict[str, int] = {}
+    for name, rank in result.picks.items():
+        o = result.options[rank]
+        key = _group_key(o)
+        if key not in index:
+            index[key] = len(groups)
+            groups.append(OptionGroup(option=o, regions=(o.region,)))
+        picks[name] = index[key]
+    return groups, picks
+
+
 def option_to_dict(o: Option) -> dict[str, Any]:
     """One option with the contract's keys first, then gpuwise's extensions."""
     return {
@@ -109,6 +127,21 @@ def option_to_dict(o: Option) -> dict[str, Any]:
         "memory_capacity_gib": o.memory_capacity_gib,
         "expected_interruptions": o.expected_interruptions,
         "source": o.source,
+        "cost_usd_low": o.cost_usd_low,
+        "cost_usd_high": o.cost_usd_high,
+        "hours_low": o.hours_low,
+        "hours_high": o.hours_high,
+        "startup_hours": o.startup_hours,
+        "price_age_days": o.price_age_days,
+        "price_over_limit": o.price_over_limit,
+        "dtype_fallback": o.dtype_fallback,
+        "interconnect": o.interconnect,
+        "cost_per_unit_usd": dict(o.unit_costs),
+        "worth_renting": o.worth_renting,
+        "commitment_usd": o.commitment_usd,
+        "commitment_months": o.commitment_months,
+        "break_even_hours_per_month": o.break_even_hours_per_month,
+        "reserved_kind": o.reserved_kind,
     }
 
 
@@ -116,12 +149,11 @@ def result_to_dict(
     result: PlanResult, workload: Any, *, top: int | None, extra: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """`plan --json`: workload, options (`top` region groups), considered, rejected, catalog sources, …"""
+    groups, picks = groups_with_picks(result, top)
     out: dict[str, Any] = {
         "workload": workload,
-        "options": [
-            {**option_to_dict(g.option), "regions": list(g.regions)}
-            for g in group_options(result.options, top)
-        ],
+        "options": [{**option_to_dict(g.option), "regions": list(g.regions)} for g in groups],
+        "picks": {name: picks.get(name) for name in PICK_NAMES},
         "considered": result.considered,
         "rejected": dict(result.rejected),
         "catalog": {
@@ -137,39 +169,195 @@ def result_to_dict(
             {"constraint": r.constraint, "reason": r.reason, "options": r.options, "suggestion": r.suggestion}
             for r in result.relaxations
         ],
+        "picks_rule": RULE_TEXT,
+        "blocked": [
+            {"reason": reason, "gpu": gpu, "configurations": n} for (reason, gpu), n in result.blocked.items()
+        ],
     }
     if extra:
         out.update(extra)
     return out
 
 
-def why_this_one(result: PlanResult) -> str:
-    """One line on the first option: why it ranks first, what it leaves out. Needs at least one option.
+# ----------------------------------------------------------------------------- readable numbers
 
-    "The next" is the next distinct choice: the same offer in another region does not count.
-    """
-    groups = group_options(result.options, 2)
-    best = groups[0].option
-    rest = [g.option for g in groups[1:]]
-    where = f"{best.provider} {best.instance_type}" + (f" ×{best.nodes}" if best.nodes > 1 else "")
-    pricing = best.pricing.replace("_", "-")
-    if result.objective == "time":
-        head = f"fastest: {_hours(best.hours)} for {_money(best.cost_usd)}"
-        if rest:
-            nxt = rest[0]
-            head += f"; the next fastest ({nxt.provider} {nxt.instance_type}) takes {_hours(nxt.hours)}"
-    else:
-        head = f"cheapest in total: {_money(best.cost_usd)} for {_hours(best.hours)}"
-        if rest:
-            nxt = rest[0]
-            pct = (nxt.cost_usd - best.cost_usd) / best.cost_usd * 100 if best.cost_usd else 0.0
-            gap = f"{pct:.0f}% below" if pct >= 0.5 else "level with"
-            head += f", {gap} the next ({nxt.provider} {nxt.instance_type}, {_money(nxt.cost_usd)})"
-    headroom = best.memory_capacity_gib - best.memory_per_gpu_gib
-    tail = f"fits with {headroom:,.1f} GiB headroom per GPU; bottleneck: {best.bottleneck}"
-    if best.pricing == "spot":
-        tail += f"; includes {best.expected_interruptions:.2g} expected spot preemptions"
-    if best.unknown_costs:
-        tail += "; not counted: " + ", ".join(best.unknown_costs)
-    what = f"{best.gpus_per_node * best.nodes}× {best.gpu}, {pricing}, {groups[0].regions_text()}"
-    return f"Why {where} ({what}): {head}; {tail}."
+
+def money(x: float | None) -> str:
+    """Dollars with enough digits that small totals differ: $1,234 · $12.34 · $0.0123."""
+    if x is None or math.isnan(x):
+        return "?"
+    if abs(x) >= 1000:
+        return f"${x:,.0f}"
+    if abs(x) >= 1:
+        return f"${x:,.2f}"
+    if x == 0:
+        return "$0"
+    if abs(x) >= 1e-4:
+        return f"${x:.3g}"
+    return f"${x:.2e}"
+
+
+def hours_text(h: float | None) -> str:
+    """Wall-clock time with enough digits that short runs differ: 42 s · 7.5 min · 2.35 h · 62 days."""
+    if h is None or math.isnan(h):
+        return "?"
+    if h < 1 / 60:
+        return f"{h * 3600:.0f} s"
+    if h < 1:
+        return f"{h * 60:.1f} min"
+    if h < 10:
+        return f"{h:.2f} h"
+    if h < 48:
+        return f"{h:.1f} h"
+    return f"{h:,.0f} h ({h / 24:,.1f} days)"
+
+
+def money_range(o: Option) -> str:
+    """'$5.34 ($4.80–$6.10)', or just the total when the estimate gives no range."""
+    lo, hi = o.cost_usd_low, o.cost_usd_high
+    if lo is None or hi is None or money(lo) == money(hi):
+        return money(o.cost_usd)
+    return f"{money(o.cost_usd)} ({money(lo)}–{money(hi)})"
+
+
+def hours_range(o: Option) -> str:
+    lo, hi = o.hours_low, o.hours_high
+    if lo is None or hi is None or hours_text(lo) == hours_text(hi):
+        return hours_text(o.hours)
+    return f"{hours_text(o.hours)} ({hours_text(lo)}–{hours_text(hi)})"
+
+
+def unit_cost_text(o: Option, limit: int = 1) -> str:
+    """'$0.53 per 1M tokens' for the first `limit` units."""
+    return ", ".join(f"{money(v)} {label}" for label, v in list(o.unit_costs.items())[:limit])
+
+
+_SHORT_UNITS = {
+    "per 1M tokens": "/1M tok",
+    "per epoch": "/epoch",
+    "per 1k images": "/1k img",
+    "per audio hour": "/audio h",
+    "per 1M output tokens": "/1M out",
+    "per 1k requests": "/1k req",
+}
+
+
+def short_unit_cost(o: Option) -> str:
+    """'$0.53/1M tok': the first unit, short enough for a table cell."""
+    for label, value in o.unit_costs.items():
+        return f"{money(value)}{_SHORT_UNITS.get(label, ' ' + label)}"
+    return ""
+
+
+def option_title(o: Option) -> str:
+    nodes = f" ×{o.nodes} nodes" if o.nodes > 1 else ""
+    return (
+        f"{o.provider} {o.instance_type}{nodes} ({o.gpus_per_node * o.nodes}× {o.gpu}, "
+        f"{o.pricing.replace('_', '-')}, {o.region})"
+    )
+
+
+def pick_lines(result: PlanResult, groups: Sequence[OptionGroup], picks: dict[str, int]) -> list[str]:
+    """One line per headline pick: what, cost (range), hours (range), why. Row numbers are 1-based."""
+    if not picks:
+        return []
+    cheap = groups[picks["cheapest"]].option
+    fast = groups[picks["fastest"]].option
+    lines: list[str] = []
+    order = {"time": ("fastest", "balanced", "cheapest"), "balanced": ("balanced", "cheapest", "fastest")}
+    for name in order.get(result.objective, ("cheapest", "balanced", "fastest")):
+        g = picks[name]
+        o = groups[g].option
+        if name == "cheapest":
+            why = "the lowest total among options worth renting"
+            if result.passed_over is not None:
+                low, fastest_near = (result.options[r] for r in result.passed_over)
+                ratio = low.hours / fastest_near.hours if fastest_near.hours > 0 else float("inf")
+                why += (
+                    f"; the absolute cheapest ({low.provider} {low.instance_type}, {money(low.cost_usd)} for "
+                    f"{hours_text(low.hours)}) is skipped: {ratio:,.0f}× slower than an option at most 1.5× "
+                    "its cost"
+                )
+        elif name == "fastest":
+            why = "the fewest hours"
+            if cheap.cost_usd > 0:
+                why += f", at {o.cost_usd / cheap.cost_usd:,.1f}× the cheapest pick's cost"
+        else:
+            why = "the Pareto option with the smallest cost × hours"
+            if o.hours > 0 and cheap.cost_usd > 0 and o is not cheap:
+                why += (
+                    f": {cheap.hours / o.hours:,.1f}× faster than the cheapest pick for "
+                    f"{o.cost_usd / cheap.cost_usd:,.2f}× its cost"
+                )
+            elif o is cheap:
+                why += " (the cheapest pick is also the best value)"
+            if o is fast:
+                why += "; also the fastest"
+        unit = unit_cost_text(o)
+        lines.append(
+            f"{name:<9} #{g + 1} {option_title(o)}: {money_range(o)}, {hours_range(o)}"
+            + (f", {unit}" if unit else "")
+            + f" — {why}."
+        )
+    return lines
+
+
+def break_even_lines(groups: Sequence[OptionGroup]) -> list[str]:
+    """'a 1-year reservation of p4d.24xlarge beats on-demand above 438 busy hours a month', once per type."""
+    seen: set[tuple[str, str]] = set()
+    lines: list[str] = []
+    for g in groups:
+        o = g.option
+        if o.pricing != "reserved" or o.break_even_hours_per_month is None:
+            continue
+        key = (o.provider, o.instance_type)
+        if key in seen:
+            continue
+        seen.add(key)
+        years = (o.commitment_months or 12) / 12
+        lines.append(
+            f"a {years:g}-year reservation of {o.provider} {o.instance_type} beats on-demand above "
+            f"{o.break_even_hours_per_month:,.0f} busy hours a month (of 730); costed as the whole "
+            f"commitment, {money(o.commitment_usd)}"
+        )
+    return lines
+
+
+def option_full_text(o: Option, regions: Sequence[str], rank: int) -> list[str]:
+    """`plan --pick N`: every figure of one option, one per line."""
+    lines = [f"#{rank} {option_title(o)}"]
+    if len(regions) > 1:
+        lines.append(f"  also in: {', '.join(regions[1:])}")
+    day = o.price_as_of.isoformat() + ("" if o.price_date_exact else " (date unknown: collection date)")
+    lines.append(
+        f"  price: {money(o.price_usd_per_hour)}/h for all nodes, {o.currency}, as of {day}, "
+        f"{o.price_age_days} days old" + (" — over the stale limit" if o.price_over_limit else "")
+    )
+    lines.append(f"  hours: {hours_range(o)} (start-up {hours_text(o.startup_hours)} included)")
+    lines.append(f"  total: {money_range(o)}")
+    for part, value in o.cost_breakdown_usd.items():
+        lines.append(f"    {part:<22} {money(value)}")
+    if o.unknown_costs:
+        lines.append("    unknown, counted as $0: " + ", ".join(o.unknown_costs))
+    for label, value in o.unit_costs.items():
+        lines.append(f"  {money(value)} {label}")
+    if o.commitment_usd is not None:
+        lines.append(
+            f"  reservation: {o.reserved_kind}; whole commitment {money(o.commitment_usd)} "
+            f"({o.commitment_months:g} months)"
+        )
+    if o.interconnect:
+        lines.append(f"  interconnect: {o.interconnect}")
+    if o.dtype_fallback:
+        lines.append(f"  dtype fallback: {o.dtype_fallback}")
+    lines.append(
+        f"  memory: {o.memory_per_gpu_gib:,.1f} of {o.memory_capacity_gib:,.1f} GiB per GPU; "
+        f"bottleneck: {o.bottleneck}; Pareto: {'yes' if o.pareto else 'no'}; "
+        f"worth renting: {'yes' if o.worth_renting else 'no (a similar-cost option is far faster)'}"
+    )
+    if o.pricing == "spot":
+        lines.append(f"  expected spot preemptions: {o.expected_interruptions:.2g}")
+    lines.append(f"  source: {o.source}")
+    lines.append("  assumptions:")
+    lines.extend(f"    - {a}" for a in o.assumptions)
+    return lines

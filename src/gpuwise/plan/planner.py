@@ -9,6 +9,11 @@ fails, in `models.REASONS` order), so ``len(options) + sum(rejected.values()) ==
 "nothing qualifies" answer, configurations that break exactly one relaxable constraint are tallied per
 constraint, with the budget or deadline that would admit them.
 
+Every option pays for its start-up (plan/startup.py) and must run the workload's dtype (plan/runnable.py:
+rejected as `dtype`, or costed with a stated fp16 fallback); several nodes only on a shared fabric
+(`no_fabric` otherwise). Reservations join only when the settings carry a commitment, costed as the whole
+commitment. The three headline picks (plan/picks.py) are chosen over every qualifying option.
+
 The inner loop works on plain floats and tuples; `Option` objects are built only for what qualifies.
 Must not import pydantic, plotly or anything that does I/O.
 """
@@ -17,13 +22,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date
 from fnmatch import fnmatchcase
-from typing import overload
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 from gpuwise.catalog.models import Offer
 from gpuwise.estimate.models import Estimate
+from gpuwise.plan import runnable as run_rules
 from gpuwise.plan.interruption import (
     MODEL_NOTE,
     InterruptionRate,
@@ -31,6 +37,7 @@ from gpuwise.plan.interruption import (
     interruption_cost,
 )
 from gpuwise.plan.models import (
+    FACTS,
     REASONS,
     RELAXABLE,
     Constraints,
@@ -40,6 +47,7 @@ from gpuwise.plan.models import (
     Relaxation,
     Settings,
 )
+from gpuwise.plan.picks import choose_picks, pareto_flags, worth_renting
 from gpuwise.plan.rates import (
     HOURS_PER_MONTH,
     ProviderRates,
@@ -47,10 +55,19 @@ from gpuwise.plan.rates import (
     region_has_list_rates,
     unknown_text,
 )
+from gpuwise.plan.startup import Startup, startup_hours, startup_rates
 from gpuwise.units import GIB
 
+if TYPE_CHECKING:
+    from gpuwise.catalog.reserved import ReservedRate
+
 Estimator = Callable[[str, int, int], Estimate | None]
+# (provider, instance_type) -> one node's network bandwidth in Gb/s, where the catalog knows it. With it, a
+# multi-node option's estimate is called with that bandwidth as a fourth argument.
+NetworkLookup = Callable[[str, str], float | None]
 SpotLookup = Callable[[Offer], InterruptionRate | None]
+Runnable = Callable[[str], run_rules.Verdict]  # canonical GPU -> can it run the workload's dtype
+ReservedLookup = Callable[[Offer], "ReservedRate | None"]
 
 _RELAXABLE = frozenset(RELAXABLE)
 CONSTRAINT_KEYS = {  # rejection reason -> the workload key (or option) that sets it
@@ -58,15 +75,22 @@ CONSTRAINT_KEYS = {  # rejection reason -> the workload key (or option) that set
     "provider": "providers",
     "region": "regions",
     "gpu": "gpus",
+    "gpu_count": "--gpu NAME:N",
     "max_gpus": "max_gpus",
+    "pricing": "--spot/--on-demand",
     "spot_not_allowed": "interruptible",
+    "over_commitment": "commitment_months",
     "over_deadline": "deadline_hours",
     "over_budget": "budget_usd",
 }
+_FACTS = frozenset(FACTS)
 AVAILABILITY_NOTE = (
     "Availability is not known: a listed offer may have no capacity (or no quota for you) when you launch."
 )
-RESERVED_NOTE = "Reserved/committed prices are not in the catalog: only on-demand and spot are ranked."
+RESERVED_NOTE = (
+    "Reserved/committed prices are shown only with [constraints] commitment_months or --utilization "
+    "(AWS 1-year no-upfront reservations; no other provider's commitment price could be verified)."
+)
 
 
 def billed_hours(hours: float, rates: ProviderRates) -> float:
@@ -79,22 +103,20 @@ def billed_hours(hours: float, rates: ProviderRates) -> float:
     return max(billed, rates.minimum_charge_s or 0.0) / 3600.0
 
 
-@dataclass(frozen=True)
-class _Costed:
-    """The numbers of one configuration (no strings: built for every configuration)."""
+class _Costed(NamedTuple):
+    """The numbers of one configuration (no strings: built for every configuration; a NamedTuple because
+    it is built tens of thousands of times on a large catalog)."""
 
     price_per_hour: float  # USD, all nodes
-    hours: float
+    hours: float  # wall clock: start-up + run + spot losses
     compute: float
+    startup: float
     storage: float
     egress: float
     interruption: float
     interruptions: float
     unknown: tuple[str, ...]
-
-    @property
-    def total(self) -> float:
-        return self.compute + self.storage + self.egress + self.interruption
+    total: float  # the parts added up
 
 
 def _cost(
@@ -102,20 +124,29 @@ def _cost(
     *,
     nodes: int,
     run_hours: float,
+    start_hours: float,
     rates: ProviderRates,
     list_rates: bool,
     spot_rate: float | None,
     data: DataNeeds,
     settings: Settings,
     gpu_only_price: bool,
+    commitment_usd: float | None = None,
 ) -> _Costed:
+    """Cost parts. With `commitment_usd` (a reservation) compute + startup = the whole commitment."""
     lost_hours = 0.0
     interruptions = 0.0
     if spot_rate is not None:
         ic = interruption_cost(run_hours, spot_rate, data.checkpoint_every_hours, settings.restart_hours)
         lost_hours, interruptions = ic.lost_hours, ic.expected_preemptions
-    hours = run_hours + lost_hours
-    compute = price_per_hour * billed_hours(run_hours, rates)
+    hours = start_hours + run_hours + lost_hours
+    startup = price_per_hour * start_hours
+    if commitment_usd is not None:
+        startup = min(startup, commitment_usd)
+        compute = commitment_usd - startup
+    else:
+        # the instance is billed from boot to shutdown: round the whole stay, then split off start-up
+        compute = price_per_hour * billed_hours(start_hours + run_hours, rates) - startup
     interruption = price_per_hour * lost_hours
     unknown: list[str] = []
     stored_gb = data.dataset_gb + data.checkpoint_gb * data.checkpoints_kept
@@ -146,11 +177,13 @@ def _cost(
         price_per_hour=price_per_hour,
         hours=hours,
         compute=compute,
+        startup=startup,
         storage=storage,
         egress=egress,
         interruption=interruption,
         interruptions=interruptions,
         unknown=tuple(unknown),
+        total=compute + startup + storage + egress + interruption,
     )
 
 
@@ -216,6 +249,30 @@ def _ceil1(x: float) -> float:
     return math.ceil(x * 10) / 10
 
 
+class _Kept(NamedTuple):
+    """One qualifying configuration, before its `Option` (with notes) is built on demand."""
+
+    offer: Offer
+    nodes: int
+    pricing: str
+    rate_to_usd: float
+    est: Estimate
+    costed: _Costed
+    spot: InterruptionRate | None
+    start: Startup
+    verdict: run_rules.Verdict
+    fabric: run_rules.Fabric | None
+    reserved: ReservedRate | None
+    run_args: tuple[float, float | None, float | None]  # (price per hour all nodes, spot rate, commitment)
+
+
+def _hours_range(est: Estimate) -> tuple[float, float]:
+    """The estimate's time range; `hours` both ways when the estimator gives none (NaN: no spread known)."""
+    lo = est.hours_low if 0 < est.hours_low < math.inf else est.hours
+    hi = est.hours_high if 0 < est.hours_high < math.inf else est.hours
+    return min(lo, est.hours), max(hi, est.hours)
+
+
 def plan(
     offers: Iterable[Offer],
     estimator: Estimator,
@@ -225,31 +282,50 @@ def plan(
     settings: Settings,
     spot_lookup: SpotLookup | None = None,
     sources: dict[str, date] | None = None,
+    runnable: Runnable | None = None,
+    reserved_lookup: ReservedLookup | None = None,
+    network_lookup: NetworkLookup | None = None,
 ) -> PlanResult:
     """Cost every configuration, reject what breaks a constraint, rank the rest by the objective."""
-    if settings.objective not in ("cost", "time"):
-        raise ValueError(f"objective must be 'cost' or 'time', not {settings.objective!r}")
-    est_cache: dict[tuple[str, int, int], Estimate | None] = {}
+    if settings.objective not in ("cost", "time", "balanced"):
+        raise ValueError(f"objective must be 'cost', 'time' or 'balanced', not {settings.objective!r}")
+    est_cache: dict[tuple[str, int, int, float | None], Estimate | None] = {}
     rate_cache: dict[tuple[str, str, str], InterruptionRate] = {}
+    verdict_cache: dict[str, run_rules.Verdict] = {}
+    start_cache: dict[str, Startup] = {}
     rejected: dict[str, int] = {}
+    blocked: dict[tuple[str, str], int] = {}
+    dtype_why: dict[str, str] = {}
     relax = _Relax()
     considered = 0
-    kept: list[tuple[Offer, int, str, float, Estimate, _Costed, InterruptionRate | None]] = []
+    kept: list[_Kept] = []
 
     providers = frozenset(constraints.providers) if constraints.providers is not None else None
     # Region names are compared case-blind: providers spell them "us-east-1", "eastus", "FIN-03".
     region_patterns = None if constraints.regions is None else tuple(p.lower() for p in constraints.regions)
     gpus_allowed = frozenset(constraints.gpus) if constraints.gpus is not None else None
+    counts_asked: dict[str, set[int | None]] | None = None
+    if constraints.gpu_counts is not None:
+        counts_asked = {}
+        for name, n in constraints.gpu_counts:
+            counts_asked.setdefault(name, set()).add(n)
+    pricings = None if constraints.pricings is None else frozenset(constraints.pricings)
     max_nodes = 1 if settings.single_gpu_only else max(1, constraints.max_nodes)
     fx = settings.exchange_rates
     service_hours = settings.service_hours
+    commitment = settings.commitment_months
+    if commitment is None and settings.utilization is not None:
+        commitment = 12.0  # the only term with published rates (AWS 1-year)
     seen_sources: dict[str, date] = {}
     dated_providers: set[str] = set()
 
-    def reject(fails: list[str], cost: float | None = None, hours: float | None = None) -> None:
+    def reject(fails: list[str], gpu: str, cost: float | None = None, hours: float | None = None) -> None:
         rejected[fails[0]] = rejected.get(fails[0], 0) + 1
-        if len(fails) == 1 and fails[0] in _RELAXABLE:
-            relax.add(fails[0], cost, hours)
+        if len(fails) == 1:
+            if fails[0] in _RELAXABLE:
+                relax.add(fails[0], cost, hours)
+            if fails[0] in _FACTS:
+                blocked[(fails[0], gpu)] = blocked.get((fails[0], gpu), 0) + 1
 
     offers_seen: list[Offer] = []
     for offer in offers:
@@ -267,6 +343,11 @@ def plan(
             prices.append(("on_demand", offer.price_usd_per_hour))
         if offer.spot_price_usd_per_hour is not None:
             prices.append(("spot", offer.spot_price_usd_per_hour))
+        reservation = None
+        if commitment is not None and reserved_lookup is not None:
+            reservation = reserved_lookup(offer)
+            if reservation is not None:
+                prices.append(("reserved", reservation.usd_per_hour))
         if not prices:
             considered += max_nodes
             rejected["no_price"] = rejected.get("no_price", 0) + max_nodes
@@ -287,6 +368,9 @@ def plan(
             static.append("region")
         if gpus_allowed is not None and offer.gpu not in gpus_allowed:
             static.append("gpu")
+        wanted_counts = None if counts_asked is None else counts_asked.get(offer.gpu)
+        if counts_asked is not None and wanted_counts is None and "gpu" not in static:
+            static.append("gpu")
         per_node = offer.gpus
         fractional = per_node < 1 or per_node != int(per_node)
         if fractional:
@@ -294,51 +378,92 @@ def plan(
 
         rates = rates_for(offer.provider)
         list_rates = region_has_list_rates(offer.provider, offer.region)
+        fabric = run_rules.fabric_for(offer.provider, offer.instance_type) if max_nodes > 1 else None
 
         for nodes in range(1, max_nodes + 1):
             node_fails = list(static)
             total_gpus = per_node * nodes
+            if wanted_counts is not None and None not in wanted_counts and total_gpus not in wanted_counts:
+                node_fails.append("gpu_count")
             if settings.single_gpu_only and total_gpus != 1:
                 node_fails.append("not_single_gpu")
             if constraints.max_gpus is not None and total_gpus > constraints.max_gpus:
                 node_fails.append("max_gpus")
+            if nodes > 1 and fabric is None:
+                node_fails.append("no_fabric")
             for pricing, price in prices:
                 considered += 1
                 fails = list(node_fails)
+                if pricings is not None and pricing not in pricings:
+                    fails.append("pricing")
                 if pricing == "spot" and not constraints.interruptible:
                     fails.append("spot_not_allowed")
+                verdict = run_rules.OK
+                if runnable is not None:
+                    found_verdict = verdict_cache.get(offer.gpu)
+                    if found_verdict is None:
+                        found_verdict = verdict_cache[offer.gpu] = runnable(offer.gpu)
+                    verdict = found_verdict
+                    if not verdict.runs:
+                        fails.append("dtype")
+                        dtype_why[offer.gpu] = verdict.note or "cannot run the workload's dtype"
                 # Stop early once the outcome is settled: a fact about the offer, or two broken constraints.
                 if len(fails) >= 2 or (fails and fails[0] not in _RELAXABLE):
-                    reject(fails)
+                    reject(fails, offer.gpu)
                     continue
                 count = int(per_node) * nodes
-                key = (offer.gpu, count, nodes)
+                net = (
+                    network_lookup(offer.provider, offer.instance_type)
+                    if network_lookup and nodes > 1
+                    else None
+                )
+                key = (offer.gpu, count, nodes, net)
                 if key in est_cache:
                     est = est_cache[key]
-                else:
+                elif net is None:
                     est = est_cache[key] = estimator(offer.gpu, count, nodes)
+                else:  # the instance's own inter-node bandwidth (EFA, InfiniBand, "25 Gigabit")
+                    est = est_cache[key] = estimator(offer.gpu, count, nodes, net)  # type: ignore[call-arg]
                 if est is None or not (0 < est.hours < math.inf):
-                    reject([*fails, "no_estimate"])
+                    reject([*fails, "no_estimate"], offer.gpu)
                     continue
                 if not est.fits:
-                    reject([*fails, "does_not_fit"])
+                    reject([*fails, "does_not_fit"], offer.gpu)
                     continue
                 if service_hours is not None and est.hours > service_hours * (1 + 1e-9):
-                    reject([*fails, "below_target_rate"])
+                    reject([*fails, "below_target_rate"], offer.gpu)
                     continue
+                start = start_cache.get(offer.provider)
+                if start is None:
+                    start = start_cache[offer.provider] = startup_hours(
+                        startup_rates(offer.provider, settings.startup_overrides),
+                        dataset_gb=data.dataset_gb,
+                        model_gb=data.model_download_gb,
+                        upload_gb=data.final_upload_gb,
+                    )
                 spot: InterruptionRate | None = None
                 if pricing == "spot":
                     spot = _spot_rate(offer, settings, spot_lookup, rate_cache)
+                commit_usd: float | None = None
+                if pricing == "reserved" and reservation is not None and commitment is not None:
+                    terms = math.ceil(commitment / reservation.term_months - 1e-9)
+                    commit_usd = reservation.term_cost_usd * nodes * terms
+                    if start.hours + est.hours > terms * reservation.term_hours:
+                        fails.append("over_commitment")
+                price_all = price * rate_to_usd * nodes
+                spot_per_hour = None if spot is None else spot.per_hour
                 costed = _cost(
-                    price * rate_to_usd * nodes,
+                    price_all,
                     nodes=nodes,
                     run_hours=est.hours,
+                    start_hours=start.hours,
                     rates=rates,
                     list_rates=list_rates,
-                    spot_rate=None if spot is None else spot.per_hour,
+                    spot_rate=spot_per_hour,
                     data=data,
                     settings=settings,
                     gpu_only_price=offer.gpu_only_price,
+                    commitment_usd=commit_usd,
                 )
                 total = costed.total
                 if constraints.deadline_hours is not None and costed.hours > constraints.deadline_hours:
@@ -346,38 +471,61 @@ def plan(
                 if constraints.budget_usd is not None and total > constraints.budget_usd:
                     fails.append("over_budget")
                 if fails:
-                    reject(fails, total, costed.hours)
+                    reject(fails, offer.gpu, total, costed.hours)
                     continue
-                kept.append((offer, nodes, pricing, rate_to_usd, est, costed, spot))
+                kept.append(
+                    _Kept(
+                        offer,
+                        nodes,
+                        pricing,
+                        rate_to_usd,
+                        est,
+                        costed,
+                        spot,
+                        start,
+                        verdict,
+                        fabric if nodes > 1 else None,
+                        reservation if pricing == "reserved" else None,
+                        (price_all, spot_per_hour, commit_usd),
+                    )
+                )
 
     # Rank and mark the front on plain numbers; `Option` objects (with their notes) are built only when
     # read: `--json` reads the top N, the HTML chart reads all.
-    pareto = _pareto_flags([(k[5].total, k[5].hours) for k in kept])
+    points = [(k.costed.total, k.costed.hours) for k in kept]
+    pareto = pareto_flags(points)
+    worth = worth_renting(points)
     note_cache: dict[tuple[str, bool], tuple[str, ...]] = {}
 
     def build(i: int) -> Option:
-        o, n, p, fx_rate, e, c, s = kept[i]
         return _option(
-            o,
-            nodes=n,
-            pricing=p,
-            rate_to_usd=fx_rate,
-            est=e,
-            c=c,
-            spot=s,
+            kept[i],
             data=data,
             settings=settings,
             note_cache=note_cache,
             pareto=pareto[i],
+            worth=worth[i],
         )
 
     def order_key(i: int) -> tuple[float, float, str, str, str, str]:
-        o, _, p, _, _, c, _ = kept[i]
-        first, second = (c.hours, c.total) if settings.objective == "time" else (c.total, c.hours)
-        return (first, second, o.provider, o.instance_type, o.region, p)
+        k = kept[i]
+        c = k.costed
+        if settings.objective == "time":
+            first, second = c.hours, c.total
+        elif settings.objective == "balanced":
+            first, second = c.total * c.hours, c.total
+        else:
+            first, second = c.total, c.hours
+        return (first, second, k.offer.provider, k.offer.instance_type, k.offer.region, k.pricing)
 
     order = sorted(range(len(kept)), key=order_key)
+    rank_of = {kept_index: rank for rank, kept_index in enumerate(order)}
     options = OptionList(order, build)
+    chosen = choose_picks(points, pareto, worth)
+    picks = {name: rank_of[i] for name, i in chosen.as_dict().items() if i is not None}
+    passed_over = None
+    if chosen.passed_over is not None and chosen.passed_for is not None:
+        passed_over = (rank_of[chosen.passed_over], rank_of[chosen.passed_for])
 
     assumptions = [*data.assumptions]
     assumptions.append(
@@ -391,7 +539,18 @@ def plan(
         assumptions.append(
             f"boot disk of {settings.boot_disk_gb:g} GB per node, billed where the provider charges it"
         )
-    assumptions += [RESERVED_NOTE, AVAILABILITY_NOTE]
+    assumptions.append(
+        "start-up (boot, set-up, image/dataset/model download, final upload) is billed time: counted in "
+        "hours and cost (each option states its figures)"
+    )
+    if commitment is None:
+        assumptions.append(RESERVED_NOTE)
+    else:
+        assumptions.append(
+            f"reservations are costed as the whole commitment ({commitment:g} months, busy or idle), "
+            "never pro-rated"
+        )
+    assumptions.append(AVAILABILITY_NOTE)
     relaxations = relax.results(constraints)
     if not options and not settings.single_gpu_only and constraints.max_nodes < WHAT_IF_MAX_NODES:
         relaxations = _more_nodes(
@@ -402,6 +561,8 @@ def plan(
             settings=settings,
             spot_lookup=spot_lookup,
             relaxations=relaxations,
+            runnable=runnable,
+            network_lookup=network_lookup,
         )
     return PlanResult(
         options=options,
@@ -412,6 +573,12 @@ def plan(
         assumptions=tuple(assumptions),
         objective=settings.objective,
         undated_sources=frozenset(final_sources) - dated_providers,
+        picks=picks,
+        passed_over=passed_over,
+        blocked=blocked,
+        dtype_why=dtype_why,
+        stale_after_days=settings.stale_after_days,
+        today=settings.today,
     )
 
 
@@ -427,10 +594,21 @@ def _more_nodes(
     settings: Settings,
     spot_lookup: SpotLookup | None,
     relaxations: tuple[Relaxation, ...],
+    runnable: Runnable | None = None,
+    network_lookup: NetworkLookup | None = None,
 ) -> tuple[Relaxation, ...]:
     """What spreading the work over more nodes would give, when nothing qualifies on `max_nodes`."""
     wider = replace(constraints, max_nodes=WHAT_IF_MAX_NODES)
-    found = plan(offers, estimator, constraints=wider, data=data, settings=settings, spot_lookup=spot_lookup)
+    found = plan(
+        offers,
+        estimator,
+        constraints=wider,
+        data=data,
+        settings=settings,
+        spot_lookup=spot_lookup,
+        runnable=runnable,
+        network_lookup=network_lookup,
+    )
     nodes = sorted(o.nodes for o in found.options)
     if not nodes:
         return relaxations
@@ -485,37 +663,81 @@ def _provider_notes(provider: str, list_rates: bool, data: DataNeeds) -> tuple[s
 
 
 def _option(
-    offer: Offer,
+    k: _Kept,
     *,
-    nodes: int,
-    pricing: str,
-    rate_to_usd: float,
-    est: Estimate,
-    c: _Costed,
-    spot: InterruptionRate | None,
     data: DataNeeds,
     settings: Settings,
     note_cache: dict[tuple[str, bool], tuple[str, ...]],
     pareto: bool,
+    worth: bool,
 ) -> Option:
+    offer, c, est, spot, pricing = k.offer, k.costed, k.est, k.spot, k.pricing
     as_of = offer.spot_price_as_of if (pricing == "spot" and offer.spot_price_as_of) else offer.price_as_of
-    stale = (not offer.price_date_exact) or (settings.today - as_of).days > settings.stale_after_days
+    if k.reserved is not None:
+        as_of = k.reserved.as_of
+    age = (settings.today - as_of).days
+    over_limit = age > settings.stale_after_days
+    stale = (not offer.price_date_exact) or over_limit
     list_rates = region_has_list_rates(offer.provider, offer.region)
     # The provider's notes are the same for all its options: format them once per plan.
     static = note_cache.get((offer.provider, list_rates))
     if static is None:
         static = note_cache[(offer.provider, list_rates)] = _provider_notes(offer.provider, list_rates, data)
-    notes = list(static)
+    notes: list[str] = []
+    if k.verdict.fallback is not None and k.verdict.note:
+        notes.append(f"dtype fallback: {k.verdict.note}")
+    if k.fabric is not None:
+        notes.append(f"{k.nodes} nodes over {k.fabric.interconnect} ({k.fabric.source})")
+    notes.append(k.start.text)
+    notes.extend(static)
     if c.unknown:
         notes.append("unknown, counted as $0: " + ", ".join(c.unknown))
     if spot is not None:
         notes.append(f"spot interruptions: {spot.source}; expected {c.interruptions:.2f} over the run")
     if offer.currency != "USD":
-        notes.append(f"price converted from {offer.currency} at {rate_to_usd:g} USD/{offer.currency} (given)")
+        notes.append(
+            f"price converted from {offer.currency} at {k.rate_to_usd:g} USD/{offer.currency} (given)"
+        )
     if not offer.price_date_exact:
-        notes.append(f"price date unknown (collected {as_of})")
+        notes.append(
+            f"price date unknown (collected {as_of}, {age} days ago"
+            + (f", over the {settings.stale_after_days}-day limit)" if over_limit else ")")
+        )
+    elif over_limit:
+        notes.append(f"price {age} days old (over the {settings.stale_after_days}-day limit)")
+    break_even = None
+    commitment_usd = None
+    reserved_kind = None
+    months = None
+    if k.reserved is not None:
+        r = k.reserved
+        commitment_usd = k.run_args[2]
+        reserved_kind = r.kind
+        months = settings.commitment_months or float(r.term_months)
+        if offer.price_usd_per_hour:
+            break_even = r.usd_per_hour * HOURS_PER_MONTH / offer.price_usd_per_hour
+        notes.append(
+            f"reserved: {r.kind} at ${r.usd_per_hour:,.4g}/h per instance, billed every hour of the term; "
+            f"costed as the whole commitment ({months:g} months × {k.nodes} instance"
+            f"{'s' if k.nodes > 1 else ''}) ({r.source}, {r.as_of})"
+        )
+        if break_even is not None:
+            notes.append(
+                f"a {r.term_months // 12}-year reservation beats on-demand above {break_even:,.0f} busy "
+                f"hours a month (of {HOURS_PER_MONTH:g})"
+            )
+        if settings.utilization is not None and commitment_usd is not None:
+            busy = settings.utilization * (months * HOURS_PER_MONTH)
+            notes.append(
+                f"at {settings.utilization:.0%} utilization: "
+                f"${commitment_usd / busy / k.nodes:,.4g} per busy "
+                f"instance-hour, against ${offer.price_usd_per_hour or 0:,.4g} on demand"
+            )
     notes.extend(offer.notes)
     notes.extend(est.assumptions)
+    # the cost range from the estimate's time range (a reservation costs the same whatever the hours)
+    lo_h, hi_h = _hours_range(est)
+    lo_c, hi_c = _range_costs(k, lo_h, hi_h, settings, data)
     capacity_gib = est.memory_capacity_bytes / GIB
     return Option(
         provider=offer.provider,
@@ -524,7 +746,7 @@ def _option(
         zone=offer.zone,
         gpu=offer.gpu,
         gpus_per_node=int(offer.gpus),
-        nodes=nodes,
+        nodes=k.nodes,
         pricing=pricing,
         price_usd_per_hour=c.price_per_hour,
         price_as_of=as_of,
@@ -535,6 +757,7 @@ def _option(
         cost_usd=c.total,
         cost_breakdown_usd={
             "compute": c.compute,
+            "startup": c.startup,
             "storage": c.storage,
             "egress": c.egress,
             "interruption_overhead": c.interruption,
@@ -546,25 +769,51 @@ def _option(
         memory_capacity_gib=capacity_gib,
         bottleneck=est.bottleneck,
         expected_interruptions=c.interruptions,
-        source=offer.source,
+        source=k.reserved.source if k.reserved is not None else offer.source,
         pareto=pareto,
+        cost_usd_low=lo_c,
+        cost_usd_high=hi_c,
+        hours_low=c.hours - est.hours + lo_h if lo_h != est.hours else c.hours,
+        hours_high=c.hours - est.hours + hi_h if hi_h != est.hours else c.hours,
+        startup_hours=k.start.hours,
+        price_age_days=age,
+        price_over_limit=over_limit,
+        dtype_fallback=k.verdict.fallback,
+        interconnect=None if k.fabric is None else k.fabric.interconnect,
+        unit_costs={label: c.total / amount for label, amount in settings.units if amount > 0},
+        worth_renting=worth,
+        commitment_usd=commitment_usd,
+        commitment_months=months,
+        break_even_hours_per_month=break_even,
+        reserved_kind=reserved_kind,
     )
 
 
-def _pareto_flags(points: Sequence[tuple[float, float]]) -> list[bool]:
-    """For (cost, hours) points: True where no other point is both cheaper and faster (ties stay on)."""
-    order = sorted(range(len(points)), key=points.__getitem__)
-    flags = [False] * len(points)
-    best_hours = math.inf
-    prev_key: tuple[float, float] | None = None
-    prev_flag = False
-    for i in order:
-        key = points[i]
-        flag = prev_flag if key == prev_key else key[1] < best_hours
-        best_hours = min(best_hours, key[1])
-        prev_key, prev_flag = key, flag
-        flags[i] = flag
-    return flags
+def _range_costs(
+    k: _Kept, lo_h: float, hi_h: float, settings: Settings, data: DataNeeds
+) -> tuple[float, float]:
+    price_all, spot_rate, commit = k.run_args
+    if lo_h == k.est.hours and hi_h == k.est.hours:
+        return k.costed.total, k.costed.total
+    rates = rates_for(k.offer.provider)
+    list_rates = region_has_list_rates(k.offer.provider, k.offer.region)
+
+    def total(hours: float) -> float:
+        return _cost(
+            price_all,
+            nodes=k.nodes,
+            run_hours=hours,
+            start_hours=k.start.hours,
+            rates=rates,
+            list_rates=list_rates,
+            spot_rate=spot_rate,
+            data=data,
+            settings=settings,
+            gpu_only_price=k.offer.gpu_only_price,
+            commitment_usd=commit,
+        ).total
+
+    return min(total(lo_h), k.costed.total), max(total(hi_h), k.costed.total)
 
 
 class OptionList(Sequence[Option]):
@@ -605,4 +854,4 @@ class OptionList(Sequence[Option]):
     __hash__ = None  # type: ignore[assignment]  # mutable cache inside; compare by content only
 
 
-__all__ = ["Estimator", "SpotLookup", "billed_hours", "plan"]
+__all__ = ["Estimator", "NetworkLookup", "ReservedLookup", "Runnable", "SpotLookup", "billed_hours", "plan"]

@@ -11,7 +11,7 @@ import html
 from collections.abc import Sequence
 
 from gpuwise.plan.models import Option, PlanResult
-from gpuwise.plan.output import OptionGroup, group_options, why_this_one
+from gpuwise.plan.output import OptionGroup, groups_with_picks, pick_lines
 from gpuwise.units import format_money as _money
 
 _COLORS = {"on_demand": "#1f77b4", "spot": "#ff7f0e", "reserved": "#2ca02c"}
@@ -102,7 +102,8 @@ def _table(groups: Sequence[OptionGroup]) -> str:
     head = (
         "<tr><th>#</th><th class=l>provider</th><th class=l>instance</th><th class=l>region</th>"
         "<th class=l>pricing</th><th>$/h</th><th class=l>price date</th><th>hours</th><th>total</th>"
-        "<th>compute</th><th>storage</th><th>egress</th><th>interruptions</th><th class=l>unknown</th>"
+        "<th>compute</th><th>start-up</th><th>storage</th><th>egress</th><th>interruptions</th>"
+        "<th class=l>unknown</th>"
         "<th>headroom GiB</th><th class=l>bottleneck</th><th class=l>Pareto</th></tr>"
     )
     rows = []
@@ -114,8 +115,8 @@ def _table(groups: Sequence[OptionGroup]) -> str:
             date_cell = (
                 f'<span class="warn" title="the source gives no date: collection date">{date_cell}?</span>'
             )
-        elif o.price_stale:
-            date_cell = f'<span class="warn" title="over 90 days old">{date_cell} old</span>'
+        if o.price_over_limit:
+            date_cell = f'<span class="warn" title="over the stale limit">{date_cell} old</span>'
         instance = html.escape(o.instance_type) + (f" ×{o.nodes}" if o.nodes > 1 else "")
         rows.append(
             f'<tr class="{"pareto" if o.pareto else ""}"><td>{i}</td>'
@@ -125,7 +126,8 @@ def _table(groups: Sequence[OptionGroup]) -> str:
             f"{html.escape(group.regions_text())}</td>"
             f"<td class=l>{_LABELS.get(o.pricing, o.pricing)}</td><td>{_money(o.price_usd_per_hour)}</td>"
             f"<td class='l d'>{date_cell}</td><td>{o.hours:,.2f}</td><td><b>{_money(o.cost_usd)}</b></td>"
-            f"<td>{_money(p['compute'])}</td><td>{_money(p['storage'])}</td><td>{_money(p['egress'])}</td>"
+            f"<td>{_money(p['compute'])}</td><td>{_money(p.get('startup', 0.0))}</td>"
+            f"<td>{_money(p['storage'])}</td><td>{_money(p['egress'])}</td>"
             f"<td>{_money(p['interruption_overhead'])}</td>"
             f"<td class=l>{html.escape(', '.join(o.unknown_costs)) or '–'}</td>"
             f"<td>{o.memory_capacity_gib - o.memory_per_gpu_gib:,.1f}</td>"
@@ -153,13 +155,12 @@ def render_plan_html(
         f"<li>{html.escape(p)}: {html.escape(result.source_date_text(p))}</li>"
         for p in sorted(result.sources)
     )
-    shown = group_options(result.options, top)
+    shown, picks = groups_with_picks(result, top)
     assumptions = sorted({a for g in shown for a in g.option.assumptions})
     plan_notes = "".join(f"<li>{html.escape(a)}</li>" for a in result.assumptions)
     option_notes = "".join(f"<li>{html.escape(a)}</li>" for a in assumptions)
     header_notes = "".join(f"<p>{html.escape(n)}</p>" for n in notes)
-    if result.options:
-        header_notes += f"<p><b>{html.escape(why_this_one(result))}</b></p>"
+    header_notes += "".join(f"<p><b>{html.escape(line)}</b></p>" for line in pick_lines(result, shown, picks))
     return (
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
@@ -168,7 +169,7 @@ def render_plan_html(
         f"{len(result.options)} qualifying options of "
         f"{result.considered} configurations considered. {html.escape(generated)}</p>"
         f"<div id=chart>{chart}</div>"
-        f"<h2>Top {len(shown)} choices</h2>{_table(shown)}"
+        f"<h2>Top {min(top, len(shown))} choices (and the picks)</h2>{_table(shown)}"
         f"<h2>Rejected configurations, by reason</h2><ul>{rejected or '<li>none</li>'}</ul>"
         f"<h2>Price dates (newest per provider)</h2><ul>{sources}</ul>"
         f"<h2>Assumptions</h2><ul>{plan_notes}</ul>"

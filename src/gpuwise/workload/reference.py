@@ -108,6 +108,10 @@ DESCRIPTIONS: dict[str, str] = {
     "constraints.gpus": "Allowed GPU names (an `H100-PCIe` offer is not an `H100`).",
     "constraints.max_gpus": "Most GPUs in one option.",
     "constraints.max_nodes": "Most machines in one option.",
+    "constraints.commitment_months": (
+        "Months the machine would be reserved; `plan` then adds reserved prices, costed as the whole "
+        "commitment, with their break-even."
+    ),
 }
 
 

@@ -414,8 +414,11 @@ class Constraints(BaseModel):
     gpus: list[str] | None = None
     max_gpus: int | None = Field(default=None, ge=1)
     max_nodes: int = Field(default=1, ge=1)
+    # extension: months the machine would be reserved for; `plan` then also shows reserved prices, costed
+    # as the whole commitment (absent: no reservations shown)
+    commitment_months: float | None = Field(default=None, gt=0)
 
-    _fin = field_validator("deadline_hours", "budget_usd")(_finite)
+    _fin = field_validator("deadline_hours", "budget_usd", "commitment_months")(_finite)
 
 
 class Workload(BaseModel):
