@@ -92,7 +92,11 @@ def parse_recording_text(text: str, *, source: str = "<text>") -> Recording:
         )
         groups = smi_csv.iter_snapshot_groups(samples)
         driver = samples[0].extra.get("driver_version") if samples else None
-        snaps = [Snapshot(samples=tuple(g), driver_version=driver or NOT_SUPPORTED) for g in groups]
+        # one row per GPU for the views that show one (monitor, exporter, the daemon's replay probe)
+        snaps = [
+            Snapshot(samples=tuple(smi_csv.busiest_per_gpu(g)), driver_version=driver or NOT_SUPPORTED)
+            for g in groups
+        ]
         return Recording("csv", snaps, source=source)
     if fmt == "capture":
         cap = capture.parse_capture(text, source=source)

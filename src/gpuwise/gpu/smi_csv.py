@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import math
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -38,6 +39,7 @@ from gpuwise.gpu.smi import classify_error_text
 
 __all__ = [
     "FIELD_MAP",
+    "busiest_per_gpu",
     "decode_text",
     "format_trace_time",
     "gunzip_if_gzipped",
@@ -281,7 +283,7 @@ def _rows(text: str) -> list[list[str]]:
 def parse_query_csv(
     text: str, *, source: str = "<text>", default_timestamp_s: float | None = None
 ) -> list[Sample]:
-    """Samples of a `--query-gpu` CSV, sorted by (timestamp, index), exact duplicates dropped.
+    """Samples of a `--query-gpu` CSV, sorted by (timestamp, index), every row kept (see below).
 
     Raises ReplayError when the text is not such a CSV: no header naming `utilization.gpu`, no `timestamp`
     column (unless `default_timestamp_s` is given, as for a one-off snapshot), no data rows, or a
@@ -347,10 +349,12 @@ def parse_query_csv(
         parsed.append(_sample(plan, row, ts, index))
     if plan.index_col is None:
         parsed = number_unindexed_gpus(parsed)
-    samples: dict[tuple[float, int], Sample] = {}
-    for sample in parsed:
-        samples.setdefault((sample.timestamp_s, sample.index), sample)
-    return [samples[k] for k in sorted(samples)]
+    # Every row is kept, even one sharing its (timestamp, index) with another: two `nvidia-smi -l` loggers
+    # writing one file give two readings of one GPU at one stamp, and they may disagree. Keeping only the
+    # first once let the idle policy stop a machine whose other reading said 97-100 % busy. What to make of
+    # such readings is the reader's choice (`iter_snapshot_groups` keeps them together; busy wins).
+    parsed.sort(key=lambda s: (s.timestamp_s, s.index))  # stable: file order among equal stamps
+    return parsed
 
 
 def number_unindexed_gpus(samples: Sequence[Sample]) -> list[Sample]:
@@ -490,16 +494,42 @@ def read_query_csv(path: Path | str, *, default_timestamp_s: float | None = None
 
 def iter_snapshot_groups(samples: Iterable[Sample], *, max_skew_s: float = 0.5) -> list[list[Sample]]:
     """Split time-ordered samples into one group per instant: a new group starts when an index repeats
-    or the timestamp moves on by more than ``max_skew_s`` (nvidia-smi stamps each GPU's row separately)."""
+    with another timestamp, or the timestamp moves on by more than ``max_skew_s`` (nvidia-smi stamps each
+    GPU's row separately). Rows repeating a GPU at the very same stamp (two loggers writing one file) are
+    readings of that instant and stay in its group, every one of them: a consumer that shows one row per
+    GPU picks with `busiest_per_gpu`, and the idle policy counts any of them that is busy."""
     groups: list[list[Sample]] = []
     current: list[Sample] = []
-    seen: set[int] = set()
+    seen: dict[int, float] = {}  # GPU index -> the stamp of its first row in this group
     for s in samples:
-        if current and (s.index in seen or s.timestamp_s - current[0].timestamp_s > max_skew_s):
+        repeat = s.index in seen and seen[s.index] != s.timestamp_s
+        if current and (repeat or s.timestamp_s - current[0].timestamp_s > max_skew_s):
             groups.append(current)
-            current, seen = [], set()
+            current, seen = [], {}
         current.append(s)
-        seen.add(s.index)
+        seen.setdefault(s.index, s.timestamp_s)
     if current:
         groups.append(current)
     return groups
+
+
+def _activity_rank(s: Sample) -> tuple[int, float, float]:
+    """How much a reading says "busy": a lost GPU, then a missing utilization (missing data counts as
+    busy), then the higher utilization, then the more memory (a missing memory reading counts as held)."""
+    util = s.util_gpu_pct
+    mem = s.memory_used_bytes
+    util_rank = float(util) if isinstance(util, int | float) and not isinstance(util, bool) else 101.0
+    mem_rank = float(mem) if isinstance(mem, int | float) and not isinstance(mem, bool) else math.inf
+    return (1 if s.lost else 0, util_rank, mem_rank)
+
+
+def busiest_per_gpu(samples: Iterable[Sample]) -> list[Sample]:
+    """One reading per GPU index, in order of first appearance: of several readings of one GPU at one
+    instant (two loggers writing one file), the busiest whole row — never a blend of rows, and never the
+    idle one when another says busy."""
+    best: dict[int, Sample] = {}
+    for s in samples:
+        kept = best.get(s.index)
+        if kept is None or _activity_rank(s) > _activity_rank(kept):
+            best[s.index] = s
+    return list(best.values())
