@@ -25,8 +25,10 @@ import csv
 import gzip
 import io
 import math
+import os
+import stat
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,7 @@ __all__ = [
     "parse_query_csv",
     "parse_trace_time",
     "read_query_csv",
+    "read_recording_bytes",
 ]
 
 # `--query-gpu` field (lowercase, without its "[unit]") → (Sample field, converter, priority).
@@ -271,13 +274,54 @@ def _throttle(plan: _Plan, row: list[str]) -> Any:
     return NOT_SUPPORTED
 
 
-def _rows(text: str) -> list[list[str]]:
-    reader = csv.reader(io.StringIO(text), skipinitialspace=True)
-    rows = [row for row in reader if row and any(cell.strip() for cell in row)]
-    # `#` comment lines above the header are a logging script's notes, not data
-    while rows and rows[0][0].lstrip().startswith("#"):
-        rows.pop(0)
-    return rows
+# No nvidia-smi cell is longer than a few hundred characters; Python's csv module refuses a field over 128 KiB
+# (its default field_size_limit), which an unbalanced quote produces by swallowing the rest of the file.
+MAX_FIELD_CHARS = 128 * 1024
+# Rows one replay reads: about 3 KB of memory each once parsed, so this keeps a replay well under 1 GiB.
+# It holds 2 days of 1-s samples of 2 GPUs, or 8 GPUs sampled every 10 s for 5 days.
+MAX_CSV_ROWS = 300_000
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of `text` one at a time (the csv reader asks for more inside a quoted field): no second
+    copy of a large recording in memory, as io.StringIO or splitlines() would make."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start : end + 1]
+        start = end + 1
+
+
+def _rows(text: str, source: str) -> Iterator[list[str]]:
+    """Non-blank CSV rows, `#` comment lines above the header skipped (a logging script's notes)."""
+    reader = csv.reader(_lines(text), skipinitialspace=True)
+    header_seen = False
+    try:
+        for row in reader:
+            if not row or not any(cell.strip() for cell in row):
+                continue
+            if not header_seen and row[0].lstrip().startswith("#"):
+                continue
+            header_seen = True
+            yield row
+    except csv.Error as exc:  # a field over the limit, a NUL byte the reader rejects
+        raise ReplayError(
+            f"{source}, line {reader.line_num}: {exc}",
+            why=f"no nvidia-smi CSV cell is longer than a few hundred characters (the limit is "
+            f"{MAX_FIELD_CHARS // 1024} KiB); an unbalanced quote makes one cell of the rest of the file",
+            fix="replay the file nvidia-smi wrote, unedited",
+        ) from exc
+
+
+def _too_many_rows(source: str) -> ReplayError:
+    return ReplayError(
+        f"{source} holds more than {MAX_CSV_ROWS:,} rows",
+        why="a replay keeps every row in memory; this many would take gigabytes",
+        fix=f"replay a part of it, e.g. (head -1 FILE; tail -n {MAX_CSV_ROWS} FILE) > part.csv",
+    )
 
 
 def parse_query_csv(
@@ -290,16 +334,21 @@ def parse_query_csv(
     timestamp that is not nvidia-smi's `YYYY/MM/DD HH:MM:SS.mmm`.
     """
     text = text.lstrip("\ufeff")
-    rows = _rows(text)
-    if not rows:
+    rows = _rows(text, source)
+    header = next(rows, None)
+    if header is None:
         raise ReplayError(
             f"{source} is empty",
             fix="record one with nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv",
         )
-    header = rows[0]
     if {cell.strip() for cell in header} >= _WANDB_REQUIRED:
+        wandb = [header]
+        for row in rows:
+            wandb.append(row)
+            if len(wandb) > MAX_CSV_ROWS:
+                raise _too_many_rows(source)
         return parse_query_csv(
-            _wandb_to_query_csv(rows), source=source, default_timestamp_s=default_timestamp_s
+            _wandb_to_query_csv(wandb), source=source, default_timestamp_s=default_timestamp_s
         )
     plan = _Plan(header)
     if plan.util_col is None:
@@ -310,15 +359,21 @@ def parse_query_csv(
             why="A replayed time series needs nvidia-smi's timestamp field to know when each sample was read",
             fix=RECORD_HINT,
         )
-    if len(rows) < 2:
+    width = len(header)
+    header_key = [c.strip() for c in header]
+    parsed: list[Sample] = []
+    lineno = 1
+    following = next(rows, None)
+    if following is None:
         raise ReplayError(
             f"{source} has a header but no data rows",
             fix="record at least one sample (nvidia-smi --query-gpu=… --format=csv -l 1 runs until stopped)",
         )
-    width = len(header)
-    header_key = [c.strip() for c in header]
-    parsed: list[Sample] = []
-    for lineno, cells in enumerate(rows[1:], start=2):
+    while following is not None:
+        cells, following = following, next(rows, None)
+        lineno += 1
+        if lineno > MAX_CSV_ROWS:
+            raise _too_many_rows(source)
         if [c.strip() for c in cells] == header_key:
             continue  # the header again: runs appended to one file (`>> trace.csv`) each print it
         # a row cut short (a recording killed mid-write): pad so the known cells still count
@@ -326,7 +381,7 @@ def parse_query_csv(
         if plan.timestamp_col is not None:
             ts = parse_trace_time(row[plan.timestamp_col])
             if ts is None:
-                if lineno == len(rows) and len(rows) > 2:
+                if following is None and lineno > 2:
                     continue  # the last line of a live recording may be half-written
                 if classify_error_text(",".join(cells)) is not None:
                     # `-l 1 > trace.csv 2>&1` interleaves nvidia-smi's own messages ("Unable to determine
@@ -335,7 +390,7 @@ def parse_query_csv(
                     continue
                 cell = row[plan.timestamp_col].strip()
                 raise ReplayError(
-                    f"{source}, row {lineno}: {cell!r} is not an nvidia-smi timestamp",
+                    f"{source}, row {lineno}: {cell[:80]!r} is not an nvidia-smi timestamp",
                     why="expected YYYY/MM/DD HH:MM:SS.mmm as nvidia-smi --query-gpu=timestamp writes it",
                     fix="replay the file nvidia-smi wrote, unedited",
                 )
@@ -440,9 +495,62 @@ def _not_query_csv(source: str, header: list[str]) -> ReplayError:
     )
 
 
-# A recording bigger than this is not nvidia-smi output (the largest real capture is ~160 KB; a day of
-# 1-s CSV for 8 GPUs is ~60 MB).
-MAX_RECORDING_BYTES = 512 * 1024 * 1024
+# A recording bigger than this, on disk or unpacked, is not one gpuwise reads (the largest real capture is
+# ~160 KB; a day of 1-s CSV for 8 GPUs is ~30-60 MB, more rows than one replay holds anyway).
+MAX_RECORDING_BYTES = 64 * 1024 * 1024
+
+
+def _unreadable(path: Path, exc: OSError) -> ReplayError:
+    return ReplayError(
+        f"cannot read {path}", why=exc.strerror or str(exc), fix="check the path and its permissions"
+    )
+
+
+def read_recording_bytes(path: Path | str) -> bytes:
+    """The bytes of a recording file, refused up front unless it can be read whole and soon: a device
+    (`/dev/zero`, or a link to it) or a socket is a ReplayError, a regular file over MAX_RECORDING_BYTES
+    too. A pipe (`--replay <(nvidia-smi -q -x)`) is read up to the same bound; one nobody writes to reads
+    as empty instead of blocking `open()` (O_NONBLOCK), so a stray FIFO cannot hang a command."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise _unreadable(path, exc) from exc
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        try:
+            info = os.fstat(fd)  # of what was opened, not of a name that may change under us
+            mode = info.st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+                raise ReplayError(
+                    f"{path} is not a regular file (a device or socket)",
+                    why="a recording is a file that nvidia-smi output was saved to; a device may never end",
+                    fix="save the output to a file first, e.g. nvidia-smi -q -x > gpu.xml",
+                )
+            if stat.S_ISREG(mode) and info.st_size > MAX_RECORDING_BYTES:
+                raise _too_big(str(path), f"{info.st_size:,} bytes")
+            if stat.S_ISFIFO(mode):
+                os.set_blocking(fd, True)  # a writer is there (or was): wait for its data as usual
+            chunks: list[bytes] = []
+            size = 0
+            while size <= MAX_RECORDING_BYTES:
+                chunk = fh.read(min(1 << 20, MAX_RECORDING_BYTES + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        except OSError as exc:
+            raise _unreadable(path, exc) from exc
+    if size > MAX_RECORDING_BYTES:  # a file that grew, or a pipe
+        raise _too_big(str(path), f"more than {MAX_RECORDING_BYTES // 2**20} MiB")
+    return b"".join(chunks)
+
+
+def _too_big(source: str, size: str) -> ReplayError:
+    return ReplayError(
+        f"{source} is too large to replay ({size}; the limit is {MAX_RECORDING_BYTES // 2**20} MiB)",
+        why="no single nvidia-smi output is that large, and a replay holds all of it in memory",
+        fix="replay a part of it, e.g. (head -1 FILE; tail -n 300000 FILE) > part.csv",
+    )
 
 
 def gunzip_if_gzipped(data: bytes, source: str) -> bytes:
@@ -458,11 +566,7 @@ def gunzip_if_gzipped(data: bytes, source: str) -> bytes:
             f"{source} is a damaged gzip file", why=str(exc), fix="copy the recording again"
         ) from exc
     if len(out) > MAX_RECORDING_BYTES:
-        raise ReplayError(
-            f"{source} unpacks to more than {MAX_RECORDING_BYTES // 2**20} MiB",
-            why="no nvidia-smi recording is that large",
-            fix="replay a shorter part of it",
-        )
+        raise _too_big(source, f"it unpacks to more than {MAX_RECORDING_BYTES // 2**20} MiB")
     return out
 
 
@@ -482,13 +586,7 @@ def decode_text(data: bytes) -> str:
 def read_query_csv(path: Path | str, *, default_timestamp_s: float | None = None) -> list[Sample]:
     """`parse_query_csv` of a file (UTF-8 with or without BOM, UTF-16, CRLF). ReplayError if unreadable."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ReplayError(
-            f"cannot read {path}", why=exc.strerror or str(exc), fix="check the path and its permissions"
-        ) from exc
-    data = gunzip_if_gzipped(data, str(path))
+    data = gunzip_if_gzipped(read_recording_bytes(path), str(path))
     return parse_query_csv(decode_text(data), source=str(path), default_timestamp_s=default_timestamp_s)
 
 
