@@ -215,3 +215,8 @@ def test_monitor_and_idle_replay_of_1e308_values_exit_cleanly(
     out = capsys.readouterr().out
     assert "1e+308" not in out.split("failed", 1)[0]  # never shown as a value
     assert '"stop_at": null' in out  # failed readings count as busy
+
+
+def test_a_folder_given_as_a_csv_trace_is_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(ReplayError, match="is a folder"):
+        read_query_csv(tmp_path)

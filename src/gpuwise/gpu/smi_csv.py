@@ -516,10 +516,17 @@ def read_recording_bytes(path: Path | str) -> bytes:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise _unreadable(path, exc) from exc
+    try:
+        mode = os.fstat(fd).st_mode  # of what was opened, not of a name that may change under us
+    except OSError as exc:
+        os.close(fd)
+        raise _unreadable(path, exc) from exc
+    if stat.S_ISDIR(mode):
+        os.close(fd)
+        raise ReplayError(f"{path} is a folder", fix="give the recording file inside it")
     with os.fdopen(fd, "rb", buffering=0) as fh:
         try:
-            info = os.fstat(fd)  # of what was opened, not of a name that may change under us
-            mode = info.st_mode
+            info = os.fstat(fd)
             if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
                 raise ReplayError(
                     f"{path} is not a regular file (a device or socket)",

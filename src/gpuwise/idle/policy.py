@@ -219,29 +219,55 @@ class PolicyState:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PolicyState:
-        """Restore persisted evidence. The warning is not restored: after a restart users are warned anew."""
+        """Restore persisted evidence. The warning is not restored: after a restart users are warned anew.
+
+        Raises ValueError for evidence of the wrong type or that contradicts itself; the caller then starts
+        the idle clock over, which only delays a stop. Consistent evidence can only be as old as its last
+        observation (`last_ts`): activity or held memory after it, or activity without it, would let a
+        damaged file claim idle time nobody observed."""
 
         def opt_float(key: str) -> float | None:
             value = data.get(key)
             if value is None:
                 return None
-            out = float(value)
-            if not math.isfinite(out):
-                raise ValueError(f"{key} is not finite")
-            return out
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"{key} is not a finite number")
+            return float(value)
 
-        return cls(
+        def integer(value: object) -> int:
+            if isinstance(value, bool) or not isinstance(value, int | str):
+                raise ValueError(f"{value!r} is not an integer")
+            return int(value)  # ValueError for a string that is not one
+
+        def int_map(key: str) -> dict[int, int]:
+            value = data.get(key, {})
+            if not isinstance(value, dict):
+                raise ValueError(f"{key} is not an object")
+            return {integer(k): integer(v) for k, v in value.items()}
+
+        def int_list(key: str) -> list[int]:
+            value = data.get(key, [])
+            if not isinstance(value, list):
+                raise ValueError(f"{key} is not a list")
+            return [integer(i) for i in value]
+
+        state = cls(
             last_activity_s=opt_float("last_activity_s"),
-            last_activity_cause=str(data.get("last_activity_cause", "restored state")),
+            last_activity_cause=str(data.get("last_activity_cause", "restored state"))[:500],
             last_held_s=opt_float("last_held_s"),
-            last_held_cause=str(data.get("last_held_cause", "")),
+            last_held_cause=str(data.get("last_held_cause", ""))[:500],
             last_ts=opt_float("last_ts"),
-            prev_mem_bytes={int(k): int(v) for k, v in dict(data.get("prev_mem_bytes", {})).items()},
-            prev_mem_unknown=[int(i) for i in data.get("prev_mem_unknown", [])],
-            mem_floor_bytes={int(k): int(v) for k, v in dict(data.get("mem_floor_bytes", {})).items()},
-            known_gpus=[int(i) for i in data.get("known_gpus", [])],
-            observations=int(data.get("observations", 0)),
+            prev_mem_bytes=int_map("prev_mem_bytes"),
+            prev_mem_unknown=int_list("prev_mem_unknown"),
+            mem_floor_bytes=int_map("mem_floor_bytes"),
+            known_gpus=int_list("known_gpus"),
+            observations=integer(data.get("observations", 0)),
         )
+        last = state.last_ts
+        for key, when in (("last_activity_s", state.last_activity_s), ("last_held_s", state.last_held_s)):
+            if when is not None and (last is None or when > last):
+                raise ValueError(f"{key} is not before the last observation")
+        return state
 
 
 def _reading(value: object) -> float | None:
