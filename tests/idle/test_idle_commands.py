@@ -89,8 +89,8 @@ def test_status_without_and_with_state(tmp_path: Path, capsys: pytest.CaptureFix
 def test_install_dry_run_prints_the_unit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["idle", "install", "--dry-run", "--unit-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "ExecStart=" in out and "idle run" in out and "Restart=always" in out
-    assert f"GPUWISE_DATA_DIR={paths.data_dir().resolve()}" in out
+    assert "ExecStart=" in out and '"idle" "run"' in out and "Restart=always" in out
+    assert f'Environment="GPUWISE_DATA_DIR={paths.data_dir().resolve()}"' in out
     assert not list(tmp_path.iterdir())
 
 
