@@ -266,3 +266,24 @@ def test_rows_sharing_a_timestamp_without_index_are_separate_gpus() -> None:
     )
     samples = parse_query_csv(text)
     assert [(s.index, s.util_gpu_pct) for s in samples] == [(0, 0.0), (1, 97.0), (0, 0.0), (1, 95.0)]
+
+
+def test_monitor_replay_of_two_loggers_shows_one_busy_row_per_gpu() -> None:
+    """What `monitor --replay` and the exporter serve: one row per GPU per instant, the busy one of two
+    loggers' readings (issue 10), never the idle one kept because it came first."""
+    from gpuwise.gpu.replay import parse_recording_text
+
+    text = (
+        "timestamp, index, utilization.gpu [%], memory.used [MiB]\n"
+        "2026/01/02 03:04:05.000, 0, 0 %, 2 MiB\n"
+        "2026/01/02 03:04:05.000, 0, 99 %, 2 MiB\n"
+        "2026/01/02 03:04:05.001, 1, 0 %, 2 MiB\n"
+        "2026/01/02 03:04:06.000, 0, 98 %, 2 MiB\n"
+        "2026/01/02 03:04:06.000, 0, 1 %, 2 MiB\n"
+        "2026/01/02 03:04:06.001, 1, 0 %, 2 MiB\n"
+    )
+    snaps = parse_recording_text(text).snapshots
+    assert [[(s.index, s.util_gpu_pct) for s in snap.samples] for snap in snaps] == [
+        [(0, 99.0), (1, 0.0)],
+        [(0, 98.0), (1, 0.0)],
+    ]
