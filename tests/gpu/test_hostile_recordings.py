@@ -220,3 +220,17 @@ def test_monitor_and_idle_replay_of_1e308_values_exit_cleanly(
 def test_a_folder_given_as_a_csv_trace_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(ReplayError, match="is a folder"):
         read_query_csv(tmp_path)
+
+
+def test_a_csv_naming_thousands_of_gpus_is_refused_not_replayed_in_quadratic_time() -> None:
+    """20,000 distinct GPU indices took `idle replay` 80 s of CPU (every observation checks every GPU ever
+    seen); at the row bound it would take hours."""
+    rows = [f"2026/01/01 00:00:{k % 60:02d}.{k // 60:03d}, {k}, 0 %, 2 MiB" for k in range(300)]
+    with pytest.raises(ReplayError, match="names GPU 299"):
+        _within(5, lambda: parse_query_csv(HEADER + "\n".join(rows) + "\n"))
+    with pytest.raises(ReplayError, match="names GPU -1"):
+        parse_query_csv(HEADER + "2026/01/01 00:00:00.000, -1, 0 %, 2 MiB\n")
+    # without an index column, GPUs are numbered by their bus id: 300 distinct ones are as many GPUs
+    bus = [f"2026/01/01 00:00:00.{k:03d}, 0000:{k:04X}:00.0, 0 %" for k in range(300)]
+    with pytest.raises(ReplayError, match="names GPU 2"):
+        parse_query_csv("timestamp, pci.bus_id, utilization.gpu [%]\n" + "\n".join(bus) + "\n")

@@ -280,6 +280,8 @@ MAX_FIELD_CHARS = 128 * 1024
 # Rows one replay reads: about 3 KB of memory each once parsed, so this keeps a replay well under 1 GiB.
 # It holds 2 days of 1-s samples of 2 GPUs, or 8 GPUs sampled every 10 s for 5 days.
 MAX_CSV_ROWS = 300_000
+# GPU indices a recording may name (0 to this): a host has at most a few dozen GPUs.
+MAX_GPU_INDEX = 255
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -404,6 +406,17 @@ def parse_query_csv(
         parsed.append(_sample(plan, row, ts, index))
     if plan.index_col is None:
         parsed = number_unindexed_gpus(parsed)
+    worst = max((sample.index for sample in parsed), default=0)
+    if worst > MAX_GPU_INDEX or any(sample.index < 0 for sample in parsed):
+        # every consumer keeps per-GPU state and checks each GPU at each instant: 20,000 distinct indices
+        # made `idle replay` quadratic (minutes; hours at the row bound)
+        shown = worst if worst > MAX_GPU_INDEX else min(sample.index for sample in parsed)
+        raise ReplayError(
+            f"{source} names GPU {shown}",
+            why=f"GPUs are numbered from 0 by nvidia-smi, and gpuwise reads at most {MAX_GPU_INDEX + 1} per "
+            "machine (a host has a few dozen at most)",
+            fix="replay the file nvidia-smi wrote, unedited",
+        )
     # Every row is kept, even one sharing its (timestamp, index) with another: two `nvidia-smi -l` loggers
     # writing one file give two readings of one GPU at one stamp, and they may disagree. Keeping only the
     # first once let the idle policy stop a machine whose other reading said 97-100 % busy. What to make of
