@@ -9,8 +9,11 @@ Failed — never a number.
 
 What real recordings also hold, and how it is read: `#` comment lines above the header and the header
 repeated by appended runs (skipped), nvidia-smi's own messages between rows (skipped), a half-written last
-line (dropped), `name[unit]` headers without the space, old `[MB]` units (binary, like MiB). A file with no
-header at all (`--format=csv,noheader`) is refused with a message saying to keep the header.
+line (dropped), `name[unit]` headers without the space, old `[MB]` units (binary, like MiB), and two loggers'
+rows of one GPU at one stamp (every row kept; see `iter_snapshot_groups`). A file with no header at all
+(`--format=csv,noheader`) is refused with a message saying to keep the header. What is read is bounded: the
+file and its unpacked text (MAX_RECORDING_BYTES), the rows (MAX_CSV_ROWS), a cell (MAX_FIELD_CHARS) and the
+GPU indices (MAX_GPU_INDEX).
 
 Timestamps (`2026/08/01 03:59:40.361`, the machine's wall clock without a zone; also ISO 8601 as loggers
 write it, with or without milliseconds, a zone suffix being ignored) are read *as if* UTC, so
