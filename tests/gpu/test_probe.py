@@ -36,9 +36,22 @@ def test_time_series_is_served_in_real_time_from_its_first_sample(trace_fixtures
     assert 214.0 <= offset <= 215.5  # the last sample at or before the elapsed time, never after
     assert isinstance(probe, ReplayProbe)
     assert not probe.finished
-    clock.now += 10_000
+    clock.now = 1_000_000.0 + probe.duration_s + 0.5  # within one sampling interval of the last sample
     last = probe.read().samples[0]
     assert format_trace_time(last.timestamp_s).startswith("2026-08-01T04:06:58")
+    assert probe.finished
+
+
+def test_a_finished_recording_is_not_served_as_fresh_forever(trace_fixtures: Path) -> None:
+    """Issue 10: after the end, the last reading was returned as current for ever, so the idle daemon on a
+    replay counted a recording that had stopped as a machine that stayed idle. Now it is missing data."""
+    clock = FakeClock()
+    probe = open_probe(trace_fixtures / "landct_desktop_bursts_1s.csv", clock=clock)
+    assert isinstance(probe, ReplayProbe)
+    clock.now += probe.duration_s + 10_000
+    snap = probe.read()
+    assert snap.samples == ()
+    assert snap.errors == ("the recording ended at 2026-08-01T04:06:58.068 (its clock): no newer readings",)
     assert probe.finished
 
 

@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from gpuwise.errors import ReplayError
 from gpuwise.gpu.sample import NOT_SUPPORTED, Failed, NotSupported, Sample
 from gpuwise.gpu.smi_csv import (
+    busiest_per_gpu,
     format_trace_time,
+    iter_snapshot_groups,
     parse_query_csv,
     parse_trace_time,
     read_query_csv,
@@ -97,16 +99,22 @@ def test_utf16_powershell_redirect(tmp_path: Path) -> None:
     assert s.util_gpu_pct == 7.0
 
 
-def test_rows_out_of_order_and_duplicated_are_sorted_and_deduplicated() -> None:
+def test_rows_out_of_order_and_duplicated_are_sorted_and_all_kept() -> None:
+    """Issue 10: two loggers writing one file give two readings of GPU 0 at one stamp; keeping only the
+    first dropped the busy one (98 %) and the idle policy stopped a busy machine."""
     text = (
         "timestamp, index, utilization.gpu [%]\n"
         "2026/01/02 03:04:07.000, 1, 30 %\n"
         "2026/01/02 03:04:06.000, 0, 10 %\n"
         "2026/01/02 03:04:07.000, 0, 20 %\n"
-        "2026/01/02 03:04:06.000, 0, 10 %\n"
+        "2026/01/02 03:04:06.000, 0, 98 %\n"
     )
     samples = parse_query_csv(text)
-    assert [(s.index, s.util_gpu_pct) for s in samples] == [(0, 10.0), (0, 20.0), (1, 30.0)]
+    assert [(s.index, s.util_gpu_pct) for s in samples] == [(0, 10.0), (0, 98.0), (0, 20.0), (1, 30.0)]
+    # both readings of 03:04:06 are one instant; a view with one row per GPU shows the busy one
+    groups = iter_snapshot_groups(samples)
+    assert [[s.util_gpu_pct for s in g] for g in groups] == [[10.0, 98.0], [20.0, 30.0]]
+    assert [s.util_gpu_pct for s in busiest_per_gpu(groups[0])] == [98.0]
 
 
 def test_throttle_reasons_from_either_name_and_from_the_mask() -> None:
@@ -198,15 +206,15 @@ def test_random_columns_orders_and_na_cells(
     extra: list[str], order_seed: object, rows: list[tuple[int, int, bool, int]], nounits: bool
 ) -> None:
     """Any subset and order of known columns, any N/A spelling: values land on their fields, N/A never
-    becomes a number, and the output is sorted and free of duplicates (by index, or by row order at one
-    instant when there is no index column)."""
+    becomes a number, and the output is sorted with every row kept, file order among rows of one GPU at
+    one instant (by index, or by row order at one instant when there is no index column)."""
     import random
 
     assert isinstance(order_seed, random.Random)
     header = ["timestamp", "utilization.gpu [%]", *extra]
     order_seed.shuffle(header)
     lines = [", ".join(header)]
-    expected: dict[tuple[float, int], dict[str, object]] = {}
+    expected: dict[tuple[float, int], list[object]] = {}
     rows_at: dict[int, int] = {}  # without an index column, rows at one instant are GPUs 0, 1, … in order
     for t, n, na, which in rows:
         cells = []
@@ -224,11 +232,15 @@ def test_random_columns_orders_and_na_cells(
                 cells.append(value.split(" ")[0] if nounits else value)
         lines.append(", ".join(cells))
         key = (float(t % 86400), index)
-        expected.setdefault(key, {"util": NOT_SUPPORTED if na else float(n % 101)})
+        expected.setdefault(key, []).append(NOT_SUPPORTED if na else float(n % 101))
     samples = parse_query_csv("\n".join(lines) + "\n")
     keys = [(s.timestamp_s % 86400, s.index) for s in samples]
     assert keys == sorted(keys)
-    assert len(set(keys)) == len(keys)
+    assert len(keys) == len(rows)
+    got: dict[tuple[float, int], list[object]] = {}
+    for s in samples:
+        got.setdefault((s.timestamp_s % 86400, s.index), []).append(s.util_gpu_pct)
+    assert got == expected
     for s in samples:
         assert isinstance(s, Sample)
         for name in ("util_gpu_pct", "memory_used_bytes", "power_draw_watts", "temperature_c"):
@@ -236,7 +248,6 @@ def test_random_columns_orders_and_na_cells(
             assert isinstance(value, NotSupported | Failed | int | float)
             if isinstance(value, float):
                 assert math.isfinite(value) and value >= 0
-        assert s.util_gpu_pct == expected[(s.timestamp_s % 86400, s.index)]["util"]
         for col in extra:
             field = _COLUMNS[col][0]
             if field != "index":
@@ -255,3 +266,24 @@ def test_rows_sharing_a_timestamp_without_index_are_separate_gpus() -> None:
     )
     samples = parse_query_csv(text)
     assert [(s.index, s.util_gpu_pct) for s in samples] == [(0, 0.0), (1, 97.0), (0, 0.0), (1, 95.0)]
+
+
+def test_monitor_replay_of_two_loggers_shows_one_busy_row_per_gpu() -> None:
+    """What `monitor --replay` and the exporter serve: one row per GPU per instant, the busy one of two
+    loggers' readings (issue 10), never the idle one kept because it came first."""
+    from gpuwise.gpu.replay import parse_recording_text
+
+    text = (
+        "timestamp, index, utilization.gpu [%], memory.used [MiB]\n"
+        "2026/01/02 03:04:05.000, 0, 0 %, 2 MiB\n"
+        "2026/01/02 03:04:05.000, 0, 99 %, 2 MiB\n"
+        "2026/01/02 03:04:05.001, 1, 0 %, 2 MiB\n"
+        "2026/01/02 03:04:06.000, 0, 98 %, 2 MiB\n"
+        "2026/01/02 03:04:06.000, 0, 1 %, 2 MiB\n"
+        "2026/01/02 03:04:06.001, 1, 0 %, 2 MiB\n"
+    )
+    snaps = parse_recording_text(text).snapshots
+    assert [[(s.index, s.util_gpu_pct) for s in snap.samples] for snap in snaps] == [
+        [(0, 99.0), (1, 0.0)],
+        [(0, 98.0), (1, 0.0)],
+    ]

@@ -47,6 +47,9 @@ class Trace:
     stop_after_s: float | None = None
     stop_before_s: float | None = None
     header: str = HEADER
+    # a second `nvidia-smi -l` logger appending to the same file: its row for each GPU follows the first
+    # logger's with the same stamp (what the red-team pass of issue 10 fed `idle replay`)
+    second_logger: Shape | None = None
     start: datetime = datetime(2026, 5, 4, 21, 0, 0, tzinfo=UTC)
 
 
@@ -61,14 +64,16 @@ def render(trace: Trace, rng: random.Random) -> str:
         base = trace.start + timedelta(seconds=k * trace.interval_s + rng.uniform(0.0, 0.012))
         for gpu in range(trace.gpus):
             stamp = base + timedelta(milliseconds=gpu * rng.randint(0, 2))
-            util, mem, power = trace.shape(gpu, k * trace.interval_s)
-            if trace.header == GB10_HEADER:
-                lines.append(f"{_ts(stamp)}, {gpu}, {util:.0f} %, {power:.2f} W, {40 + util / 10:.0f}")
-                continue
-            mem_txt = "[N/A]" if mem is None else f"{mem:.0f} MiB"
-            lines.append(
-                f"{_ts(stamp)}, {gpu}, {util:.0f} %, {mem_txt}, {trace.total_mib} MiB, {power:.2f} W"
-            )
+            shapes = [trace.shape] if trace.second_logger is None else [trace.shape, trace.second_logger]
+            for shape in shapes:
+                util, mem, power = shape(gpu, k * trace.interval_s)
+                if trace.header == GB10_HEADER:
+                    lines.append(f"{_ts(stamp)}, {gpu}, {util:.0f} %, {power:.2f} W, {40 + util / 10:.0f}")
+                    continue
+                mem_txt = "[N/A]" if mem is None else f"{mem:.0f} MiB"
+                lines.append(
+                    f"{_ts(stamp)}, {gpu}, {util:.0f} %, {mem_txt}, {trace.total_mib} MiB, {power:.2f} W"
+                )
     return "\n".join(lines) + "\n"
 
 
@@ -399,6 +404,31 @@ def traces() -> list[Trace]:
             "stop",
             90 * 60 + 115 * 60,
             90 * 60 + 135 * 60,
+        )
+    )
+
+    # 15. Issue 10's red-team case: two loggers append to one file, so every (timestamp, index) has two
+    # rows. The first logger's rows say GPU 1 is idle; the second's say it is 97-100 % busy the whole time.
+    # A reader that kept one row per (timestamp, index) kept the idle one and stopped a busy machine.
+    def first_logger(gpu: int, t: float) -> Reading:
+        del t
+        return _idle(rng, 2)
+
+    def second_logger(gpu: int, t: float) -> Reading:
+        del t
+        return (rng.uniform(97, 100), 2, rng.uniform(600, 690)) if gpu == 1 else _idle(rng, 2)
+
+    out.append(
+        Trace(
+            "two_loggers_one_file_busy_3h_2gpu_30s",
+            "2×H100, two loggers in one file: one logger's rows show GPU 1 idle, the other's 97-100 % busy",
+            2,
+            30,
+            3 * 3600,
+            H100_TOTAL_MIB,
+            first_logger,
+            "never",
+            second_logger=second_logger,
         )
     )
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -89,8 +90,8 @@ def test_status_without_and_with_state(tmp_path: Path, capsys: pytest.CaptureFix
 def test_install_dry_run_prints_the_unit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["idle", "install", "--dry-run", "--unit-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "ExecStart=" in out and "idle run" in out and "Restart=always" in out
-    assert f"GPUWISE_DATA_DIR={paths.data_dir().resolve()}" in out
+    assert "ExecStart=" in out and '"idle" "run"' in out and "Restart=always" in out
+    assert f'Environment="GPUWISE_DATA_DIR={paths.data_dir().resolve()}"' in out
     assert not list(tmp_path.iterdir())
 
 
@@ -150,3 +151,22 @@ def test_settings_from_config_sections() -> None:
         load_settings({"idle": {"window_min": "long"}})
     with pytest.raises(ConfigError):
         load_settings({"machine": {"price_usd_per_hour": -1}})
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value"),
+    [
+        ("idle", "interval_s", math.inf),  # slept for ever
+        ("idle", "hook_timeout_s", math.inf),
+        ("idle", "process_cpu_pct", math.nan),  # compared false: a busy GPU process looked quiet
+        ("idle", "process_io_kib_per_s", math.inf),
+        ("idle", "threshold_pct", math.nan),
+        ("idle", "window_min", math.inf),
+        ("machine", "price_usd_per_hour", math.nan),
+        ("machine", "price_usd_per_hour", math.inf),
+    ],
+)
+def test_settings_refuse_inf_and_nan(section: str, key: str, value: float) -> None:
+    """Issue 10: `inf`/`nan` (TOML spells them so) were accepted for intervals, thresholds and prices."""
+    with pytest.raises(ConfigError, match=key):
+        load_settings({section: {key: value}})

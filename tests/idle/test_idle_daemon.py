@@ -378,3 +378,18 @@ def test_a_probe_that_cannot_open_is_retried_and_counts_as_busy(tmp_path: Path) 
     assert [x.state for x in decisions[:4]] == [IdleState.BUSY] * 4 and len(attempts) == 5
     assert "version mismatch" in decisions[0].reason
     assert decisions[5].state == IdleState.IDLE_CANDIDATE
+
+
+def test_a_replay_that_ended_is_not_an_idle_machine(tmp_path: Path) -> None:
+    """Issue 10: the daemon on a 20-min recording of an idle GPU kept being served its last reading after
+    the recording ended, as if fresh, and stopped the machine an hour later. No data counts as busy."""
+    lines = ["timestamp, index, utilization.gpu [%], memory.used [MiB]"]
+    lines += [f"2026/05/04 21:{m // 2:02d}:{30 * (m % 2):02d}.000, 0, 0 %, 1 MiB" for m in range(40)]
+    trace = tmp_path / "short.csv"
+    trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    clock = FakeClock()
+    d = _daemon(tmp_path, ReplayProbe(load_recording(trace), clock=clock), clock)
+    d.run(max_steps=int(3 * 3600 / 30))
+    assert not [c for c in _calls(tmp_path) if c.startswith(("shutdown", "wall"))]
+    assert d.policy.last_decision is not None
+    assert "the recording ended at 2026-05-04T21:19:30" in d.policy.last_decision.reason

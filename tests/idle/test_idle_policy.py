@@ -294,6 +294,7 @@ def test_csv_without_index_column_tells_gpus_apart() -> None:
     """NVIDIA's documented query (timestamp,name,pci.bus_id,…) has no index: every row says GPU 0."""
     from dataclasses import replace as dc_replace
 
+    from gpuwise.gpu.smi_csv import number_unindexed_gpus
     from gpuwise.idle.policy import group_samples
 
     rows = []
@@ -301,10 +302,10 @@ def test_csv_without_index_column_tells_gpus_apart() -> None:
         for i in range(4):
             s = gpu(0, T0 + k * 30 + 0.004 * i, 95.0 if (i == 0 and k < 100) else 0.0, 40000 if i == 0 else 1)
             rows.append(s)
-    by_position = group_samples(rows)
+    by_position = group_samples(number_unindexed_gpus(rows))
     assert len(by_position) == 400 and {x.index for x in by_position[0].samples} == {0, 1, 2, 3}
     with_bus = [dc_replace(s, bus_id=f"00000000:{0x18 + (n % 4):02X}:00.0") for n, s in enumerate(rows)]
-    assert {x.index for x in group_samples(with_bus)[5].samples} == {0, 1, 2, 3}
+    assert {x.index for x in group_samples(number_unindexed_gpus(with_bus))[5].samples} == {0, 1, 2, 3}
     # the job on the first GPU keeps its 40 GB; it stops only after the held-memory window
     r = replay(by_position)
     assert r.stop_at_s is not None and r.stop_at_s - T0 == pytest.approx((99 + 240) * 30, abs=1)

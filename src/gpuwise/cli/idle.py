@@ -365,30 +365,6 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
             history.close()
 
 
-UNIT_NAME = "gpuwise-idle.service"
-
-
-def render_unit(exec_start: list[str], config_dir: Path, data_dir: Path) -> str:
-    import shlex
-
-    return (
-        "[Unit]\n"
-        "Description=gpuwise idle auto-stop (stops this machine when nobody uses its GPUs)\n"
-        "After=network-online.target\n"
-        "Wants=network-online.target\n\n"
-        "[Service]\n"
-        "Type=simple\n"
-        f"ExecStart={shlex.join(exec_start)}\n"
-        f"Environment=GPUWISE_CONFIG_DIR={config_dir}\n"
-        f"Environment=GPUWISE_DATA_DIR={data_dir}\n"
-        "Environment=PYTHONUNBUFFERED=1\n"
-        "Restart=always\n"
-        "RestartSec=30\n\n"
-        "[Install]\n"
-        "WantedBy=multi-user.target\n"
-    )
-
-
 @app.command("install")
 def install(
     dry_run: Annotated[
@@ -408,6 +384,7 @@ def install(
     from gpuwise.errors import StorageError
     from gpuwise.idle.actions import Runner
     from gpuwise.idle.state import write_atomic
+    from gpuwise.idle.unit import UNIT_NAME, render_unit
 
     _settings(config)  # validate the config now, not when the service starts
     script = Path(sys.executable).parent / "gpuwise"

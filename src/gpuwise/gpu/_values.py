@@ -110,6 +110,8 @@ def to_int(text: str, unit: str = "") -> Reading[int]:
     parsed = number(t)
     if isinstance(parsed, NotSupported | Failed):
         return parsed
+    if abs(parsed[0]) > _MAX_COUNT:  # "1e308" is a finite float but no count any GPU reports
+        return Failed(f"out of range: {t!r}")
     return round(parsed[0])
 
 
@@ -122,7 +124,10 @@ def to_bytes(text: str, unit: str = "MiB") -> Reading[int]:
     factor = _BYTES.get((found or unit or "MiB").lower())
     if factor is None:
         return Failed(f"unknown memory unit in {text.strip()!r}")
-    return round(value * factor)
+    total = value * factor
+    if not math.isfinite(total):  # "1e308 MiB": inf bytes, which round() cannot turn into an int
+        return Failed(f"not a finite number: {text.strip()!r}")
+    return round(total)
 
 
 def to_rate(text: str, unit: str = "KB/s") -> Reading[float]:
@@ -184,20 +189,50 @@ _ZERO_IS_UNKNOWN = (
     "memory_clock_max_mhz",
 )
 # Utilization is a share of time: outside 0..100 % it is damage, not a reading. (Fan speed may exceed 100 %,
-# NVML says so; it is not checked.)
+# NVML says so; it is only bounded below.)
 _PERCENT = ("util_gpu_pct", "util_memory_pct", "util_encoder_pct", "util_decoder_pct")
+
+# Counts (ECC errors, replays, remapped rows) above this are damage: NVML returns them as 64-bit counters.
+_MAX_COUNT = 2.0**64
+# Physical readings outside these bounds are damage, not readings ("1e308 W" in a hand-edited file): a value
+# that large would be summed into costs and drawn as bars. The bounds are far outside any GPU (the largest
+# has 288 GB of memory, draws ~1.4 kW and its clocks stay under 20 GHz), so no real reading is refused.
+_RANGES: dict[str, tuple[float, float]] = {
+    "memory_used_bytes": (0, 2.0**50),
+    "memory_total_bytes": (0, 2.0**50),
+    "power_draw_watts": (0, 1e5),
+    "power_limit_watts": (0, 1e5),
+    "power_default_limit_watts": (0, 1e5),
+    "temperature_c": (-273.15, 1000),
+    "memory_temperature_c": (-273.15, 1000),
+    "fan_speed_pct": (0, 1000),
+    "sm_clock_mhz": (0, 1e6),
+    "memory_clock_mhz": (0, 1e6),
+    "sm_clock_max_mhz": (0, 1e6),
+    "memory_clock_max_mhz": (0, 1e6),
+    "pcie_tx_bytes_per_s": (0, 1e15),
+    "pcie_rx_bytes_per_s": (0, 1e15),
+    "pcie_gen_current": (0, 64),
+    "pcie_gen_max": (0, 64),
+    "pcie_width_current": (0, 1024),
+    "pcie_width_max": (0, 1024),
+}
 
 
 def drop_impossible(fields: dict[str, Any]) -> dict[str, Any]:
     """`fields` (Sample keyword arguments) with readings no GPU can have replaced by NotSupported (a zero
-    that means "unknown") or Failed (a percentage out of range)."""
+    that means "unknown") or Failed (a percentage, size, power, temperature or clock out of range)."""
     for name in _ZERO_IS_UNKNOWN:
         if name in fields and not isinstance(fields[name], bool) and fields[name] == 0:
             fields[name] = NOT_SUPPORTED
     for name in _PERCENT:
         got = fields.get(name)
-        if isinstance(got, int | float) and not 0 <= got <= 100:
+        if isinstance(got, int | float) and not (math.isfinite(got) and 0 <= got <= 100):
             fields[name] = Failed(f"out of range: {got:g} %")
+    for name, (lo, hi) in _RANGES.items():
+        got = fields.get(name)
+        if isinstance(got, int | float) and not isinstance(got, bool) and not (lo <= got <= hi):
+            fields[name] = Failed(f"out of range: {got:g}")  # also NaN, which fails every comparison
     return fields
 
 

@@ -106,8 +106,8 @@ def _state_snapshot(
     csv_samples: list[Sample] = []
     if csv_text and smi_csv.looks_like_query_csv(csv_text):
         try:
-            csv_samples = smi_csv.parse_query_csv(
-                csv_text, source=f"{where} --query-gpu", default_timestamp_s=0.0
+            csv_samples = smi_csv.busiest_per_gpu(
+                smi_csv.parse_query_csv(csv_text, source=f"{where} --query-gpu", default_timestamp_s=0.0)
             )
         except ReplayError as exc:  # a damaged section must not hide the others
             problems.append(ParseProblem(f"{where} --query-gpu", exc.render()))

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from gpuwise.gpu._values import format_trace_time
 from gpuwise.gpu.replay import Recording, load_recording
 from gpuwise.gpu.sample import Snapshot
 
@@ -36,9 +37,12 @@ class Probe(Protocol):
 class ReplayProbe:
     """Serves a recording. A time series is played in real time from its first sample, by `clock`:
     `read()` returns the last snapshot whose offset from the first is ≤ the time elapsed since the probe
-    was opened; after the end it keeps returning the last one (`finished` turns True), or with
-    `loop=True` starts over (one median sample interval after the last sample). A single snapshot is
-    served as it is.
+    was opened; with `loop=True` it starts over one median sample interval after the last sample. Without
+    `loop`, `finished` turns True at the last sample, and once that sample is older than one sampling
+    interval the recording has nothing fresh to say: `read()` returns no samples and an error saying when
+    the recording ended. Serving the last reading as current forever let the idle daemon count a
+    recording that had stopped as a machine that stayed idle; the error counts as missing data, which
+    every consumer already treats as such (the idle policy: busy). A single snapshot is served as it is.
 
     Timestamps: by default samples keep the recording's own clock; with `retime=True` (the default when
     looping, so time never runs backwards) they carry the probe clock's time instead.
@@ -63,6 +67,7 @@ class ReplayProbe:
         self._offsets = [max(0.0, _snapshot_time(s) - first) for s in snaps]
         gaps = sorted(b - a for a, b in zip(self._offsets, self._offsets[1:], strict=False) if b > a)
         step = gaps[len(gaps) // 2] if gaps else 1.0
+        self._step = step
         self._period = self._offsets[-1] + step
         self.finished = len(snaps) == 1
         self._closed = False
@@ -79,11 +84,22 @@ class ReplayProbe:
             elapsed %= self._period
         elif elapsed >= self._offsets[-1]:
             self.finished = True
+            if len(self._snapshots) > 1 and elapsed > self._offsets[-1] + self._step:
+                return self._ended()
         i = _last_at_or_before(self._offsets, elapsed)
         snap = self._snapshots[i]
         if self._retime:
             snap = replace(snap, samples=tuple(replace(s, timestamp_s=now) for s in snap.samples))
         return snap
+
+    def _ended(self) -> Snapshot:
+        last = self._snapshots[-1]
+        when = format_trace_time(_snapshot_time(last))
+        return Snapshot(
+            samples=(),
+            driver_version=last.driver_version,
+            errors=(f"the recording ended at {when} (its clock): no newer readings",),
+        )
 
     def close(self) -> None:
         self._closed = True

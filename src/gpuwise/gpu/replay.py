@@ -22,7 +22,8 @@ __all__ = ["FORMATS", "ParseProblem", "Recording", "XidEvent", "load_recording",
 
 FORMATS = ("xml", "query-text", "table", "error", "kernel-log", "capture", "csv", "directory")
 
-_MAX_BYTES = smi_csv.MAX_RECORDING_BYTES
+_MAX_BYTES = smi_csv.MAX_RECORDING_BYTES  # also the total of a folder's files
+_MAX_FILES = 1000  # files one folder may hold (a capture run writes a few dozen)
 
 
 @dataclass
@@ -92,7 +93,11 @@ def parse_recording_text(text: str, *, source: str = "<text>") -> Recording:
         )
         groups = smi_csv.iter_snapshot_groups(samples)
         driver = samples[0].extra.get("driver_version") if samples else None
-        snaps = [Snapshot(samples=tuple(g), driver_version=driver or NOT_SUPPORTED) for g in groups]
+        # one row per GPU for the views that show one (monitor, exporter, the daemon's replay probe)
+        snaps = [
+            Snapshot(samples=tuple(smi_csv.busiest_per_gpu(g)), driver_version=driver or NOT_SUPPORTED)
+            for g in groups
+        ]
         return Recording("csv", snaps, source=source)
     if fmt == "capture":
         cap = capture.parse_capture(text, source=source)
@@ -128,15 +133,7 @@ def parse_recording_text(text: str, *, source: str = "<text>") -> Recording:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        size = path.stat().st_size
-        if size > _MAX_BYTES:
-            raise _not_a_recording(str(path), f"{size} bytes is far larger than any nvidia-smi output")
-        return smi_csv.decode_text(smi_csv.gunzip_if_gzipped(path.read_bytes(), str(path)))
-    except OSError as exc:
-        raise ReplayError(
-            f"cannot read {path}", why=exc.strerror or str(exc), fix="check the path and its permissions"
-        ) from exc
+    return smi_csv.decode_text(smi_csv.gunzip_if_gzipped(smi_csv.read_recording_bytes(path), str(path)))
 
 
 def attach_xids(snapshots: list[Snapshot], events: list[XidEvent]) -> list[Snapshot]:
@@ -177,16 +174,37 @@ def load_recording(path: Path | str) -> Recording:
 
 
 def _load_directory(path: Path) -> Recording:
+    # regular files only (a FIFO or a link to a device in the folder is skipped, never opened), and a
+    # bounded number and total size of them
     files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+    if len(files) > _MAX_FILES:
+        raise _not_a_recording(str(path), f"it holds {len(files):,} files, more than {_MAX_FILES:,}")
+    total = 0
+    for f in files:
+        try:
+            total += f.stat().st_size
+        except OSError:
+            continue  # gone or unreadable: reported when read
+    if total > _MAX_BYTES:
+        raise _not_a_recording(
+            str(path), f"its files hold {total:,} bytes, more than {_MAX_BYTES // 2**20} MiB in all"
+        )
     snapshots: list[Snapshot] = []
     events: list[XidEvent] = []
     problems: list[ParseProblem] = []
     sections: dict[str, str] = {}
     formats: list[str] = []
+    unpacked = 0
     for f in files:
         try:
-            rec = parse_recording_text(_read_text(f), source=str(f))
+            text = _read_text(f)
+            unpacked += len(text)
+            if unpacked > _MAX_BYTES:  # gzipped files unpack to more than they hold
+                raise _not_a_recording(str(path), f"its files unpack to more than {_MAX_BYTES // 2**20} MiB")
+            rec = parse_recording_text(text, source=str(f))
         except ReplayError as exc:
+            if unpacked > _MAX_BYTES:
+                raise
             problems.append(ParseProblem(str(f), exc.message))
             continue
         formats.append(rec.format)

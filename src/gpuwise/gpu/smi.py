@@ -394,13 +394,21 @@ def looks_like_xml(text: str) -> bool:
     return head.startswith("<?xml") or "<nvidia_smi_log" in head
 
 
-def _flatten_xml(elem: ET.Element, prefix: str, out: dict[str, str], skip: frozenset[str]) -> None:
+# nvidia-smi's XML and `-q` text nest 5-6 levels; deeper elements are damage (or an attack: a recursive
+# reader hits RecursionError near 1000) and are not read.
+MAX_DEPTH = 32
+
+
+def _flatten_xml(
+    elem: ET.Element, prefix: str, out: dict[str, str], skip: frozenset[str], depth: int = 0
+) -> None:
     for child in elem:
         if child.tag in skip:
             continue
         path = f"{prefix}{child.tag}"
         if len(child):
-            _flatten_xml(child, path + "/", out, frozenset())
+            if depth < MAX_DEPTH:
+                _flatten_xml(child, path + "/", out, frozenset(), depth + 1)
         else:
             out.setdefault(path, (child.text or "").strip())
 
@@ -418,6 +426,13 @@ def parse_xml(text: str, *, source: str = "<xml>", default_timestamp_s: float = 
     # when one GPU is lost, the XML of the others follows)
     start = _xml_start(text)
     preamble, text = text[:start], text[start:]
+    # entity declarations are what the "billion laughs" expansion is made of; nvidia-smi never writes one
+    # (its XML names an external DTD that is never read, or with --dtd inlines element declarations only)
+    if "<!ENTITY" in text:
+        problems.append(
+            ParseProblem(source, "the XML declares entities (nvidia-smi never does); it was not read")
+        )
+        return Parsed(Snapshot(samples=()), problems)
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
@@ -485,15 +500,32 @@ def _salvage_xml(text: str) -> ET.Element | None:
     """A root holding the complete <gpu> elements (and header fields) of a damaged or truncated file."""
     head = ET.Element("nvidia_smi_log")
     for tag in ("timestamp", "driver_version", "cuda_version", "kmd_version", "cuda_umd_version"):
-        m = re.search(rf"<{tag}>(.*?)</{tag}>", text)
-        if m:
-            ET.SubElement(head, tag).text = m.group(1)
-    for chunk in re.findall(r"<gpu\b.*?</gpu>", text, flags=re.S):
+        value = _between(text, f"<{tag}>", f"</{tag}>", 0)
+        if value is not None and "\n" not in value[0]:
+            ET.SubElement(head, tag).text = value[0]
+    # str.find, not a lazy regex: with many "<gpu" and no "</gpu>" a regex rescans the rest of the text
+    # from each one (quadratic time on a hostile file)
+    at = 0
+    while (found := _between(text, "<gpu", "</gpu>", at)) is not None:
+        body, at = found
+        if body[:1] not in (">", " ", "\t", "\n"):
+            continue  # <gpu_something>
         try:
-            head.append(ET.fromstring(chunk))
+            head.append(ET.fromstring("<gpu" + body + "</gpu>"))
         except ET.ParseError:
             continue
     return head if len(head) else None
+
+
+def _between(text: str, start: str, end: str, at: int) -> tuple[str, int] | None:
+    """The text between the first `start` at or after `at` and the next `end`, and where to look next."""
+    i = text.find(start, at)
+    if i < 0:
+        return None
+    j = text.find(end, i + len(start))
+    if j < 0:
+        return None
+    return text[i + len(start) : j], j + len(end)
 
 
 def _xml_processes(gpu: ET.Element) -> Reading[tuple[GpuProcess, ...]]:
@@ -582,6 +614,8 @@ def _tree(lines: Sequence[str]) -> list[_Node]:
         else:
             node = _Node(stripped.strip().lower(), None, indent, lineno)
         while stack and stack[-1].indent >= indent:
+            stack.pop()
+        if len(stack) > MAX_DEPTH:  # deeper than any nvidia-smi output: kept as a sibling, not nested
             stack.pop()
         (stack[-1].children if stack else roots).append(node)
         stack.append(node)

@@ -9,8 +9,11 @@ Failed — never a number.
 
 What real recordings also hold, and how it is read: `#` comment lines above the header and the header
 repeated by appended runs (skipped), nvidia-smi's own messages between rows (skipped), a half-written last
-line (dropped), `name[unit]` headers without the space, old `[MB]` units (binary, like MiB). A file with no
-header at all (`--format=csv,noheader`) is refused with a message saying to keep the header.
+line (dropped), `name[unit]` headers without the space, old `[MB]` units (binary, like MiB), and two loggers'
+rows of one GPU at one stamp (every row kept; see `iter_snapshot_groups`). A file with no header at all
+(`--format=csv,noheader`) is refused with a message saying to keep the header. What is read is bounded: the
+file and its unpacked text (MAX_RECORDING_BYTES), the rows (MAX_CSV_ROWS), a cell (MAX_FIELD_CHARS) and the
+GPU indices (MAX_GPU_INDEX).
 
 Timestamps (`2026/08/01 03:59:40.361`, the machine's wall clock without a zone; also ISO 8601 as loggers
 write it, with or without milliseconds, a zone suffix being ignored) are read *as if* UTC, so
@@ -24,8 +27,11 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import math
+import os
+import stat
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,6 +44,7 @@ from gpuwise.gpu.smi import classify_error_text
 
 __all__ = [
     "FIELD_MAP",
+    "busiest_per_gpu",
     "decode_text",
     "format_trace_time",
     "gunzip_if_gzipped",
@@ -49,6 +56,7 @@ __all__ = [
     "parse_query_csv",
     "parse_trace_time",
     "read_query_csv",
+    "read_recording_bytes",
 ]
 
 # `--query-gpu` field (lowercase, without its "[unit]") → (Sample field, converter, priority).
@@ -270,35 +278,83 @@ def _throttle(plan: _Plan, row: list[str]) -> Any:
     return NOT_SUPPORTED
 
 
-def _rows(text: str) -> list[list[str]]:
-    reader = csv.reader(io.StringIO(text), skipinitialspace=True)
-    rows = [row for row in reader if row and any(cell.strip() for cell in row)]
-    # `#` comment lines above the header are a logging script's notes, not data
-    while rows and rows[0][0].lstrip().startswith("#"):
-        rows.pop(0)
-    return rows
+# No nvidia-smi cell is longer than a few hundred characters; Python's csv module refuses a field over 128 KiB
+# (its default field_size_limit), which an unbalanced quote produces by swallowing the rest of the file.
+MAX_FIELD_CHARS = 128 * 1024
+# Rows one replay reads: about 3 KB of memory each once parsed, so this keeps a replay well under 1 GiB.
+# It holds 2 days of 1-s samples of 2 GPUs, or 8 GPUs sampled every 10 s for 5 days.
+MAX_CSV_ROWS = 300_000
+# GPU indices a recording may name (0 to this): a host has at most a few dozen GPUs.
+MAX_GPU_INDEX = 255
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of `text` one at a time (the csv reader asks for more inside a quoted field): no second
+    copy of a large recording in memory, as io.StringIO or splitlines() would make."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start : end + 1]
+        start = end + 1
+
+
+def _rows(text: str, source: str) -> Iterator[list[str]]:
+    """Non-blank CSV rows, `#` comment lines above the header skipped (a logging script's notes)."""
+    reader = csv.reader(_lines(text), skipinitialspace=True)
+    header_seen = False
+    try:
+        for row in reader:
+            if not row or not any(cell.strip() for cell in row):
+                continue
+            if not header_seen and row[0].lstrip().startswith("#"):
+                continue
+            header_seen = True
+            yield row
+    except csv.Error as exc:  # a field over the limit, a NUL byte the reader rejects
+        raise ReplayError(
+            f"{source}, line {reader.line_num}: {exc}",
+            why=f"no nvidia-smi CSV cell is longer than a few hundred characters (the limit is "
+            f"{MAX_FIELD_CHARS // 1024} KiB); an unbalanced quote makes one cell of the rest of the file",
+            fix="replay the file nvidia-smi wrote, unedited",
+        ) from exc
+
+
+def _too_many_rows(source: str) -> ReplayError:
+    return ReplayError(
+        f"{source} holds more than {MAX_CSV_ROWS:,} rows",
+        why="a replay keeps every row in memory; this many would take gigabytes",
+        fix=f"replay a part of it, e.g. (head -1 FILE; tail -n {MAX_CSV_ROWS} FILE) > part.csv",
+    )
 
 
 def parse_query_csv(
     text: str, *, source: str = "<text>", default_timestamp_s: float | None = None
 ) -> list[Sample]:
-    """Samples of a `--query-gpu` CSV, sorted by (timestamp, index), exact duplicates dropped.
+    """Samples of a `--query-gpu` CSV, sorted by (timestamp, index), every row kept (see below).
 
     Raises ReplayError when the text is not such a CSV: no header naming `utilization.gpu`, no `timestamp`
     column (unless `default_timestamp_s` is given, as for a one-off snapshot), no data rows, or a
     timestamp that is not nvidia-smi's `YYYY/MM/DD HH:MM:SS.mmm`.
     """
     text = text.lstrip("\ufeff")
-    rows = _rows(text)
-    if not rows:
+    rows = _rows(text, source)
+    header = next(rows, None)
+    if header is None:
         raise ReplayError(
             f"{source} is empty",
             fix="record one with nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv",
         )
-    header = rows[0]
     if {cell.strip() for cell in header} >= _WANDB_REQUIRED:
+        wandb = [header]
+        for row in rows:
+            wandb.append(row)
+            if len(wandb) > MAX_CSV_ROWS:
+                raise _too_many_rows(source)
         return parse_query_csv(
-            _wandb_to_query_csv(rows), source=source, default_timestamp_s=default_timestamp_s
+            _wandb_to_query_csv(wandb), source=source, default_timestamp_s=default_timestamp_s
         )
     plan = _Plan(header)
     if plan.util_col is None:
@@ -309,15 +365,21 @@ def parse_query_csv(
             why="A replayed time series needs nvidia-smi's timestamp field to know when each sample was read",
             fix=RECORD_HINT,
         )
-    if len(rows) < 2:
+    width = len(header)
+    header_key = [c.strip() for c in header]
+    parsed: list[Sample] = []
+    lineno = 1
+    following = next(rows, None)
+    if following is None:
         raise ReplayError(
             f"{source} has a header but no data rows",
             fix="record at least one sample (nvidia-smi --query-gpu=… --format=csv -l 1 runs until stopped)",
         )
-    width = len(header)
-    header_key = [c.strip() for c in header]
-    parsed: list[Sample] = []
-    for lineno, cells in enumerate(rows[1:], start=2):
+    while following is not None:
+        cells, following = following, next(rows, None)
+        lineno += 1
+        if lineno > MAX_CSV_ROWS:
+            raise _too_many_rows(source)
         if [c.strip() for c in cells] == header_key:
             continue  # the header again: runs appended to one file (`>> trace.csv`) each print it
         # a row cut short (a recording killed mid-write): pad so the known cells still count
@@ -325,7 +387,7 @@ def parse_query_csv(
         if plan.timestamp_col is not None:
             ts = parse_trace_time(row[plan.timestamp_col])
             if ts is None:
-                if lineno == len(rows) and len(rows) > 2:
+                if following is None and lineno > 2:
                     continue  # the last line of a live recording may be half-written
                 if classify_error_text(",".join(cells)) is not None:
                     # `-l 1 > trace.csv 2>&1` interleaves nvidia-smi's own messages ("Unable to determine
@@ -334,7 +396,7 @@ def parse_query_csv(
                     continue
                 cell = row[plan.timestamp_col].strip()
                 raise ReplayError(
-                    f"{source}, row {lineno}: {cell!r} is not an nvidia-smi timestamp",
+                    f"{source}, row {lineno}: {cell[:80]!r} is not an nvidia-smi timestamp",
                     why="expected YYYY/MM/DD HH:MM:SS.mmm as nvidia-smi --query-gpu=timestamp writes it",
                     fix="replay the file nvidia-smi wrote, unedited",
                 )
@@ -348,10 +410,23 @@ def parse_query_csv(
         parsed.append(_sample(plan, row, ts, index))
     if plan.index_col is None:
         parsed = number_unindexed_gpus(parsed)
-    samples: dict[tuple[float, int], Sample] = {}
-    for sample in parsed:
-        samples.setdefault((sample.timestamp_s, sample.index), sample)
-    return [samples[k] for k in sorted(samples)]
+    worst = max((sample.index for sample in parsed), default=0)
+    if worst > MAX_GPU_INDEX or any(sample.index < 0 for sample in parsed):
+        # every consumer keeps per-GPU state and checks each GPU at each instant: 20,000 distinct indices
+        # made `idle replay` quadratic (minutes; hours at the row bound)
+        shown = worst if worst > MAX_GPU_INDEX else min(sample.index for sample in parsed)
+        raise ReplayError(
+            f"{source} names GPU {shown}",
+            why=f"GPUs are numbered from 0 by nvidia-smi, and gpuwise reads at most {MAX_GPU_INDEX + 1} per "
+            "machine (a host has a few dozen at most)",
+            fix="replay the file nvidia-smi wrote, unedited",
+        )
+    # Every row is kept, even one sharing its (timestamp, index) with another: two `nvidia-smi -l` loggers
+    # writing one file give two readings of one GPU at one stamp, and they may disagree. Keeping only the
+    # first once let the idle policy stop a machine whose other reading said 97-100 % busy. What to make of
+    # such readings is the reader's choice (`iter_snapshot_groups` keeps them together; busy wins).
+    parsed.sort(key=lambda s: (s.timestamp_s, s.index))  # stable: file order among equal stamps
+    return parsed
 
 
 def number_unindexed_gpus(samples: Sequence[Sample]) -> list[Sample]:
@@ -437,9 +512,69 @@ def _not_query_csv(source: str, header: list[str]) -> ReplayError:
     )
 
 
-# A recording bigger than this is not nvidia-smi output (the largest real capture is ~160 KB; a day of
-# 1-s CSV for 8 GPUs is ~60 MB).
-MAX_RECORDING_BYTES = 512 * 1024 * 1024
+# A recording bigger than this, on disk or unpacked, is not one gpuwise reads (the largest real capture is
+# ~160 KB; a day of 1-s CSV for 8 GPUs is ~30-60 MB, more rows than one replay holds anyway).
+MAX_RECORDING_BYTES = 64 * 1024 * 1024
+
+
+def _unreadable(path: Path, exc: OSError) -> ReplayError:
+    return ReplayError(
+        f"cannot read {path}", why=exc.strerror or str(exc), fix="check the path and its permissions"
+    )
+
+
+def read_recording_bytes(path: Path | str) -> bytes:
+    """The bytes of a recording file, refused up front unless it can be read whole and soon: a device
+    (`/dev/zero`, or a link to it) or a socket is a ReplayError, a regular file over MAX_RECORDING_BYTES
+    too. A pipe (`--replay <(nvidia-smi -q -x)`) is read up to the same bound; one nobody writes to reads
+    as empty instead of blocking `open()` (O_NONBLOCK), so a stray FIFO cannot hang a command."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise _unreadable(path, exc) from exc
+    try:
+        mode = os.fstat(fd).st_mode  # of what was opened, not of a name that may change under us
+    except OSError as exc:
+        os.close(fd)
+        raise _unreadable(path, exc) from exc
+    if stat.S_ISDIR(mode):
+        os.close(fd)
+        raise ReplayError(f"{path} is a folder", fix="give the recording file inside it")
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        try:
+            info = os.fstat(fd)
+            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+                raise ReplayError(
+                    f"{path} is not a regular file (a device or socket)",
+                    why="a recording is a file that nvidia-smi output was saved to; a device may never end",
+                    fix="save the output to a file first, e.g. nvidia-smi -q -x > gpu.xml",
+                )
+            if stat.S_ISREG(mode) and info.st_size > MAX_RECORDING_BYTES:
+                raise _too_big(str(path), f"{info.st_size:,} bytes")
+            if stat.S_ISFIFO(mode):
+                os.set_blocking(fd, True)  # a writer is there (or was): wait for its data as usual
+            chunks: list[bytes] = []
+            size = 0
+            while size <= MAX_RECORDING_BYTES:
+                chunk = fh.read(min(1 << 20, MAX_RECORDING_BYTES + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        except OSError as exc:
+            raise _unreadable(path, exc) from exc
+    if size > MAX_RECORDING_BYTES:  # a file that grew, or a pipe
+        raise _too_big(str(path), f"more than {MAX_RECORDING_BYTES // 2**20} MiB")
+    return b"".join(chunks)
+
+
+def _too_big(source: str, size: str) -> ReplayError:
+    return ReplayError(
+        f"{source} is too large to replay ({size}; the limit is {MAX_RECORDING_BYTES // 2**20} MiB)",
+        why="no single nvidia-smi output is that large, and a replay holds all of it in memory",
+        fix="replay a part of it, e.g. (head -1 FILE; tail -n 300000 FILE) > part.csv",
+    )
 
 
 def gunzip_if_gzipped(data: bytes, source: str) -> bytes:
@@ -455,11 +590,7 @@ def gunzip_if_gzipped(data: bytes, source: str) -> bytes:
             f"{source} is a damaged gzip file", why=str(exc), fix="copy the recording again"
         ) from exc
     if len(out) > MAX_RECORDING_BYTES:
-        raise ReplayError(
-            f"{source} unpacks to more than {MAX_RECORDING_BYTES // 2**20} MiB",
-            why="no nvidia-smi recording is that large",
-            fix="replay a shorter part of it",
-        )
+        raise _too_big(source, f"it unpacks to more than {MAX_RECORDING_BYTES // 2**20} MiB")
     return out
 
 
@@ -479,28 +610,48 @@ def decode_text(data: bytes) -> str:
 def read_query_csv(path: Path | str, *, default_timestamp_s: float | None = None) -> list[Sample]:
     """`parse_query_csv` of a file (UTF-8 with or without BOM, UTF-16, CRLF). ReplayError if unreadable."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ReplayError(
-            f"cannot read {path}", why=exc.strerror or str(exc), fix="check the path and its permissions"
-        ) from exc
-    data = gunzip_if_gzipped(data, str(path))
+    data = gunzip_if_gzipped(read_recording_bytes(path), str(path))
     return parse_query_csv(decode_text(data), source=str(path), default_timestamp_s=default_timestamp_s)
 
 
 def iter_snapshot_groups(samples: Iterable[Sample], *, max_skew_s: float = 0.5) -> list[list[Sample]]:
     """Split time-ordered samples into one group per instant: a new group starts when an index repeats
-    or the timestamp moves on by more than ``max_skew_s`` (nvidia-smi stamps each GPU's row separately)."""
+    with another timestamp, or the timestamp moves on by more than ``max_skew_s`` (nvidia-smi stamps each
+    GPU's row separately). Rows repeating a GPU at the very same stamp (two loggers writing one file) are
+    readings of that instant and stay in its group, every one of them: a consumer that shows one row per
+    GPU picks with `busiest_per_gpu`, and the idle policy counts any of them that is busy."""
     groups: list[list[Sample]] = []
     current: list[Sample] = []
-    seen: set[int] = set()
+    seen: dict[int, float] = {}  # GPU index -> the stamp of its first row in this group
     for s in samples:
-        if current and (s.index in seen or s.timestamp_s - current[0].timestamp_s > max_skew_s):
+        repeat = s.index in seen and seen[s.index] != s.timestamp_s
+        if current and (repeat or s.timestamp_s - current[0].timestamp_s > max_skew_s):
             groups.append(current)
-            current, seen = [], set()
+            current, seen = [], {}
         current.append(s)
-        seen.add(s.index)
+        seen.setdefault(s.index, s.timestamp_s)
     if current:
         groups.append(current)
     return groups
+
+
+def _activity_rank(s: Sample) -> tuple[int, float, float]:
+    """How much a reading says "busy": a lost GPU, then a missing utilization (missing data counts as
+    busy), then the higher utilization, then the more memory (a missing memory reading counts as held)."""
+    util = s.util_gpu_pct
+    mem = s.memory_used_bytes
+    util_rank = float(util) if isinstance(util, int | float) and not isinstance(util, bool) else 101.0
+    mem_rank = float(mem) if isinstance(mem, int | float) and not isinstance(mem, bool) else math.inf
+    return (1 if s.lost else 0, util_rank, mem_rank)
+
+
+def busiest_per_gpu(samples: Iterable[Sample]) -> list[Sample]:
+    """One reading per GPU index, in order of first appearance: of several readings of one GPU at one
+    instant (two loggers writing one file), the busiest whole row — never a blend of rows, and never the
+    idle one when another says busy."""
+    best: dict[int, Sample] = {}
+    for s in samples:
+        kept = best.get(s.index)
+        if kept is None or _activity_rank(s) > _activity_rank(kept):
+            best[s.index] = s
+    return list(best.values())

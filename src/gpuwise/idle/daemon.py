@@ -92,6 +92,12 @@ class IdleDaemon:
     _retry_at: float | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
+        # a daemon killed while saving leaves its temp file beside the state; only the daemon writes there
+        try:
+            for stale in self.state_file.parent.glob(f".{self.state_file.name}.*.tmp"):
+                stale.unlink(missing_ok=True)
+        except OSError as exc:
+            log.warning("cannot remove a stale temp file beside %s: %s", self.state_file, exc)
         data = load_state(self.state_file) or {}
         restored: PolicyState | None = None
         if isinstance(data.get("policy"), dict):

@@ -15,6 +15,8 @@ The rules (each one errs towards *not* stopping):
   a GPU that vanished from the list, a probe error, a signal that could not be read, or a gap of more than
   `max_gap_s` between observations: all count as activity at that instant. So missing data can only delay a
   stop, never bring it forward.
+* **Busy wins.** Several readings of one GPU at one instant (two `nvidia-smi -l` loggers writing one file)
+  are each judged; if any of them is activity, the instant is busy.
 * **Held memory → longer window.** A GPU holds memory when a compute process is listed on it, when its
   memory used is above `baseline_mem_mib` (what a driver or a desktop uses with no job), when it is
   more than `mem_change_mib` above the lowest reading this GPU has given so far (its own floor: 1–5 MiB on a
@@ -58,7 +60,7 @@ from typing import Any, Literal
 
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample, Snapshot
-from gpuwise.gpu.smi_csv import iter_snapshot_groups, number_unindexed_gpus
+from gpuwise.gpu.smi_csv import iter_snapshot_groups
 
 MIB = 1024**2
 MIN_GAP_S = 120.0
@@ -217,29 +219,55 @@ class PolicyState:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PolicyState:
-        """Restore persisted evidence. The warning is not restored: after a restart users are warned anew."""
+        """Restore persisted evidence. The warning is not restored: after a restart users are warned anew.
+
+        Raises ValueError for evidence of the wrong type or that contradicts itself; the caller then starts
+        the idle clock over, which only delays a stop. Consistent evidence can only be as old as its last
+        observation (`last_ts`): activity or held memory after it, or activity without it, would let a
+        damaged file claim idle time nobody observed."""
 
         def opt_float(key: str) -> float | None:
             value = data.get(key)
             if value is None:
                 return None
-            out = float(value)
-            if not math.isfinite(out):
-                raise ValueError(f"{key} is not finite")
-            return out
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"{key} is not a finite number")
+            return float(value)
 
-        return cls(
+        def integer(value: object) -> int:
+            if isinstance(value, bool) or not isinstance(value, int | str):
+                raise ValueError(f"{value!r} is not an integer")
+            return int(value)  # ValueError for a string that is not one
+
+        def int_map(key: str) -> dict[int, int]:
+            value = data.get(key, {})
+            if not isinstance(value, dict):
+                raise ValueError(f"{key} is not an object")
+            return {integer(k): integer(v) for k, v in value.items()}
+
+        def int_list(key: str) -> list[int]:
+            value = data.get(key, [])
+            if not isinstance(value, list):
+                raise ValueError(f"{key} is not a list")
+            return [integer(i) for i in value]
+
+        state = cls(
             last_activity_s=opt_float("last_activity_s"),
-            last_activity_cause=str(data.get("last_activity_cause", "restored state")),
+            last_activity_cause=str(data.get("last_activity_cause", "restored state"))[:500],
             last_held_s=opt_float("last_held_s"),
-            last_held_cause=str(data.get("last_held_cause", "")),
+            last_held_cause=str(data.get("last_held_cause", ""))[:500],
             last_ts=opt_float("last_ts"),
-            prev_mem_bytes={int(k): int(v) for k, v in dict(data.get("prev_mem_bytes", {})).items()},
-            prev_mem_unknown=[int(i) for i in data.get("prev_mem_unknown", [])],
-            mem_floor_bytes={int(k): int(v) for k, v in dict(data.get("mem_floor_bytes", {})).items()},
-            known_gpus=[int(i) for i in data.get("known_gpus", [])],
-            observations=int(data.get("observations", 0)),
+            prev_mem_bytes=int_map("prev_mem_bytes"),
+            prev_mem_unknown=int_list("prev_mem_unknown"),
+            mem_floor_bytes=int_map("mem_floor_bytes"),
+            known_gpus=int_list("known_gpus"),
+            observations=integer(data.get("observations", 0)),
         )
+        last = state.last_ts
+        for key, when in (("last_activity_s", state.last_activity_s), ("last_held_s", state.last_held_s)):
+            if when is not None and (last is None or when > last):
+                raise ValueError(f"{key} is not before the last observation")
+        return state
 
 
 def _reading(value: object) -> float | None:
@@ -360,7 +388,10 @@ class IdlePolicy:
             if view.held:
                 held.append(view.held)
             if mem is not None:
-                new_mem[sample.index] = int(mem)
+                # several readings of one GPU at one instant (two loggers writing one file): each was
+                # judged above, so any busy one made this instant busy; the next instant is compared
+                # with the largest, so any reading that differs from it counts as a change
+                new_mem[sample.index] = max(int(mem), new_mem.get(sample.index, 0))
         missing = sorted(set(st.known_gpus) - seen)
         for i in missing:
             st.mem_floor_bytes[i] = 0  # as for a missing memory reading
@@ -448,7 +479,7 @@ class IdlePolicy:
         due: float,
     ) -> str:
         cfg, st = self.config, self.state
-        n = len(obs.samples)
+        n = len({s.index for s in obs.samples})  # a GPU read twice at one instant is still one GPU
         gpus = f"all {n} GPUs" if n != 1 else "the GPU"
         if state == IdleState.BUSY:
             more = f" (+{len(activity) - 3} more)" if len(activity) > 3 else ""
@@ -509,10 +540,12 @@ def median_interval_s(timestamps: Sequence[float]) -> float | None:
 def group_samples(samples: Iterable[Sample]) -> list[Observation]:
     """Time-ordered samples → one observation per poll. nvidia-smi stamps each GPU's row separately and a
     poll of 8 GPUs can take a good fraction of a second, so a poll ends when a GPU index repeats, or when
-    the clock moves on by more than half of one GPU's own sampling interval."""
+    the clock moves on by more than half of one GPU's own sampling interval. Several rows of one GPU at
+    one stamp (two loggers writing one file) all go into that observation: the policy judges each, so a
+    busy one is never hidden by an idle one."""
+    # GPUs of a CSV without an index column were numbered by the reader (`number_unindexed_gpus`); doing it
+    # again here would turn two loggers' rows of GPU 0 at one stamp into two GPUs
     ordered = sorted(samples, key=lambda x: (x.timestamp_s, x.index))
-    if all(s.index == 0 for s in ordered):  # no index in the recording: tell the GPUs apart
-        ordered = number_unindexed_gpus(ordered)
     by_gpu: dict[int, list[float]] = {}
     for s in ordered:
         by_gpu.setdefault(s.index, []).append(s.timestamp_s)

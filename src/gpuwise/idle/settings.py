@@ -7,6 +7,7 @@ Imports pydantic inside `load_settings` so `gpuwise --help` stays cheap.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -57,15 +58,27 @@ class IdleSettings:
             raise ConfigError(
                 "idle action 'command' needs a command", fix="pass --command 'CMD' or set command"
             )
-        if not (self.interval_s > 0):
+        # finite: `interval_s = inf` slept for ever, and a NaN threshold compares false, so
+        # `process_cpu_pct = nan` made every busy GPU process look quiet
+        if not (math.isfinite(self.interval_s) and self.interval_s > 0):
             raise ConfigError(f"interval_s = {self.interval_s} is not valid", fix="use a positive number")
+        for name in ("process_cpu_pct", "process_io_kib_per_s"):
+            value = float(getattr(self, name))
+            if not (math.isfinite(value) and value >= 0):
+                raise ConfigError(f"{name} = {value} is not valid", fix="use zero or a positive number")
+        price = self.price_usd_per_hour
+        if price is not None and not (math.isfinite(price) and price >= 0):
+            raise ConfigError(
+                f"price_usd_per_hour = {price} is not valid",
+                fix="set [machine] price_usd_per_hour in config.toml to a number of USD per hour",
+            )
         if self.policy.max_gap_s is not None and self.interval_s * 2 > self.policy.max_gap_s:
             raise ConfigError(
                 f"interval_s = {self.interval_s:g} is too long for max_gap_s = {self.policy.max_gap_s:g}",
                 why="every interval would count as a gap in the data, and a gap counts as busy",
                 fix="sample at least twice per max_gap_s (lower --interval-s or raise max_gap_s)",
             )
-        if not (self.hook_timeout_s > 0):
+        if not (math.isfinite(self.hook_timeout_s) and self.hook_timeout_s > 0):
             raise ConfigError(f"hook_timeout_s = {self.hook_timeout_s} is not valid", fix="use seconds > 0")
         for name in self.signals:
             if name not in SIGNALS:

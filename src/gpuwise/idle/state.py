@@ -17,6 +17,9 @@ output. Standard library only.
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,15 +34,103 @@ def state_path(data_dir: Path) -> Path:
     return data_dir / "idle" / "state.json"
 
 
-def load_state(path: Path) -> dict[str, Any] | None:
-    """The persisted state, or None when absent, unreadable or of another version."""
+# The daemon keeps the last 200 stops and boots: ~100 KB. A file far larger is not one it wrote.
+MAX_STATE_BYTES = 4 * 1024 * 1024
+
+
+def _read_bounded(path: Path) -> bytes | None:
+    """The file's bytes, or None when it is missing, not a regular file (a FIFO would block, a link to
+    /dev/zero never end) or larger than MAX_STATE_BYTES."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)  # of what was opened, not of a name that may change under us
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_STATE_BYTES:
+            return None
+        data = os.read(fd, MAX_STATE_BYTES + 1)  # one read of a small regular file returns it whole
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= MAX_STATE_BYTES else None
+
+
+def load_state(path: Path) -> dict[str, Any] | None:
+    """The persisted state, cleaned (see `clean_state`), or None when absent, unreadable, damaged (not
+    JSON, nested too deep, huge, not a regular file) or of another version. None only delays a stop: the
+    idle clock starts over."""
+    raw = _read_bounded(path)
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # RecursionError: `[[[[…` thousands deep
         return None
     if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
         return None
-    return data
+    return clean_state(data)
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    out = float(value)
+    return out if math.isfinite(out) else None
+
+
+_LAST_TIME = 4_102_444_800.0  # 2100-01-01: a later "time" is damage (and breaks time.localtime)
+
+
+def _moment(value: object) -> float | None:
+    """A finite epoch time from 1970 to 2100, else None."""
+    out = _number(value)
+    return out if out is not None and 0 <= out < _LAST_TIME else None
+
+
+def clean_state(data: dict[str, Any]) -> dict[str, Any]:
+    """The state with every part of the wrong type dropped, so readers can trust the types: `stops` and
+    `boots` are lists of dicts with finite numbers, `decision` and `policy` are dicts, and the numbers
+    at the top level are finite or absent. The policy evidence itself is checked by
+    `PolicyState.from_json`, which refuses an inconsistent one (the idle clock then starts over)."""
+    out: dict[str, Any] = {"version": STATE_VERSION}
+    stops = data.get("stops")
+    out["stops"] = [
+        {**s, "at": _moment(s.get("at")), "ok": s.get("ok") is True, "dry_run": s.get("dry_run") is not False}
+        for s in (stops if isinstance(stops, list) else [])[-200:]
+        if isinstance(s, dict) and _moment(s.get("at")) is not None
+    ]
+    boots = data.get("boots")
+    out["boots"] = [
+        {"daemon_start": _moment(b.get("daemon_start")), "system_boot": _moment(b.get("system_boot"))}
+        for b in (boots if isinstance(boots, list) else [])[-200:]
+        if isinstance(b, dict)
+    ]
+    if (updated := _moment(data.get("updated_at"))) is not None:
+        out["updated_at"] = updated
+    for key in ("interval_s", "price_usd_per_hour"):
+        value = _number(data.get(key))
+        if value is not None and value > 0:
+            out[key] = value
+    if isinstance(data.get("dry_run"), bool):
+        out["dry_run"] = data["dry_run"]
+    decision = data.get("decision")
+    if isinstance(decision, dict):
+        clean: dict[str, Any] = {}
+        for key in ("state", "reason"):
+            if isinstance(decision.get(key), str):
+                clean[key] = decision[key]
+        for key in ("timestamp_s", "stop_due_s"):
+            if (value := _moment(decision.get(key))) is not None:
+                clean[key] = value
+        for key in ("idle_s", "window_s"):
+            if (value := _number(decision.get(key))) is not None and value >= 0:
+                clean[key] = value
+        out["decision"] = clean
+    if isinstance(data.get("policy"), dict):
+        out["policy"] = data["policy"]
+    return out
 
 
 def write_atomic(path: Path, text: str) -> None:
