@@ -28,10 +28,16 @@ def start_gpuwise(
 
 
 def run_gpuwise(
-    *args: str, timeout_s: float = 60, cwd: Path | None = None
+    *args: str, timeout_s: float = 90, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        gpuwise_argv(*args), capture_output=True, text=True, timeout=timeout_s, check=False, cwd=cwd
+        gpuwise_argv(*args),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+        cwd=cwd,
+        env=dict(os.environ if env is None else env),
     )
 
 
@@ -58,6 +64,8 @@ def save(n):
     d.mkdir(exist_ok=True)
     (d / "state.json").write_text(json.dumps({"step": n}))
     (d / "weights.bin").write_bytes(os.urandom(SIZE))
+    for i in range(int(os.environ.get("TRAINER_SHARDS", "0"))):
+        (d / f"shard{i}.bin").write_bytes(os.urandom(SIZE))
     (d / "COMPLETE").write_text("")
     print("SAVED", n, flush=True)
 def on_term(*_):
