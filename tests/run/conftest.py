@@ -97,7 +97,7 @@ def metadata() -> Iterator[FakeMetadata]:
             pass
 
         def _answer(self, method: str) -> None:
-            state.requests.append((method, self.path, dict(self.headers)))
+            state.requests.append((method, self.path, {k.lower(): v for k, v in self.headers.items()}))
             if method == "PUT" and self.path == "/latest/api/token":
                 code, body = 200, state.token
             elif (

@@ -80,8 +80,10 @@ def metadata_text_or_none(
         return _http(url, method=method, headers=headers, timeout_s=timeout_s, data=data)
     except MetadataError as exc:
         cause = exc.__cause__
-        if isinstance(cause, urllib.error.HTTPError) and cause.code == 404:
-            return None
+        if isinstance(cause, urllib.error.HTTPError):
+            cause.close()  # an HTTPError holds the open response
+            if cause.code == 404:
+                return None
         raise
 
 
