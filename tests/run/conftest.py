@@ -4,6 +4,7 @@ starts `gpuwise run` as a real process (signals and SIGKILL need one)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Iterator
@@ -56,6 +57,7 @@ class S3:
 def moto_endpoint() -> Iterator[str]:
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
