@@ -6,8 +6,8 @@ It is *complete* when its writer says so, by the writer's own last act:
 * gpuwise: a file `COMPLETE` written last (`gpuwise.checkpoint.commit(path)` writes it).
 * Hugging Face Trainer: a folder `checkpoint-N` holding a `trainer_state.json` that parses. Trainer's
   `_save_checkpoint` writes the model, then optimizer, scheduler, scaler and RNG state, and
-  `trainer_state.json` last (transformers `src/transformers/trainer.py`, current 4.x releases; releases
-  before about 4.36 wrote `rng_state.pth` just after it, which a resume then misses only the RNG state of).
+  `trainer_state.json` last (transformers `src/transformers/trainer.py`, read in 5.24.0 and late 4.x;
+  releases before about 4.36 wrote `rng_state.pth` just after it, so a resume could miss only the RNG state).
   The file is written in place, so a half-written one fails to parse and the folder is not complete.
 * torch.distributed.checkpoint (DCP): a folder holding `.metadata`. The coordinator writes it after every
   rank's data, to `.metadata.tmp` then renamed (`_FileSystemWriter.finish` in
