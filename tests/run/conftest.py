@@ -5,9 +5,10 @@ starts `gpuwise run` as a real process (signals and SIGKILL need one)."""
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -134,3 +135,33 @@ def metadata() -> Iterator[FakeMetadata]:
     yield state
     server.shutdown()
     server.server_close()
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def gw(capfd: pytest.CaptureFixture[str]) -> Callable[..., Result]:
+    """Run a gpuwise command in this process (no interpreter start-up: the slow part of these tests on a
+    busy machine). The job's own output is captured at the file descriptors."""
+    from gpuwise.cli.main import main
+
+    def call(*args: str, env: dict[str, str] | None = None, timeout_s: float = 0) -> Result:
+        saved = dict(os.environ)
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        capfd.readouterr()
+        try:
+            code = main(list(args))
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        out, err = capfd.readouterr()
+        return Result(code, out, err)
+
+    return call

@@ -6,22 +6,22 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from run_fakes import TRAINER, job, json_last_line, run_gpuwise, start_gpuwise
+from run_fakes import TRAINER, job, json_last_line, start_gpuwise
 
+from conftest import Result
 from gpuwise.idle.signals import GpuwiseRunJobs
 from gpuwise.run.ledger import LedgerStore
 
 
-def test_exit_code_env_and_output_are_the_jobs(tmp_path: Path) -> None:
+def test_exit_code_env_and_output_are_the_jobs(tmp_path: Path, gw: Callable[..., Result]) -> None:
     code = (
         "import os, sys; print('OUT', os.environ['GPUWISE_RUN_ID'], os.environ['GPUWISE_CHECKPOINT_DIR'], "
         "os.environ.get('GPUWISE_RESUME_FROM')); print('ERR', file=sys.stderr); sys.exit(7)"
     )
-    r = run_gpuwise(
-        "run", "--preemption", "off", "--json", "--checkpoint-dir", str(tmp_path / "c"), "--", *job(code)
-    )
+    r = gw("run", "--preemption", "off", "--json", "--checkpoint-dir", str(tmp_path / "c"), "--", *job(code))
     assert r.returncode == 7, r.stderr
     line = next(x for x in r.stdout.splitlines() if x.startswith("OUT"))
     _, run_id, ckpt, resume = line.split()
@@ -30,25 +30,23 @@ def test_exit_code_env_and_output_are_the_jobs(tmp_path: Path) -> None:
     summary = json_last_line(r.stdout)
     assert summary["exit_code"] == 7 and summary["run_id"] == run_id
     # the same command and checkpoint dir give the same run id (a relaunch finds its checkpoints)
-    again = run_gpuwise(
+    again = gw(
         "run", "--preemption", "off", "--json", "--checkpoint-dir", str(tmp_path / "c"), "--", *job(code)
     )
     assert json_last_line(again.stdout)["run_id"] == run_id
 
 
-def test_launcher_id_wins(monkeypatch: object, tmp_path: Path) -> None:
+def test_launcher_id_wins(monkeypatch: object, tmp_path: Path, gw: Callable[..., Result]) -> None:
     os.environ["SKYPILOT_TASK_ID"] = "sky-managed-42"
     try:
-        r = run_gpuwise(
-            "run", "--preemption", "off", "--", *job("import os; print(os.environ['GPUWISE_RUN_ID'])")
-        )
+        r = gw("run", "--preemption", "off", "--", *job("import os; print(os.environ['GPUWISE_RUN_ID'])"))
     finally:
         del os.environ["SKYPILOT_TASK_ID"]
     assert "sky-managed-42" in r.stdout
 
 
-def test_a_command_that_does_not_exist_is_bad_input(tmp_path: Path) -> None:
-    r = run_gpuwise("run", "--preemption", "off", "--", "no-such-program-gpuwise")
+def test_a_command_that_does_not_exist_is_bad_input(tmp_path: Path, gw: Callable[..., Result]) -> None:
+    r = gw("run", "--preemption", "off", "--", "no-such-program-gpuwise")
     assert r.returncode == 2
     assert "'no-such-program-gpuwise' not found on PATH" in r.stderr and "To fix:" in r.stderr
     assert "Traceback" not in r.stderr
@@ -57,8 +55,8 @@ def test_a_command_that_does_not_exist_is_bad_input(tmp_path: Path) -> None:
     store.close()
 
 
-def test_killed_by_a_signal_exits_128_plus_n() -> None:
-    r = run_gpuwise(
+def test_killed_by_a_signal_exits_128_plus_n(gw: Callable[..., Result]) -> None:
+    r = gw(
         "run", "--preemption", "off", "--", *job("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
     )
     assert r.returncode == 128 + signal.SIGKILL
@@ -106,12 +104,10 @@ def test_sigterm_gives_the_job_its_grace_period_then_kills(tmp_path: Path) -> No
     assert "IGNORING TERM" in out
 
 
-def test_resume_from_a_local_checkpoint(tmp_path: Path) -> None:
+def test_resume_from_a_local_checkpoint(tmp_path: Path, gw: Callable[..., Result]) -> None:
     ck = tmp_path / "ck"
-    first = run_gpuwise("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job(TRAINER))
+    first = gw("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job(TRAINER))
     assert first.returncode == 0, first.stderr
     (ck / "step-9").mkdir()  # newer by step, but never committed: not a checkpoint
-    second = run_gpuwise(
-        "run", "--preemption", "off", "--resume", "--checkpoint-dir", str(ck), "--", *job(TRAINER)
-    )
+    second = gw("run", "--preemption", "off", "--resume", "--checkpoint-dir", str(ck), "--", *job(TRAINER))
     assert f"START 3 {ck / 'step-3'}" in second.stdout

@@ -10,12 +10,13 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from run_fakes import TRAINER, job, json_last_line, run_gpuwise, start_gpuwise
+from run_fakes import TRAINER, job, json_last_line, start_gpuwise
 
-from conftest import FAKE_KEY_ID, FAKE_SECRET, S3
+from conftest import FAKE_KEY_ID, FAKE_SECRET, S3, Result
 from gpuwise.errors import StorageError
 from gpuwise.run.manifest import MANIFEST_NAME
 from gpuwise.run.store import CheckpointStore, redact, scan_local
@@ -27,9 +28,11 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def test_upload_list_verify_and_resume_on_a_new_machine(s3: S3, tmp_path: Path) -> None:
+def test_upload_list_verify_and_resume_on_a_new_machine(
+    s3: S3, tmp_path: Path, gw: Callable[..., Result]
+) -> None:
     url = s3.url()
-    first = run_gpuwise(
+    first = gw(
         "run", "--preemption", "off", "--sync", url, "--run-id", "r1", "--poll-s", "0.2", "--json",
         "--checkpoint-dir", str(tmp_path / "machine1"), "--", *job(TRAINER),
     )  # fmt: skip
@@ -40,16 +43,16 @@ def test_upload_list_verify_and_resume_on_a_new_machine(s3: S3, tmp_path: Path) 
     assert f"runs/r1/step-3/{MANIFEST_NAME}" in keys
     assert "runs/r1/step-3/COMPLETE" in keys
 
-    listed = run_gpuwise("checkpoints", "list", url, "--json")
+    listed = gw("checkpoints", "list", url, "--json")
     assert listed.returncode == 0, listed.stderr
     names = [c["name"] for c in json.loads(listed.stdout)["checkpoints"]]
     assert names[-1] == "step-3" and set(names) <= {"step-1", "step-2", "step-3"}
 
-    verified = run_gpuwise("checkpoints", "verify", url, "--run-id", "r1", "--json")
+    verified = gw("checkpoints", "verify", url, "--run-id", "r1", "--json")
     assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True
 
     # a relaunch on another machine (empty checkpoint dir) downloads the newest and resumes from it
-    second = run_gpuwise(
+    second = gw(
         "run", "--preemption", "off", "--sync", url, "--run-id", "r1", "--resume",
         "--checkpoint-dir", str(tmp_path / "machine2"), "--", *job(TRAINER),
     )  # fmt: skip
@@ -58,7 +61,9 @@ def test_upload_list_verify_and_resume_on_a_new_machine(s3: S3, tmp_path: Path) 
     assert json.loads((tmp_path / "machine2" / "step-3" / "state.json").read_text()) == {"step": 3}
 
 
-def test_verify_finds_a_damaged_remote_file_and_pull_refuses_it(s3: S3, tmp_path: Path) -> None:
+def test_verify_finds_a_damaged_remote_file_and_pull_refuses_it(
+    s3: S3, tmp_path: Path, gw: Callable[..., Result]
+) -> None:
     ck = tmp_path / "ck"
     (ck / "step-1").mkdir(parents=True)
     (ck / "step-1" / "w.bin").write_bytes(b"x" * 1000)
@@ -66,18 +71,18 @@ def test_verify_finds_a_damaged_remote_file_and_pull_refuses_it(s3: S3, tmp_path
     store = CheckpointStore(s3.url())
     store.upload(scan_local(ck)[0], "r2")
     s3.client.put_object(Bucket=s3.bucket, Key="runs/r2/step-1/w.bin", Body=b"y" * 1000)  # same size
-    r = run_gpuwise("checkpoints", "verify", s3.url(), "--run-id", "r2")
+    r = gw("checkpoints", "verify", s3.url(), "--run-id", "r2")
     assert r.returncode == 1 and "checksum differs" in r.stdout
-    pulled = run_gpuwise("checkpoints", "pull", s3.url(), "--run-id", "r2", "--to", str(tmp_path / "p"))
+    pulled = gw("checkpoints", "pull", s3.url(), "--run-id", "r2", "--to", str(tmp_path / "p"))
     assert pulled.returncode == 1 and "does not match its manifest" in pulled.stderr
     assert not (tmp_path / "p" / "step-1").exists()  # nothing half-written
 
 
 def test_only_the_newest_k_are_kept_and_only_uploaded_ones_are_removed_locally(
-    s3: S3, tmp_path: Path
+    s3: S3, tmp_path: Path, gw: Callable[..., Result]
 ) -> None:
     ck = tmp_path / "ck"
-    r = run_gpuwise(
+    r = gw(
         "run", "--preemption", "off", "--sync", s3.url(), "--run-id", "r3", "--keep", "2", "--poll-s", "0.1",
         "--checkpoint-dir", str(ck), "--", *job(TRAINER),
         env=_env(TRAINER_EVERY="0.8"),
@@ -88,7 +93,9 @@ def test_only_the_newest_k_are_kept_and_only_uploaded_ones_are_removed_locally(
     assert {p.name for p in ck.iterdir()} >= {"step-2", "step-3"}
 
 
-def test_sigkill_mid_upload_leaves_the_previous_checkpoint_to_resume(s3: S3, tmp_path: Path) -> None:
+def test_sigkill_mid_upload_leaves_the_previous_checkpoint_to_resume(
+    s3: S3, tmp_path: Path, gw: Callable[..., Result]
+) -> None:
     """gpuwise dies (SIGKILL) while step-2's files are going up: step-2 is never listed and the next
     --resume on a new machine starts from step-1."""
     ck = tmp_path / "machine1"
@@ -122,9 +129,9 @@ def test_sigkill_mid_upload_leaves_the_previous_checkpoint_to_resume(s3: S3, tmp
     keys = s3.keys("runs/r4/")
     assert f"runs/r4/step-2/{MANIFEST_NAME}" not in keys
     assert any(k.startswith("runs/r4/step-2/") for k in keys)  # half-uploaded files are there ...
-    listed = json.loads(run_gpuwise("checkpoints", "list", s3.url(), "--json").stdout)["checkpoints"]
+    listed = json.loads(gw("checkpoints", "list", s3.url(), "--json").stdout)["checkpoints"]
     assert [c["name"] for c in listed] == ["step-1"]  # ... but never listed
-    again = run_gpuwise(
+    again = gw(
         "run", "--preemption", "off", "--sync", s3.url(), "--run-id", "r4", "--resume",
         "--checkpoint-dir", str(tmp_path / "machine2"), "--",
         *job("import os; print('FROM', os.environ['GPUWISE_RESUME_FROM'])"),
@@ -133,13 +140,13 @@ def test_sigkill_mid_upload_leaves_the_previous_checkpoint_to_resume(s3: S3, tmp
 
 
 def test_missing_credentials_do_not_stop_the_job(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s3: S3
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s3: S3, gw: Callable[..., Result]
 ) -> None:
     for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    r = run_gpuwise(
+    r = gw(
         "run", "--preemption", "off", "--sync", s3.url(), "--run-id", "r5", "--poll-s", "0.2",
         "--checkpoint-dir", str(tmp_path / "ck"), "--", *job(TRAINER),
     )  # fmt: skip
@@ -150,7 +157,7 @@ def test_missing_credentials_do_not_stop_the_job(
 
 
 def test_an_unreachable_endpoint_is_retried_and_reported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gw: Callable[..., Result]
 ) -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -160,7 +167,7 @@ def test_an_unreachable_endpoint_is_retried_and_reported(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", FAKE_SECRET)
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
-    r = run_gpuwise(
+    r = gw(
         "run", "--preemption", "off", "--sync", "s3://nobucket/p", "--endpoint-url", f"http://127.0.0.1:{port}",
         "--poll-s", "0.2", "--checkpoint-dir", str(tmp_path / "ck"), "--", *job(TRAINER),
     )  # fmt: skip
@@ -186,15 +193,15 @@ def test_redact_hides_credentials() -> None:
     assert redact("denied for AKIA1234 with s3cr3t-value", env) == "denied for *** with ***"
 
 
-def test_a_mounted_volume_is_a_target(tmp_path: Path) -> None:
+def test_a_mounted_volume_is_a_target(tmp_path: Path, gw: Callable[..., Result]) -> None:
     vol = tmp_path / "volume"
     vol.mkdir()
-    r = run_gpuwise(
+    r = gw(
         "run", "--preemption", "off", "--sync", f"file://{vol}", "--run-id", "v1", "--json",
         "--checkpoint-dir", str(tmp_path / "ck"), "--", *job(TRAINER),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert (vol / "v1" / "step-3" / MANIFEST_NAME).is_file()
     assert not list(vol.rglob(".*.tmp"))
-    v = run_gpuwise("checkpoints", "verify", f"file://{vol}", "--json")
+    v = gw("checkpoints", "verify", f"file://{vol}", "--json")
     assert v.returncode == 0 and json.loads(v.stdout)["ok"]
