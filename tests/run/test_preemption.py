@@ -103,11 +103,13 @@ def test_a_notice_stops_the_job_and_its_final_checkpoint_lands_before_exit(
     vol = tmp_path / "volume"
     vol.mkdir()
     metadata.routes.update(QUIET[provider])
+    # --poll-s 60: the background pass never runs here, so the final checkpoint can only land through the
+    # flush gpuwise does before it exits
     env = dict(os.environ, TRAINER_STEPS="-1", TRAINER_EVERY="0.3")
     grace_s = 20
     p = start_gpuwise(
         "run", "--preemption", provider, "--metadata-url", metadata.url, "--sync", f"file://{vol}",
-        "--run-id", "pre", "--grace-s", str(grace_s), "--poll-s", "0.2", "--json",
+        "--run-id", "pre", "--grace-s", str(grace_s), "--poll-s", "60", "--json",
         "--checkpoint-dir", str(tmp_path / "ck"), "--", *job(TRAINER), env=env,
     )  # fmt: skip
     assert p.stdout is not None
