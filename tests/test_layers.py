@@ -32,6 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     "monitor": {"gpu", "idle"},
     "bench": {"gpu", "catalog", "estimate", "workload", "idle"},
     "run": {"gpu", "idle"},
+    "checkpoint": {"run"},  # the public gpuwise.checkpoint API for training scripts
     "export": {"plan", "catalog", "estimate", "workload"},
     "setup": {"doctor", "catalog"},
     "locale": set(),

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from gpuwise import __version__
 from gpuwise.cli import catalog, doctor, estimate, exporter, idle, monitor, plan, schema
+from gpuwise.cli import run as run_cli
 from gpuwise.cli.output import err_console
 from gpuwise.errors import GpuwiseError
 
@@ -59,6 +60,9 @@ app.command("monitor")(monitor.monitor)
 app.command("exporter")(exporter.exporter)
 app.add_typer(idle.app, name="idle")
 app.command("schema")(schema.schema)
+app.command("run", context_settings={"allow_interspersed_args": False})(run_cli.run)
+app.add_typer(run_cli.checkpoints_app, name="checkpoints")
+app.command("ledger")(run_cli.ledger)
 
 
 # typer vendors click; every command-line parsing error (missing option, bad number, unknown option or

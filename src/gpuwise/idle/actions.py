@@ -66,6 +66,27 @@ def _http(
         raise MetadataError(f"{method} {url}: {exc}") from exc
 
 
+def metadata_text_or_none(
+    url: str,
+    *,
+    method: str = "GET",
+    headers: Mapping[str, str] | None = None,
+    timeout_s: float,
+    data: bytes | None = None,
+) -> str | None:
+    """Like a metadata GET, but HTTP 404 is None: the providers answer 404 for "no such notice" (AWS
+    spot/instance-action and the rebalance recommendation). Used by `gpuwise run`'s preemption watchers."""
+    try:
+        return _http(url, method=method, headers=headers, timeout_s=timeout_s, data=data)
+    except MetadataError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, urllib.error.HTTPError):
+            cause.close()  # an HTTPError holds the open response
+            if cause.code == 404:
+                return None
+        raise
+
+
 def aws_identity(ep: MetadataEndpoints) -> dict[str, str]:
     """IMDSv2: a session token first, then instance-id and region."""
     token = _http(

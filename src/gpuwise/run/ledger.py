@@ -1,0 +1,322 @@
+"""The run ledger: one row per `gpuwise run` launch in the history SQLite file (table `run_ledger`), and a
+pure summary of those rows.
+
+`LedgerStore` is the edge (stdlib sqlite3, WAL, the file `gpuwise.paths.history_db()` that the monitor
+history also uses; the monitor's own tables are only read, for the GPU utilisation during a run).
+`entry_json()`, `summarize()` and `budget_state()` are pure.
+
+GPU-hours = GPUs × wall hours; cost = the machine's price per hour × wall hours (`[machine]
+price_usd_per_hour` in config.toml, which is the price of the whole machine). Unknown stays null.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gpuwise.errors import StorageError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS run_ledger (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    project TEXT,
+    tags TEXT NOT NULL DEFAULT '[]',          -- JSON list
+    command TEXT NOT NULL,                    -- JSON list (argv)
+    started_at REAL NOT NULL,                 -- Unix seconds
+    ended_at REAL,                            -- null while running (or when gpuwise was killed)
+    exit_code INTEGER,
+    gpu TEXT,
+    gpus INTEGER,
+    provider TEXT,
+    instance_type TEXT,
+    price_usd_per_hour REAL,
+    price_source TEXT,
+    gpu_util_mean_pct REAL,
+    preemptions INTEGER NOT NULL DEFAULT 0,
+    checkpoints INTEGER NOT NULL DEFAULT 0,
+    bytes_uploaded INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS run_ledger_started ON run_ledger (started_at);
+"""
+
+BY_CHOICES = ("project", "tag", "month", "gpu")
+
+
+@dataclass(frozen=True)
+class RunStart:
+    run_id: str
+    project: str | None
+    tags: tuple[str, ...]
+    command: tuple[str, ...]
+    started_at: float
+    gpu: str | None
+    gpus: int | None
+    provider: str | None
+    instance_type: str | None
+    price_usd_per_hour: float | None
+    price_source: str | None
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    run_id: str
+    project: str | None
+    tags: tuple[str, ...]
+    command: tuple[str, ...]
+    started_at: float
+    ended_at: float | None
+    exit_code: int | None
+    gpu: str | None
+    gpus: int | None
+    provider: str | None
+    instance_type: str | None
+    price_usd_per_hour: float | None
+    price_source: str | None
+    gpu_util_mean_pct: float | None
+    preemptions: int
+    checkpoints: int
+    bytes_uploaded: int
+
+    @property
+    def hours(self) -> float | None:
+        return None if self.ended_at is None else max(0.0, self.ended_at - self.started_at) / 3600
+
+    @property
+    def gpu_hours(self) -> float | None:
+        h = self.hours
+        return None if h is None or self.gpus is None else h * self.gpus
+
+    @property
+    def cost_usd(self) -> float | None:
+        h = self.hours
+        return None if h is None or self.price_usd_per_hour is None else h * self.price_usd_per_hour
+
+
+def _iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+
+
+def _round(x: float | None, digits: int) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def entry_json(e: LedgerEntry) -> dict[str, Any]:
+    return {
+        "run_id": e.run_id,
+        "project": e.project,
+        "tags": list(e.tags),
+        "command": shlex.join(e.command),
+        "started_at": _iso(e.started_at),
+        "ended_at": _iso(e.ended_at),
+        "exit_code": e.exit_code,
+        "gpu": e.gpu,
+        "gpus": e.gpus,
+        "provider": e.provider,
+        "instance_type": e.instance_type,
+        "price_usd_per_hour": e.price_usd_per_hour,
+        "price_source": e.price_source,
+        "gpu_hours": _round(e.gpu_hours, 4),
+        "gpu_util_mean_pct": _round(e.gpu_util_mean_pct, 1),
+        "preemptions": e.preemptions,
+        "checkpoints": e.checkpoints,
+        "bytes_uploaded": e.bytes_uploaded,
+        "cost_usd": _round(e.cost_usd, 4),
+    }
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    """Sum of the known values; None when none is known (never a silent 0 for unknown)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def totals(entries: Sequence[LedgerEntry]) -> dict[str, Any]:
+    unknown_cost = sum(1 for e in entries if e.cost_usd is None)
+    return {
+        "runs": len(entries),
+        "hours": _round(_sum(e.hours for e in entries), 4),
+        "gpu_hours": _round(_sum(e.gpu_hours for e in entries), 4),
+        "cost_usd": _round(_sum(e.cost_usd for e in entries), 4),
+        "runs_without_cost": unknown_cost,
+        "preemptions": sum(e.preemptions for e in entries),
+        "checkpoints": sum(e.checkpoints for e in entries),
+        "bytes_uploaded": sum(e.bytes_uploaded for e in entries),
+    }
+
+
+def group_keys(e: LedgerEntry, by: str) -> list[str]:
+    if by == "project":
+        return [e.project or "(none)"]
+    if by == "tag":
+        return list(e.tags) or ["(none)"]  # a run with two tags counts under each
+    if by == "month":
+        return [datetime.fromtimestamp(e.started_at, UTC).strftime("%Y-%m")]
+    if by == "gpu":
+        return [f"{e.gpus}× {e.gpu}" if e.gpu and e.gpus else (e.gpu or "(unknown)")]
+    raise ValueError(f"unknown grouping {by!r}")
+
+
+def summarize(entries: Sequence[LedgerEntry], by: str | None) -> dict[str, Any]:
+    """`{"runs": [...], "totals": {...}}`, plus `"groups": [{"key", …totals}]` when grouped."""
+    out: dict[str, Any] = {"runs": [entry_json(e) for e in entries], "totals": totals(entries)}
+    if by is not None:
+        groups: dict[str, list[LedgerEntry]] = {}
+        for e in entries:
+            for k in group_keys(e, by):
+                groups.setdefault(k, []).append(e)
+        out["by"] = by
+        out["groups"] = [{"key": k, **totals(v)} for k, v in sorted(groups.items())]
+    return out
+
+
+@dataclass(frozen=True)
+class BudgetState:
+    project: str
+    budget_usd: float
+    spent_usd: float
+    runs_without_cost: int
+
+    @property
+    def fraction(self) -> float:
+        return self.spent_usd / self.budget_usd if self.budget_usd > 0 else float("inf")
+
+    @property
+    def level(self) -> str:
+        """ "ok", "warn" (80 % or more spent) or "over" (100 % or more)."""
+        if self.fraction >= 1.0:
+            return "over"
+        return "warn" if self.fraction >= 0.8 else "ok"
+
+
+def budget_state(entries: Iterable[LedgerEntry], project: str, budget_usd: float) -> BudgetState:
+    mine = [e for e in entries if e.project == project]
+    return BudgetState(
+        project,
+        budget_usd,
+        sum(e.cost_usd or 0.0 for e in mine),
+        sum(1 for e in mine if e.cost_usd is None),
+    )
+
+
+class LedgerStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(path), timeout=5.0, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise StorageError(
+                f"Cannot open the ledger database {path}: {exc}",
+                why="the directory is not writable, the disk is full, or the file is not an SQLite database",
+                fix="set GPUWISE_DATA_DIR to a writable directory, or run with --no-ledger",
+            ) from exc
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _write(self, sql: str, args: Sequence[Any]) -> int:
+        try:
+            with self._db:
+                cur = self._db.execute(sql, args)
+                return int(cur.lastrowid or 0)
+        except sqlite3.Error as exc:
+            raise StorageError(
+                f"Cannot write the ledger {self.path}: {exc}",
+                why="the disk is full or another process holds the database locked",
+                fix="free space on that disk (or set GPUWISE_DATA_DIR elsewhere)",
+            ) from exc
+
+    def start(self, r: RunStart) -> int:
+        return self._write(
+            "INSERT INTO run_ledger (run_id, project, tags, command, started_at, gpu, gpus, provider, "
+            "instance_type, price_usd_per_hour, price_source) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                r.run_id,
+                r.project,
+                json.dumps(list(r.tags)),
+                json.dumps(list(r.command)),
+                r.started_at,
+                r.gpu,
+                r.gpus,
+                r.provider,
+                r.instance_type,
+                r.price_usd_per_hour,
+                r.price_source,
+            ),
+        )
+
+    def finish(  # noqa: PLR0917 - one positional per column updated
+        self,
+        row: int,
+        ended_at: float,
+        exit_code: int,
+        preemptions: int,
+        checkpoints: int,
+        bytes_uploaded: int,
+    ) -> None:
+        util = self.gpu_util_mean(row, ended_at)
+        self._write(
+            "UPDATE run_ledger SET ended_at=?, exit_code=?, preemptions=?, checkpoints=?, bytes_uploaded=?, "
+            "gpu_util_mean_pct=? WHERE id=?",
+            (ended_at, exit_code, preemptions, checkpoints, bytes_uploaded, util, row),
+        )
+
+    def gpu_util_mean(self, row: int, ended_at: float) -> float | None:
+        """Mean GPU utilisation of the monitor's samples taken during the run (None without samples: the
+        monitor, exporter or idle daemon was not recording)."""
+        try:
+            (started,) = self._db.execute("SELECT started_at FROM run_ledger WHERE id=?", (row,)).fetchone()
+            got = self._db.execute(
+                "SELECT AVG(util_gpu_pct) FROM monitor_samples WHERE ts BETWEEN ? AND ? "
+                "AND util_gpu_pct IS NOT NULL",
+                (started, ended_at),
+            ).fetchone()
+        except (sqlite3.Error, TypeError):
+            return None  # no monitor table in this file yet
+        return None if got is None or got[0] is None else float(got[0])
+
+    def entries(self, since_ts: float | None = None) -> list[LedgerEntry]:
+        sql = (
+            "SELECT run_id, project, tags, command, started_at, ended_at, exit_code, gpu, gpus, provider, "
+            "instance_type, price_usd_per_hour, price_source, gpu_util_mean_pct, preemptions, checkpoints, "
+            "bytes_uploaded FROM run_ledger"
+        )
+        args: tuple[Any, ...] = ()
+        if since_ts is not None:
+            sql += " WHERE started_at >= ?"
+            args = (since_ts,)
+        try:
+            rows = self._db.execute(sql + " ORDER BY started_at, id", args).fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(f"Cannot read the ledger {self.path}: {exc}") from exc
+        return [
+            LedgerEntry(
+                run_id=r[0],
+                project=r[1],
+                tags=tuple(json.loads(r[2])),
+                command=tuple(json.loads(r[3])),
+                started_at=r[4],
+                ended_at=r[5],
+                exit_code=r[6],
+                gpu=r[7],
+                gpus=r[8],
+                provider=r[9],
+                instance_type=r[10],
+                price_usd_per_hour=r[11],
+                price_source=r[12],
+                gpu_util_mean_pct=r[13],
+                preemptions=int(r[14]),
+                checkpoints=int(r[15]),
+                bytes_uploaded=int(r[16]),
+            )
+            for r in rows
+        ]

@@ -1,0 +1,269 @@
+"""The supervisor behind `gpuwise run` (the edge that owns the child process).
+
+The command runs in its own process group with gpuwise's stdin, stdout and stderr (its output is streamed
+as it is written, at no cost). Signals gpuwise receives are forwarded to that group; SIGTERM and a
+preemption notice start the shutdown: the job gets SIGTERM and `grace_s` seconds to write a final
+checkpoint (then SIGKILL), and the newest complete checkpoint is uploaded before gpuwise exits with the
+job's exit code (128 + N when a signal N ended it, as a shell reports it).
+
+While it runs, `<data dir>/run/<run id>.pid` holds gpuwise's pid (and the job's), which the idle stopper
+reads as "a job is running here".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+from gpuwise.errors import GpuwiseError, StorageError, UsageError
+from gpuwise.idle.actions import MetadataEndpoints
+from gpuwise.run.manifest import Candidate, newest, run_id_from
+from gpuwise.run.store import CheckpointStore, scan_local
+from gpuwise.run.syncer import Syncer
+from gpuwise.run.watchers import Notice, WatchThread
+
+log = logging.getLogger("gpuwise.run")
+
+FORWARDED = (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    command: tuple[str, ...]
+    checkpoint_dir: Path
+    pid_dir: Path
+    sync_url: str | None = None
+    endpoint_url: str | None = None
+    resume: bool = False
+    grace_s: float = 30.0
+    keep: int = 3
+    run_id: str | None = None
+    poll_s: float = 2.0
+    preemption: str = "auto"  # auto | aws | gcp | azure | off
+    endpoints: MetadataEndpoints = field(default_factory=MetadataEndpoints)
+    watch_poll_s: float = 1.0
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_id_source: str
+    exit_code: int
+    resumed_from: str | None = None
+    preemptions: int = 0
+    notices: list[str] = field(default_factory=list)
+    terminated_by: str | None = None
+    checkpoints_uploaded: int = 0
+    bytes_uploaded: int = 0
+    newest_local: str | None = None
+    upload_error: str | None = None
+    flushed: bool = True
+    elapsed_s: float = 0.0
+
+
+def resolve_executable(command: tuple[str, ...], env: Mapping[str, str]) -> str:
+    """The program's path, or UsageError (exit 2) naming the fix."""
+    if not command:
+        raise UsageError(
+            "No command to run", fix="put the command after `--`: gpuwise run -- python train.py"
+        )
+    prog = command[0]
+    if os.sep in prog:
+        if not Path(prog).is_file():
+            raise UsageError(f"Command {prog!r} does not exist", fix="check the path")
+        if not os.access(prog, os.X_OK):
+            raise UsageError(
+                f"Command {prog!r} is not executable", fix=f"chmod +x {prog}, or run it via its interpreter"
+            )
+        return prog
+    found = shutil.which(prog, path=env.get("PATH", os.defpath))
+    if found is None:
+        raise UsageError(
+            f"Command {prog!r} not found on PATH",
+            fix="check the spelling, activate the environment that has it, or give its full path",
+        )
+    return found
+
+
+class Supervisor:
+    def __init__(self, opts: RunOptions, env: Mapping[str, str] | None = None) -> None:
+        self.opts = opts
+        self.env = dict(os.environ if env is None else env)
+        self.checkpoint_dir = opts.checkpoint_dir.expanduser().resolve()
+        if opts.run_id:
+            self.run_id, self.run_id_source = opts.run_id, "--run-id"
+        else:
+            self.run_id, self.run_id_source = run_id_from(self.env, opts.command, str(self.checkpoint_dir))
+        self.store: CheckpointStore | None = None
+        self._terminate = threading.Event()
+        self._terminate_reason: str | None = None
+        self._notices: list[Notice] = []
+        self._syncer: Syncer | None = None
+
+    # ----- before the job starts
+
+    def open_store(self) -> None:
+        if self.opts.sync_url:
+            self.store = CheckpointStore(self.opts.sync_url, endpoint_url=self.opts.endpoint_url)
+
+    def find_resume(self) -> str | None:
+        """The newest complete checkpoint, local or remote (downloaded when only remote). None if none."""
+        try:
+            local = scan_local(self.checkpoint_dir)
+        except FileNotFoundError:
+            local = []
+        remote = []
+        if self.store is not None:
+            try:
+                remote = self.store.checkpoints(self.run_id)
+            except GpuwiseError as exc:
+                log.warning("cannot list %s to resume from it: %s", self.opts.sync_url, exc.render())
+        cands = [Candidate(m.name, m.step, m.created_at, "remote") for m in remote]
+        cands += [c.candidate() for c in local]  # after the remote ones: a tie goes to the local copy
+        best = newest(cands)
+        if best is None:
+            return None
+        if best.where == "local":
+            return str(next(c.path for c in local if c.name == best.name))
+        assert self.store is not None
+        m = next(m for m in remote if m.name == best.name)
+        log.info(
+            "downloading %s (%.1f MB) from %s to resume", m.name, m.total_bytes / 1e6, self.opts.sync_url
+        )
+        return str(self.store.download(m, self.checkpoint_dir))
+
+    # ----- running
+
+    def _on_notice(self, notice: Notice) -> None:
+        self._notices.append(notice)
+        if notice.kind == "terminate":
+            log.warning("%s preemption notice: %s; stopping the job", notice.provider, notice.detail)
+            self._request_terminate(f"{notice.provider} preemption notice")
+        else:
+            log.warning("%s %s: uploading the newest checkpoint now", notice.provider, notice.detail)
+            if self._syncer is not None:
+                threading.Thread(target=self._syncer.sync_once, daemon=True).start()
+
+    def _request_terminate(self, reason: str) -> None:
+        if self._terminate_reason is None:
+            self._terminate_reason = reason
+        self._terminate.set()
+
+    def _write_pid_file(self, child_pid: int) -> Path | None:
+        path = self.opts.pid_dir / f"{self.run_id}.pid"
+        try:
+            self.opts.pid_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"{os.getpid()} {child_pid}\n", encoding="utf-8")
+        except OSError as exc:
+            log.warning("cannot write %s (the idle stopper will not see this job): %s", path, exc.strerror)
+            return None
+        return path
+
+    def run(self) -> RunResult:
+        started = time.monotonic()
+        exe = resolve_executable(self.opts.command, self.env)
+        try:
+            self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(
+                f"Cannot create the checkpoint directory {self.checkpoint_dir}: {exc.strerror}",
+                fix="give a --checkpoint-dir on a writable disk",
+            ) from exc
+        self.open_store()
+        resumed = self.find_resume() if self.opts.resume else None
+        env = dict(self.env)
+        env["GPUWISE_CHECKPOINT_DIR"] = str(self.checkpoint_dir)
+        env["GPUWISE_RUN_ID"] = self.run_id
+        env.pop("GPUWISE_RESUME_FROM", None)
+        if resumed:
+            env["GPUWISE_RESUME_FROM"] = resumed
+            log.info("resuming from %s", resumed)
+        syncer = Syncer(
+            self.checkpoint_dir, self.store, self.run_id, keep=self.opts.keep, poll_s=self.opts.poll_s
+        )
+        self._syncer = syncer
+        if self.store is not None:
+            with contextlib.suppress(GpuwiseError):
+                syncer.remember_remote(self.store.checkpoints(self.run_id))
+
+        previous = {s: signal.getsignal(s) for s in (*FORWARDED, signal.SIGTERM)}
+        try:
+            proc = subprocess.Popen([exe, *self.opts.command[1:]], env=env, start_new_session=True)
+        except OSError as exc:
+            raise UsageError(
+                f"Cannot start {self.opts.command[0]!r}: {exc.strerror}", fix="check the command"
+            ) from exc
+        pid_file = self._write_pid_file(proc.pid)
+        pgid = proc.pid
+
+        def forward(signum: int, _frame: FrameType | None) -> None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signum)
+
+        def on_term(_signum: int, _frame: FrameType | None) -> None:
+            self._request_terminate("SIGTERM")
+
+        for s in FORWARDED:
+            signal.signal(s, forward)
+        signal.signal(signal.SIGTERM, on_term)
+        watch = None
+        if self.opts.preemption != "off":
+            watch = WatchThread(
+                self.opts.preemption, self.opts.endpoints, self._on_notice, poll_s=self.opts.watch_poll_s
+            )
+            watch.start()
+        syncer.start()
+        kill_at: float | None = None
+        try:
+            while True:
+                try:
+                    rc = proc.wait(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if self._terminate.is_set() and kill_at is None:
+                    log.warning(
+                        "%s: sending SIGTERM to the job; %g s to write a final checkpoint",
+                        self._terminate_reason,
+                        self.opts.grace_s,
+                    )
+                    forward(signal.SIGTERM, None)
+                    kill_at = time.monotonic() + self.opts.grace_s
+                if kill_at is not None and time.monotonic() >= kill_at:
+                    log.warning("the job did not exit within %g s: SIGKILL", self.opts.grace_s)
+                    forward(signal.SIGKILL, None)
+                    kill_at = float("inf")
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            if watch is not None:
+                watch.stop()
+        flushed = syncer.flush() if self.store is not None else True
+        if pid_file is not None:
+            pid_file.unlink(missing_ok=True)
+        st = syncer.stats
+        return RunResult(
+            run_id=self.run_id,
+            run_id_source=self.run_id_source,
+            exit_code=rc if rc >= 0 else 128 - rc,
+            resumed_from=resumed,
+            preemptions=sum(1 for n in self._notices if n.kind == "terminate"),
+            notices=[f"{n.provider}: {n.detail}" for n in self._notices],
+            terminated_by=self._terminate_reason,
+            checkpoints_uploaded=st.checkpoints_uploaded,
+            bytes_uploaded=st.bytes_uploaded,
+            newest_local=st.newest_local,
+            upload_error=st.last_error,
+            flushed=flushed,
+            elapsed_s=time.monotonic() - started,
+        )

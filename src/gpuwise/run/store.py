@@ -1,0 +1,476 @@
+"""The edges of checkpoint storage: the local checkpoint folder and a remote fsspec URL.
+
+Remote layout: `<url>/<run id>/<checkpoint name>/<files>` and, written last, after every file is uploaded
+and verified, `<url>/<run id>/<checkpoint name>/gpuwise-manifest.json`. A single-file checkpoint (Lightning
+`.ckpt`) sits in a folder of its own name. Verification: on S3 the server's ETag (the MD5 of what it
+received, or the MD5 of the parts' MD5s for a multipart upload) must match what was read locally; elsewhere,
+or when the ETag is not an MD5 (SSE-KMS), the uploaded file is read back and its SHA-256 compared.
+
+fsspec and its backends (s3fs, gcsfs, ossfs) are imported inside the functions that need them. Error
+messages never carry credentials: `redact()` strips the values of the usual credential variables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuwise.errors import ConfigError, StorageError
+from gpuwise.run.manifest import (
+    COMPLETE_MARKER,
+    DCP_METADATA,
+    HF_STATE,
+    MANIFEST_NAME,
+    Candidate,
+    FileEntry,
+    Manifest,
+    ManifestError,
+    complete_kind,
+    listed_names,
+    missing_or_wrong,
+    step_of,
+)
+
+PART_BYTES = 64 * 1024 * 1024  # multipart part size for S3 uploads (the ETag check needs to know it)
+_READ_BYTES = 8 * 1024 * 1024
+_SECRET_VARS = (
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SESSION_TOKEN",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "OSS_ACCESS_KEY_SECRET",
+    "OSS_ACCESS_KEY_ID",
+)
+_BACKENDS = {
+    "s3": ("s3fs", "s3"),
+    "s3a": ("s3fs", "s3"),
+    "gs": ("gcsfs", "gcs"),
+    "gcs": ("gcsfs", "gcs"),
+    "oss": ("ossfs", "oss"),
+}
+_AUTH_WORDS = ("accessdenied", "access denied", "invalidaccesskeyid", "signaturedoesnotmatch", "forbidden")
+
+
+def redact(text: str, env: Mapping[str, str] | None = None) -> str:
+    """`text` with every credential value from the environment replaced by `***`."""
+    source = os.environ if env is None else env
+    for var in _SECRET_VARS:
+        value = source.get(var, "")
+        if len(value) >= 4:
+            text = text.replace(value, "***")
+    return text
+
+
+# ---------------------------------------------------------------------------------------------- local side
+
+
+@dataclass(frozen=True)
+class LocalCheckpoint:
+    name: str
+    path: Path
+    is_dir: bool
+    kind: str
+    step: int | None
+    mtime_s: float
+
+    def candidate(self) -> Candidate:
+        return Candidate(self.name, self.step, self.mtime_s, "local")
+
+    def files(self) -> list[tuple[str, Path]]:
+        """(relative POSIX path, absolute path) of every file, sorted; the manifest itself excluded."""
+        if not self.is_dir:
+            return [(self.name, self.path)]
+        out: list[tuple[str, Path]] = []
+        for root, _dirs, names in os.walk(self.path):
+            for n in names:
+                p = Path(root, n)
+                rel = p.relative_to(self.path).as_posix()
+                if rel != MANIFEST_NAME and p.is_file():
+                    out.append((rel, p))
+        return sorted(out)
+
+
+def _marker_mtime(path: Path, names: set[str]) -> float:
+    for marker in (COMPLETE_MARKER, HF_STATE, DCP_METADATA):
+        if marker in names:
+            with contextlib.suppress(OSError):
+                return (path / marker).stat().st_mtime
+    return path.stat().st_mtime
+
+
+def scan_local(directory: Path) -> list[LocalCheckpoint]:
+    """The complete checkpoints directly under `directory`. Raises FileNotFoundError when it is gone."""
+    found: list[LocalCheckpoint] = []
+    for entry in os.scandir(directory):
+        try:
+            is_dir = entry.is_dir()
+            names = {p.name for p in Path(entry.path).iterdir()} if is_dir else set()
+            hf_text = None
+            if is_dir and HF_STATE in names:
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    hf_text = Path(entry.path, HF_STATE).read_text(encoding="utf-8")
+            kind = complete_kind(entry.name, is_dir, names, hf_text)
+            if kind is None:
+                continue
+            path = Path(entry.path)
+            mtime = _marker_mtime(path, names) if is_dir else entry.stat().st_mtime
+        except OSError:
+            continue  # removed while we looked (a trainer rotating its checkpoints)
+        found.append(LocalCheckpoint(entry.name, path, is_dir, kind, step_of(entry.name), mtime))
+    return found
+
+
+@dataclass(frozen=True)
+class FileDigest:
+    sha256: str
+    md5: str
+    part_md5s: tuple[bytes, ...]
+    size_bytes: int
+
+
+def digest_file(path: Path, part_bytes: int = PART_BYTES) -> FileDigest:
+    sha, whole = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
+    parts: list[bytes] = []
+    part = hashlib.md5(usedforsecurity=False)
+    in_part = 0
+    size = 0
+    with path.open("rb") as fh:
+        while chunk := fh.read(_READ_BYTES):
+            sha.update(chunk)
+            whole.update(chunk)
+            size += len(chunk)
+            view = memoryview(chunk)
+            while view:
+                take = min(len(view), part_bytes - in_part)
+                part.update(view[:take])
+                in_part += take
+                view = view[take:]
+                if in_part == part_bytes:
+                    parts.append(part.digest())
+                    part, in_part = hashlib.md5(usedforsecurity=False), 0
+    if in_part:
+        parts.append(part.digest())
+    return FileDigest(sha.hexdigest(), whole.hexdigest(), tuple(parts), size)
+
+
+def etag_matches(etag: str, d: FileDigest) -> bool | None:
+    """True/False when `etag` is an MD5 ETag we can check; None when it is not one (SSE-KMS, other stores)."""
+    tag = etag.strip('"').lower()
+    if "-" not in tag:
+        return tag == d.md5 if len(tag) == 32 else None
+    body, _, count = tag.partition("-")
+    if not count.isdigit() or int(count) != len(d.part_md5s):
+        return None  # another part size than ours: cannot tell from the ETag
+    expected = hashlib.md5(b"".join(d.part_md5s), usedforsecurity=False).hexdigest()
+    return body == expected
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_READ_BYTES):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------- remote side
+
+
+def open_filesystem(url: str, endpoint_url: str | None = None) -> tuple[Any, str, str]:
+    """(fsspec filesystem, root path inside it, protocol) for `url`. ConfigError for an unknown scheme or a
+    backend that is not installed."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else "file"
+    if "://" not in url:
+        raise ConfigError(
+            f"--sync {url!r} is not a URL",
+            fix="give a URL such as file:///mnt/volume/ckpt or s3://bucket/prefix",
+        )
+    backend = _BACKENDS.get(scheme)
+    try:
+        import fsspec
+    except ImportError as exc:  # pragma: no cover - fsspec is a dependency of the s3 extra
+        raise ConfigError("--sync needs fsspec", fix="pip install 'gpuwise[s3]'") from exc
+    if backend is not None:
+        try:
+            __import__(backend[0])
+        except ImportError as exc:
+            raise ConfigError(
+                f"--sync {scheme}:// needs the {backend[0]} package",
+                fix=f"pip install 'gpuwise[{backend[1]}]'",
+            ) from exc
+    options: dict[str, Any] = {}
+    if scheme in ("s3", "s3a"):
+        endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        if endpoint:
+            options["endpoint_url"] = endpoint
+        options["skip_instance_cache"] = True
+    try:
+        fs, root = fsspec.core.url_to_fs(url, **options)
+    except (ValueError, ImportError) as exc:
+        raise ConfigError(
+            f"--sync {scheme}:// is not a storage gpuwise can write: {redact(str(exc))}",
+            fix="use file://, s3:// (gpuwise[s3]), gs:// (gpuwise[gcs]) or oss:// (gpuwise[oss])",
+        ) from exc
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return fs, str(root).rstrip("/"), protocol
+
+
+def storage_error(action: str, url: str, exc: BaseException) -> StorageError:
+    """A third-party storage failure as one clear message (credentials redacted)."""
+    text = redact(f"{type(exc).__name__}: {exc}")
+    name = type(exc).__name__
+    if (
+        isinstance(exc, PermissionError)
+        or name in ("NoCredentialsError", "PartialCredentialsError")
+        or any(w in text.lower() for w in _AUTH_WORDS)
+    ):
+        return StorageError(
+            f"Cannot {action} {url}: access denied ({text})",
+            why="the credentials are missing, wrong or lack permission for this bucket",
+            fix="check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE (or the provider's equivalent)",
+        )
+    if isinstance(exc, FileNotFoundError):
+        return StorageError(
+            f"Cannot {action} {url}: not found ({text})",
+            why="the bucket or path does not exist",
+            fix="create the bucket, or correct the --sync URL",
+        )
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return StorageError(
+            f"Cannot {action} {url}: no space left on the device",
+            why="the local disk is full",
+            fix="free space (or point --checkpoint-dir at a larger disk) and run again",
+        )
+    return StorageError(
+        f"Cannot {action} {url}: {text}",
+        why="the storage endpoint is unreachable or answered with an error",
+        fix="check the URL, --endpoint-url and the network; gpuwise retries uploads while the job runs",
+    )
+
+
+class CheckpointStore:
+    """Checkpoints of one or more runs under one fsspec URL."""
+
+    def __init__(self, url: str, *, endpoint_url: str | None = None, workers: int = 4) -> None:
+        self.url = url.rstrip("/")
+        self.fs, self.root, self.protocol = open_filesystem(url, endpoint_url)
+        self.workers = workers
+
+    def _path(self, *parts: str) -> str:
+        return "/".join([self.root, *parts])
+
+    @contextlib.contextmanager
+    def _translated(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except StorageError:
+            raise
+        except Exception as exc:  # fsspec backends raise anything from OSError to botocore errors
+            raise storage_error(action, self.url, exc) from exc
+
+    # ----- listing
+
+    def checkpoints(self, run_id: str | None = None) -> list[Manifest]:
+        """Every complete checkpoint (manifest present and every file listed at its size), oldest first."""
+        with self._translated("list"):
+            self.fs.invalidate_cache()
+            base = self._path(run_id) if run_id else self.root
+            try:
+                found: dict[str, Any] = self.fs.find(base, detail=True)
+            except FileNotFoundError:
+                return []
+            keys = {self._relative(k): int(v.get("size") or 0) for k, v in found.items()}
+            runs = {run_id} if run_id else {k.split("/", 1)[0] for k in keys if "/" in k}
+            out: list[Manifest] = []
+            for run in sorted(runs):
+                for name in listed_names(keys, run):
+                    m = self._read_manifest(run, name)
+                    if m is None:
+                        continue
+                    present = {
+                        k[len(f"{run}/{name}/") :]: size
+                        for k, size in keys.items()
+                        if k.startswith(f"{run}/{name}/")
+                    }
+                    if not missing_or_wrong(m, present):
+                        out.append(m)
+        return sorted(out, key=lambda m: (m.step if m.step is not None else -1, m.created_at, m.name))
+
+    def _relative(self, key: str) -> str:
+        root = self.root.lstrip("/")
+        k = key.lstrip("/")
+        return k[len(root) :].lstrip("/") if k.startswith(root) else k
+
+    def _read_manifest(self, run: str, name: str) -> Manifest | None:
+        try:
+            raw = self.fs.cat_file(self._path(run, name, MANIFEST_NAME))
+            m = Manifest.from_json(raw)
+        except (ManifestError, FileNotFoundError):
+            return None
+        if m.name != name or m.run_id != run:
+            return None
+        return m
+
+    # ----- upload
+
+    def upload(self, ckpt: LocalCheckpoint, run_id: str) -> Manifest:
+        """Upload every file, verify each, then write the manifest. Returns the manifest."""
+        files = ckpt.files()
+        if not files:
+            raise StorageError(f"Checkpoint {ckpt.path} has no files", fix="check what the job wrote there")
+        with self._translated("upload to"), ThreadPoolExecutor(max_workers=self.workers) as pool:
+            futures = [pool.submit(self._upload_one, run_id, ckpt.name, rel, p) for rel, p in files]
+            entries = [f.result() for f in futures]
+            manifest = Manifest(
+                run_id=run_id,
+                name=ckpt.name,
+                kind=ckpt.kind,
+                is_dir=ckpt.is_dir,
+                step=ckpt.step,
+                created_at=ckpt.mtime_s,
+                files=tuple(entries),
+            )
+            self._write_manifest(manifest)
+        return manifest
+
+    def _upload_one(self, run_id: str, name: str, rel: str, path: Path) -> FileEntry:
+        target = self._path(run_id, name, rel)
+        with ThreadPoolExecutor(max_workers=1) as hasher:
+            digest_future = hasher.submit(digest_file, path)  # hashing overlaps the upload
+            if self.protocol in ("s3", "s3a"):
+                self.fs.put_file(str(path), target, chunksize=PART_BYTES)
+            else:
+                parent = target.rsplit("/", 1)[0]
+                self.fs.makedirs(parent, exist_ok=True)
+                self.fs.put_file(str(path), target)
+            digest = digest_future.result()
+        self._verify_uploaded(target, digest)
+        return FileEntry(rel, digest.size_bytes, digest.sha256)
+
+    def _verify_uploaded(self, target: str, digest: FileDigest) -> None:
+        info = self.fs.info(target)
+        size = int(info.get("size") or 0)
+        if size != digest.size_bytes:
+            raise StorageError(
+                f"Upload of {target} is {size} bytes, the local file {digest.size_bytes}",
+                why="the upload was cut short or the file changed while it was uploaded",
+                fix="nothing: gpuwise uploads it again on its next pass",
+            )
+        etag = info.get("ETag") or info.get("etag")
+        ok = etag_matches(str(etag), digest) if etag else None
+        if ok is None:
+            ok = self._remote_sha256(target) == digest.sha256
+        if not ok:
+            raise StorageError(
+                f"Upload of {target} does not match the local file's checksum",
+                why="the file changed while it was uploaded, or the bytes were damaged on the way",
+                fix="nothing: gpuwise uploads it again on its next pass",
+            )
+
+    def _remote_sha256(self, target: str) -> str:
+        h = hashlib.sha256()
+        with self.fs.open(target, "rb", block_size=_READ_BYTES) as fh:
+            while chunk := fh.read(_READ_BYTES):
+                h.update(chunk)
+        return h.hexdigest()
+
+    def _write_manifest(self, m: Manifest) -> None:
+        final = self._path(m.run_id, m.name, MANIFEST_NAME)
+        data = m.to_json().encode("utf-8")
+        if self.protocol in ("file", "local"):
+            # a mounted volume: write beside, then rename, so a reader never sees half a manifest
+            tmp = self._path(m.run_id, m.name, f".{MANIFEST_NAME}.{os.getpid()}.tmp")
+            self.fs.pipe_file(tmp, data)
+            self.fs.mv(tmp, final)
+        else:
+            self.fs.pipe_file(final, data)  # one PUT: an object appears whole or not at all
+
+    # ----- verify, download, delete
+
+    def verify(self, m: Manifest) -> list[str]:
+        """Read every file back and compare its SHA-256 with the manifest. Returns the problems."""
+        problems: list[str] = []
+        with self._translated("verify"):
+            for f in m.files:
+                target = self._path(m.run_id, m.name, f.path)
+                try:
+                    got = self._remote_sha256(target)
+                except FileNotFoundError:
+                    problems.append(f"{f.path} missing")
+                    continue
+                if got != f.sha256:
+                    problems.append(f"{f.path} checksum differs")
+        return problems
+
+    def download(self, m: Manifest, dest_dir: Path) -> Path:
+        """Download `m` into `dest_dir` (verified, then renamed into place). Returns the checkpoint's path."""
+        final = dest_dir / m.name
+        partial = dest_dir / f".{m.name}.{os.getpid()}.partial"
+        try:
+            dest_dir.mkdir(parents=True, exist_ok=True)
+            partial.mkdir(exist_ok=True)
+            with self._translated("download from"):
+                for f in m.files:
+                    local = partial / f.path
+                    local.parent.mkdir(parents=True, exist_ok=True)
+                    self.fs.get_file(self._path(m.run_id, m.name, f.path), str(local))
+                    if sha256_of(local) != f.sha256:
+                        raise StorageError(
+                            f"Downloaded {m.name}/{f.path} does not match its manifest's checksum",
+                            why="the remote copy was damaged or changed after it was uploaded",
+                            fix=f"run `gpuwise checkpoints verify {self.url}` and resume from another one",
+                        )
+            for f in m.files:  # the checkpoint keeps its own time, so "newest" means the same everywhere
+                os.utime(partial / f.path, (m.created_at, m.created_at))
+            if m.is_dir:
+                (partial / MANIFEST_NAME).write_text(m.to_json(), encoding="utf-8")
+                if final.exists():
+                    shutil.rmtree(final)
+                partial.replace(final)
+            else:
+                (partial / m.name).replace(final)
+            os.utime(final, (m.created_at, m.created_at))
+        except OSError as exc:
+            raise storage_error("download to", str(dest_dir), exc) from exc
+        finally:
+            if partial.exists():
+                shutil.rmtree(partial, ignore_errors=True)
+        return final
+
+    def delete(self, m: Manifest) -> None:
+        """Manifest first (so the checkpoint stops being listed), then its files."""
+        with self._translated("delete from"):
+            self.fs.rm_file(self._path(m.run_id, m.name, MANIFEST_NAME))
+            with contextlib.suppress(FileNotFoundError):
+                self.fs.rm(self._path(m.run_id, m.name), recursive=True)
+
+
+def remove_local(ckpt: LocalCheckpoint) -> None:
+    if ckpt.is_dir:
+        shutil.rmtree(ckpt.path, ignore_errors=True)
+    else:
+        ckpt.path.unlink(missing_ok=True)
+
+
+def retry_delays(first_s: float = 2.0, most_s: float = 60.0) -> Iterator[float]:
+    """Exponential backoff for failed uploads: 2, 4, 8 … capped at a minute."""
+    delay = first_s
+    while True:
+        yield delay
+        delay = min(most_s, delay * 2)
+
+
+def now_s() -> float:
+    return time.time()
+
+
+Clock = Callable[[], float]

@@ -1,0 +1,133 @@
+"""Preemption notices from a fake metadata server on 127.0.0.1: each provider's watcher reads its documented
+answer, and end to end the job gets SIGTERM, writes a final checkpoint inside the grace period, and that
+checkpoint is uploaded before gpuwise exits."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from run_fakes import TRAINER, job, json_last_line, start_gpuwise
+
+from conftest import FakeMetadata
+from gpuwise.idle.actions import MetadataEndpoints, MetadataError
+from gpuwise.run.manifest import MANIFEST_NAME
+from gpuwise.run.watchers import AwsSpotWatcher, AzureWatcher, GcpWatcher
+
+AWS_ACTION = "/latest/meta-data/spot/instance-action"
+AWS_REBALANCE = "/latest/meta-data/events/recommendations/rebalance"
+GCP_PREEMPTED = "/computeMetadata/v1/instance/preempted"
+GCP_MAINTENANCE = "/computeMetadata/v1/instance/maintenance-event"
+AZURE_EVENTS = "/metadata/scheduledevents?api-version=2020-07-01"
+
+QUIET = {
+    "aws": {},  # 404 for both notices
+    "gcp": {GCP_PREEMPTED: (200, "FALSE"), GCP_MAINTENANCE: (200, "NONE")},
+    "azure": {AZURE_EVENTS: (200, json.dumps({"DocumentIncarnation": 1, "Events": []}))},
+}
+NOTICE = {
+    "aws": {AWS_ACTION: (200, json.dumps({"action": "terminate", "time": "2026-12-01T15:00:00Z"}))},
+    "gcp": {GCP_PREEMPTED: (200, "TRUE"), GCP_MAINTENANCE: (200, "NONE")},
+    "azure": {
+        AZURE_EVENTS: (
+            200,
+            json.dumps(
+                {
+                    "DocumentIncarnation": 2,
+                    "Events": [
+                        {
+                            "EventId": "A1",
+                            "EventType": "Preempt",
+                            "ResourceType": "VirtualMachine",
+                            "Resources": ["vm1"],
+                            "EventStatus": "Scheduled",
+                            "NotBefore": "Tue, 01 Dec 2026 15:00:30 GMT",
+                        }
+                    ],
+                }
+            ),
+        )
+    },
+}
+WATCHER = {"aws": AwsSpotWatcher, "gcp": GcpWatcher, "azure": AzureWatcher}
+
+
+@pytest.mark.parametrize("provider", ["aws", "gcp", "azure"])
+def test_each_watcher_is_quiet_until_its_notice(provider: str, metadata: FakeMetadata) -> None:
+    w = WATCHER[provider](MetadataEndpoints.all_at(metadata.url))
+    metadata.routes.update(QUIET[provider])
+    assert w.poll() is None
+    metadata.routes.update(NOTICE[provider])
+    notice = w.poll()
+    assert notice is not None and notice.kind == "terminate" and notice.provider == provider
+
+
+def test_aws_uses_the_imdsv2_token_and_reports_a_rebalance_once(metadata: FakeMetadata) -> None:
+    w = AwsSpotWatcher(MetadataEndpoints.all_at(metadata.url))
+    metadata.routes[AWS_REBALANCE] = (200, json.dumps({"noticeTime": "2026-12-01T14:58:00Z"}))
+    first = w.poll()
+    assert first is not None and first.kind == "rebalance"
+    assert w.poll() is None  # a hint, said once
+    puts = [r for r in metadata.requests if r[0] == "PUT"]
+    assert len(puts) == 1 and puts[0][2].get("x-aws-ec2-metadata-token-ttl-seconds")
+    gets = [r for r in metadata.requests if r[0] == "GET"]
+    assert all(r[2].get("x-aws-ec2-metadata-token") == metadata.token for r in gets)
+
+
+def test_gcp_live_migration_is_not_a_preemption(metadata: FakeMetadata) -> None:
+    metadata.routes.update(
+        {GCP_PREEMPTED: (200, "FALSE"), GCP_MAINTENANCE: (200, "MIGRATE_ON_HOST_MAINTENANCE")}
+    )
+    assert GcpWatcher(MetadataEndpoints.all_at(metadata.url)).poll() is None
+    metadata.routes[GCP_MAINTENANCE] = (200, "TERMINATE_ON_HOST_MAINTENANCE")
+    notice = GcpWatcher(MetadataEndpoints.all_at(metadata.url)).poll()
+    assert notice is not None and notice.kind == "terminate"
+
+
+def test_azure_freeze_is_not_a_preemption_and_garbage_is_an_error(metadata: FakeMetadata) -> None:
+    w = AzureWatcher(MetadataEndpoints.all_at(metadata.url))
+    metadata.routes[AZURE_EVENTS] = (200, json.dumps({"Events": [{"EventType": "Freeze"}]}))
+    assert w.poll() is None
+    metadata.routes[AZURE_EVENTS] = (200, "<html>")
+    with pytest.raises(MetadataError):
+        w.poll()
+
+
+@pytest.mark.parametrize("provider", ["aws", "gcp", "azure"])
+def test_a_notice_stops_the_job_and_its_final_checkpoint_lands_before_exit(
+    provider: str, metadata: FakeMetadata, tmp_path: Path
+) -> None:
+    vol = tmp_path / "volume"
+    vol.mkdir()
+    metadata.routes.update(QUIET[provider])
+    # --poll-s 60: the background pass never runs here, so the final checkpoint can only land through the
+    # flush gpuwise does before it exits
+    env = dict(os.environ, TRAINER_STEPS="-1", TRAINER_EVERY="0.3")
+    grace_s = 20
+    p = start_gpuwise(
+        "run", "--preemption", provider, "--metadata-url", metadata.url, "--sync", f"file://{vol}",
+        "--run-id", "pre", "--grace-s", str(grace_s), "--poll-s", "60", "--json",
+        "--checkpoint-dir", str(tmp_path / "ck"), "--", *job(TRAINER), env=env,
+    )  # fmt: skip
+    assert p.stdout is not None
+    try:
+        while "SAVED 2" not in (line := p.stdout.readline()):
+            assert line, "the job ended before its second checkpoint"
+        t0 = time.monotonic()
+        metadata.routes.update(NOTICE[provider])
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    elapsed = time.monotonic() - t0
+    assert p.returncode == 0, err
+    final = next(x for x in out.splitlines() if x.startswith("FINAL")).split()[1]
+    assert (vol / "pre" / f"step-{final}" / MANIFEST_NAME).is_file()  # uploaded before gpuwise exited
+    summary = json_last_line(out)
+    assert summary["preemptions"] == 1 and summary["terminated_by"] == f"{provider} preemption notice"
+    assert summary["flushed"] is True
+    assert elapsed < grace_s
