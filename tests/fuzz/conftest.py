@@ -22,8 +22,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fuzz_formats import FORMATS  # noqa: E402
-from fuzz_harness import BatchResult, CliRun, cli_sample_commands, describe, run_batch, run_cli  # noqa: E402
+from fuzz_formats import FORMATS
+from fuzz_harness import BatchResult, CliRun, cli_sample_commands, describe, run_batch, run_cli
 
 ENABLED = os.environ.get("GPUWISE_FUZZ") == "1"
 
@@ -58,7 +58,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class Batches:
-    """Every selected format's batch, started at once on a pool of JOBS processes; a test waits for its own."""
+    """Every selected format's batch, started at once on a pool of JOBS processes; each test waits for
+    its own."""
 
     def __init__(self, out: Path, formats: list[str]) -> None:
         self.out = out

@@ -148,7 +148,11 @@ def _nest_xml(depth: int) -> tuple[bytes, bytes]:
 # how many mutations (0 shrinks to the undamaged seed), the random seed the mutations come from, and
 # whether (and how) the result is gzipped.
 _DRAW = st.tuples(
-    st.integers(0, 49), st.integers(0, 2**16), st.integers(0, 4), st.integers(0, 2**64 - 1), st.integers(0, 19)
+    st.integers(0, 49),
+    st.integers(0, 2**16),
+    st.integers(0, 4),
+    st.integers(0, 2**64 - 1),
+    st.integers(0, 19),
 )
 
 
@@ -302,7 +306,9 @@ def _hot_snapshot() -> Any:
 
         rec = load_recording(SMI / "query-text" / "8x-h100__sw-power-cap-sw-thermal__535.183.01.txt")
         snap = rec.snapshots[-1]
-        hot = tuple(replace(s, temperature_c=120.0, memory_used_bytes=s.memory_total_bytes) for s in snap.samples)
+        hot = tuple(
+            replace(s, temperature_c=120.0, memory_used_bytes=s.memory_total_bytes) for s in snap.samples
+        )
         _STATE["hot"] = replace(snap, samples=hot)
     return _STATE["hot"]
 
@@ -454,7 +460,13 @@ def _replay_core(path: Path) -> None:
     )
     tick = sampler.tick()
     with contextlib.redirect_stdout(io.StringIO()):
-        print_json({"findings": findings, "gpus": cli_doctor._gpus_json(facts), "facts": cli_doctor._facts_json(facts)})
+        print_json(
+            {
+                "findings": findings,
+                "gpus": cli_doctor._gpus_json(facts),
+                "facts": cli_doctor._facts_json(facts),
+            }
+        )
         print_json(fingerprint(facts))
         out = snapshot_to_json(tick.snapshot)
         out["hints"] = to_jsonable(tick.hints)
@@ -606,24 +618,46 @@ FORMATS: dict[str, Format] = {
         _cmd_config,
         _special(".toml"),
     ),
-    "xml": Format("xml", _text_format("xml", ".xml", _nest_xml, gzip_ok=True), target_replay, _cmd_replay,
-                  _replay_explicit(".xml")),
+    "xml": Format(
+        "xml",
+        _text_format("xml", ".xml", _nest_xml, gzip_ok=True),
+        target_replay,
+        _cmd_replay,
+        _replay_explicit(".xml"),
+    ),
     "query-text": Format(
-        "query-text", _text_format("query-text", ".txt", None, gzip_ok=True), target_replay, _cmd_replay,
+        "query-text",
+        _text_format("query-text", ".txt", None, gzip_ok=True),
+        target_replay,
+        _cmd_replay,
         _special(".txt"),
     ),
     "table": Format(
-        "table", _text_format("table", ".txt", None, gzip_ok=True), target_replay, _cmd_replay, _special(".txt")
+        "table",
+        _text_format("table", ".txt", None, gzip_ok=True),
+        target_replay,
+        _cmd_replay,
+        _special(".txt"),
     ),
     "error": Format(
-        "error", _text_format("error", ".txt", None, gzip_ok=True), target_replay, _cmd_replay, _special(".txt")
+        "error",
+        _text_format("error", ".txt", None, gzip_ok=True),
+        target_replay,
+        _cmd_replay,
+        _special(".txt"),
     ),
     "kernel-log": Format(
-        "kernel-log", _text_format("kernel-log", ".log", None, gzip_ok=True), target_replay, _cmd_replay,
+        "kernel-log",
+        _text_format("kernel-log", ".log", None, gzip_ok=True),
+        target_replay,
+        _cmd_replay,
         _special(".log"),
     ),
     "capture": Format(
-        "capture", _text_format("capture", ".txt", _nest_xml, gzip_ok=True), target_replay, _cmd_replay,
+        "capture",
+        _text_format("capture", ".txt", _nest_xml, gzip_ok=True),
+        target_replay,
+        _cmd_replay,
         _special(".txt"),
     ),
     "csv": Format(
@@ -643,11 +677,19 @@ FORMATS: dict[str, Format] = {
     "catalog": Format(
         "catalog",
         _table_format(
-            "catalog", ".csv", (), gzip_ok=False, names=("lambda.csv", "own.csv", "vms.csv", "gcp.csv", "x y.csv")
+            "catalog",
+            ".csv",
+            (),
+            gzip_ok=False,
+            names=("lambda.csv", "own.csv", "vms.csv", "gcp.csv", "x y.csv"),
         ),
         target_catalog,
         _cmd_catalog,
-        [*_special(".csv"), Case("lambda.csv", b"", "dir-with-fifo"), Case("lambda.csv", b"", "dir-with-devzero")],
+        [
+            *_special(".csv"),
+            Case("lambda.csv", b"", "dir-with-fifo"),
+            Case("lambda.csv", b"", "dir-with-devzero"),
+        ],
     ),
     "calibration": Format(
         "calibration",

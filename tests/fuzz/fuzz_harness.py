@@ -72,9 +72,8 @@ def run_batch(
         while proc.poll() is None:
             beats = [p.stat().st_mtime for p in (out / f / "heartbeat" for f in formats) if p.exists()]
             if beats and time.time() - max(beats) > timeout_s + watchdog_grace_s:
-                killed = (
-                    f"no progress for over {timeout_s + watchdog_grace_s:.0f} s (a hang the alarm could not end)"
-                )
+                limit = timeout_s + watchdog_grace_s
+                killed = f"no progress for over {limit:.0f} s (a hang the alarm could not end)"
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
                 break
@@ -217,7 +216,12 @@ def run_cli(
             err = proc.stderr.read().decode("utf-8", "replace")
             proc.stderr.close()
             code = proc.returncode
-            if not problem and code in (-signal.SIGXCPU, 128 + signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGKILL):
+            if not problem and code in (
+                -signal.SIGXCPU,
+                128 + signal.SIGXCPU,
+                -signal.SIGKILL,
+                128 + signal.SIGKILL,
+            ):
                 problem = f"over {cpu_limit_s} s of CPU"
             elif not problem and code not in (0, 1, 2):
                 problem = f"exit {code}"

@@ -17,9 +17,8 @@ import math
 import random
 import re
 from collections.abc import Callable, Sequence
-from datetime import date, datetime, time, timezone
+from datetime import UTC, date, datetime, time
 from typing import Any
-
 
 # Numbers that have broken parsers before: overflow, NaN, negative zero, 64-bit edges, forms some
 # parsers accept and others do not, and nvidia-smi's own spellings of "no value".
@@ -292,7 +291,7 @@ _VALUES: tuple[Any, ...] = (
     "llama-3-8b",
     "bf16",
     date(2026, 1, 1),
-    datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc),
+    datetime(2026, 1, 1, 12, 0, tzinfo=UTC),
     time(12, 30),
     [],
     {},
@@ -441,7 +440,9 @@ def _toml_value(value: Any, depth: int = 0) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v, depth + 1) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v, depth + 1)}" for k, v in value.items()) + "}"
+        return (
+            "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v, depth + 1)}" for k, v in value.items()) + "}"
+        )
     return _toml_str(str(value))
 
 
@@ -531,8 +532,15 @@ def apply_csv_ops(rows: list[list[str]], ops: list[CsvOp], *, units: Sequence[st
         elif kind == 8 and rows[0]:  # rename a header cell (case, units, spaces, another column)
             col = b % len(rows[0])
             rows[0][col] = _pick(
-                (rows[0][col].upper(), rows[0][col] + " [%]", " " + rows[0][col] + " ", "", "index",
-                 "timestamp", rows[0][(col + 1) % len(rows[0])]),
+                (
+                    rows[0][col].upper(),
+                    rows[0][col] + " [%]",
+                    " " + rows[0][col] + " ",
+                    "",
+                    "index",
+                    "timestamp",
+                    rows[0][(col + 1) % len(rows[0])],
+                ),
                 a >> 4,
             )
         elif kind == 9 and rows[r]:  # a ragged row: cells missing or extra

@@ -13,9 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import Batches, report_line
 from fuzz_formats import FORMATS
 from fuzz_harness import describe, describe_crashes, run_batch
+
+from conftest import Batches, report_line
 
 
 @pytest.mark.fuzz
@@ -23,7 +24,8 @@ from fuzz_harness import describe, describe_crashes, run_batch
 def test_generated_inputs_in_process(fmt: str, batches: Batches, request: pytest.FixtureRequest) -> None:
     batch, _ = batches.result(fmt)
     for name, what, current in batch.failures:
-        pytest.fail(f"{name}: {what}; the input it was on: {current} (runner log: {batches.out / f'runner-{fmt}.log'})")
+        log = batches.out / f"runner-{fmt}.log"
+        pytest.fail(f"{name}: {what}; the input it was on: {current} (runner log: {log})")
     summary = batch.summaries[fmt]
     report_line(request.config, describe(summary))
     assert summary["inputs"] >= batches.examples, summary
@@ -98,7 +100,9 @@ def test_every_format_generates_and_runs(tmp_path: Path) -> None:
     """A few inputs of every format in one process: the generators and targets still fit the product
     (a renamed option would show as a crash outside gpuwise's code). Crashes inside gpuwise are the
     full batches' business (`make fuzz`), not this check's."""
-    result = run_batch(list(FORMATS), tmp_path, examples=6, sample=0, extra=["--text-every", "2", "--no-explicit"])
+    result = run_batch(
+        list(FORMATS), tmp_path, examples=6, sample=0, extra=["--text-every", "2", "--no-explicit"]
+    )
     assert not result.failures, result.failures
     for fmt in FORMATS:
         summary = result.summaries[fmt]
