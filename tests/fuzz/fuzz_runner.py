@@ -2,10 +2,11 @@
 
     python tests/fuzz/fuzz_runner.py FORMAT --examples 10000 --out DIR
 
-The process limits its own address space (RLIMIT_AS, default 1 GiB) and arms a 10 s alarm around every
-input, so a blow-up is a MemoryError and a hang an exception at the line that hung; both are recorded
-like any other crash. A hang in C code that the alarm cannot interrupt is the parent's job: it watches
-DIR/heartbeat and kills the process (the input is still in DIR/work/in).
+The process limits its own address space (RLIMIT_AS, default 1 GiB) and bounds every input to 10 s of
+CPU (and to not waiting: see _Clock), so a blow-up is a MemoryError and a hang an exception at the line
+that hung; both are recorded like any other crash. A hang in C code that no signal handler interrupts is
+the parent's job: it watches OUT/FORMAT/heartbeat and kills the process (the input is still in the work
+folder named in OUT/FORMAT/workdir).
 
 Every input is run to the end of the batch: each distinct crash (exception type and the innermost
 gpuwise line) is kept with its smallest input under DIR/crashes/, so one run reports all of them. With
@@ -65,26 +66,74 @@ class Stats:
     crashes: dict[str, Crash] = field(default_factory=dict)
 
 
-def _on_alarm(signum: int, frame: Any) -> None:
-    raise Hang("input ran past the time bound")
+class _Clock:
+    """The time bound of one input. CPU time is the measure (SIGPROF after `timeout_s` of CPU), so a
+    loaded machine does not turn a slow input into a "hang"; a wall-clock alarm every `timeout_s`
+    catches an input that waits instead (a FIFO nobody writes): if the process used under 5 % of a CPU
+    since the input began, it is blocked, and that is a hang too."""
+
+    timeout_s = 10.0
+    wall0 = 0.0
+    cpu0 = 0.0
+
+    @staticmethod
+    def cpu() -> float:
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        return ru.ru_utime + ru.ru_stime
+
+    @classmethod
+    def start(cls) -> None:
+        cls.wall0, cls.cpu0 = time.monotonic(), cls.cpu()
+        signal.setitimer(signal.ITIMER_PROF, cls.timeout_s)
+        signal.setitimer(signal.ITIMER_REAL, cls.timeout_s)
+
+    @staticmethod
+    def stop() -> None:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _on_cpu_limit(signum: int, frame: Any) -> None:
+    raise Hang(f"input used over {_Clock.timeout_s:g} s of CPU")
+
+
+def _on_wall_alarm(signum: int, frame: Any) -> None:
+    wall = time.monotonic() - _Clock.wall0
+    if _Clock.cpu() - _Clock.cpu0 < 0.05 * wall:
+        raise Hang(f"input blocked for {wall:.0f} s (waiting, not computing)")
+    if wall > 30 * _Clock.timeout_s:  # starved that long: report rather than wait on
+        raise Hang(f"input still running after {wall:.0f} s")
+    signal.setitimer(signal.ITIMER_REAL, _Clock.timeout_s)
+
+
+def _frames(exc: BaseException) -> list[tuple[str, int, str]]:
+    """(file, line, function) of each traceback frame: a plain walk, cheap even for the 1,000 frames of a
+    RecursionError (traceback.extract_tb reads source lines)."""
+    out = []
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        out.append((code.co_filename, tb.tb_lineno, code.co_name))
+        tb = tb.tb_next
+    return out
 
 
 def _in_product(exc: BaseException) -> bool:
     """Did the exception pass through gpuwise's code? If not, the harness called something wrongly."""
     if isinstance(exc, Hang | MemoryError | AssertionError):
         return True
-    return any(f.filename.startswith(SRC_DIR) for f in traceback.extract_tb(exc.__traceback__))
+    return any(f[0].startswith(SRC_DIR) for f in _frames(exc))
 
 
 def _where(exc: BaseException) -> str:
     """The innermost frame in gpuwise's own code (else the innermost frame): where to look."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    ours = [f for f in frames if f.filename.startswith(SRC_DIR)]
-    f = (ours or frames)[-1] if (ours or frames) else None
-    if f is None:
+    frames = _frames(exc)
+    ours = [f for f in frames if f[0].startswith(SRC_DIR)]
+    if not (ours or frames):
         return "?"
-    name = f.filename.removeprefix(SRC_DIR) if f.filename.startswith(SRC_DIR) else Path(f.filename).name
-    return f"{name}:{f.lineno} in {f.name}"
+    filename, line, func = (ours or frames)[-1]
+    name = filename.removeprefix(SRC_DIR) if filename.startswith(SRC_DIR) else Path(filename).name
+    return f"{name}:{line} in {func}"
 
 
 def _build(folder: Path, case: Any) -> Path:
@@ -170,11 +219,11 @@ class Runner:
         path = self._materialise(case)
         text = self.text_every > 0 and self.stats.inputs % self.text_every == 0
         started = time.perf_counter()
-        signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
+        _Clock.start()
         try:
             code = self.fmt.target(path, text)
-        except BaseException as exc:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+        except BaseException as exc:  # every escape is the finding
+            _Clock.stop()
             if isinstance(exc, KeyboardInterrupt):
                 raise
             self._record(case, exc)
@@ -182,7 +231,7 @@ class Runner:
             if shrink:
                 raise
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            _Clock.stop()
         elapsed = time.perf_counter() - started
         self.stats.inputs += 1
         key = str(code)
@@ -288,7 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     out_root: Path = args.out.resolve()
     out_root.mkdir(parents=True, exist_ok=True)
-    signal.signal(signal.SIGALRM, _on_alarm)
+    _Clock.timeout_s = args.timeout_s
+    signal.signal(signal.SIGPROF, _on_cpu_limit)
+    signal.signal(signal.SIGALRM, _on_wall_alarm)
     failed = False
     for name in args.formats:
         out = out_root / name

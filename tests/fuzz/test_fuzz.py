@@ -57,8 +57,8 @@ def test_generated_inputs_through_the_cli(fmt: str, batches: Batches, request: p
 # ---------------------------------------------------------------- quick checks (`make test`)
 
 
-def _only(tmp_path: Path, name: str, **kw: object) -> dict:
-    result = run_batch([name], tmp_path, examples=12, **kw)  # type: ignore[arg-type]
+def _only(tmp_path: Path, name: str, examples: int = 12, **kw: object) -> dict:
+    result = run_batch([name], tmp_path, examples=examples, **kw)  # type: ignore[arg-type]
     assert not result.failures, result.failures
     return result.summaries[name]
 
@@ -72,8 +72,15 @@ def test_harness_reports_a_crash_with_its_reproducer(tmp_path: Path) -> None:
 
 
 def test_harness_ends_a_hang_at_the_time_bound(tmp_path: Path) -> None:
-    summary = _only(tmp_path, "selftest-hang", timeout_s=0.5)
+    summary = _only(tmp_path, "selftest-hang", examples=6, timeout_s=0.5)
     assert [c["exc_type"] for c in summary["crashes"]] == ["Hang"]
+    assert "CPU" in summary["crashes"][0]["traceback"]
+
+
+def test_harness_ends_an_input_that_waits(tmp_path: Path) -> None:
+    summary = _only(tmp_path, "selftest-blocked", examples=2, timeout_s=0.5)
+    assert [c["exc_type"] for c in summary["crashes"]] == ["Hang"]
+    assert "blocked" in summary["crashes"][0]["traceback"]
 
 
 def test_harness_bounds_memory(tmp_path: Path) -> None:
