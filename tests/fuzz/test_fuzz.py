@@ -19,7 +19,10 @@ from fuzz_harness import describe, describe_crashes, run_batch
 from conftest import Batches, report_line
 
 
+# A test waits for its format's batch, which runs alongside the others: pytest's 180 s per test does not
+# apply (every input is bounded by the runner, a stuck runner by its watchdog).
 @pytest.mark.fuzz
+@pytest.mark.timeout(0)
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_generated_inputs_in_process(fmt: str, batches: Batches, request: pytest.FixtureRequest) -> None:
     batch, _ = batches.result(fmt)
@@ -33,6 +36,7 @@ def test_generated_inputs_in_process(fmt: str, batches: Batches, request: pytest
 
 
 @pytest.mark.fuzz
+@pytest.mark.timeout(0)
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_generated_inputs_through_the_cli(fmt: str, batches: Batches, request: pytest.FixtureRequest) -> None:
     batch, runs = batches.result(fmt)
