@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test check lint typecheck bench clean
+.PHONY: install demo test fuzz check lint typecheck bench clean
 
 install: $(STAMP)
 
@@ -20,6 +20,14 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q
+
+# Generated inputs for every format gpuwise reads (tests/fuzz): 10,000 per format in process, 50 of them
+# through the real command; each bounded to 10 s and 1 GiB. One format: make fuzz FORMAT=workload.
+FORMAT   ?=
+EXAMPLES ?= 10000
+fuzz: install
+	GPUWISE_FUZZ=1 GPUWISE_FUZZ_FORMATS=$(FORMAT) GPUWISE_FUZZ_EXAMPLES=$(EXAMPLES) \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider -m fuzz tests/fuzz
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks

@@ -31,8 +31,10 @@ class XidEvent:
 
 _XID = re.compile(
     r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?)\):\s*"
-    r"(?P<xid>\d+),\s*(?P<rest>.*)$"
+    # Xid codes are small; a run of thousands of digits is no Xid (and int() refuses over 4,300 digits)
+    r"(?P<xid>\d{1,9}),\s*(?P<rest>.*)$"
 )
+_MAX_PID_DIGITS = 10  # Linux pids fit in 22 bits; longer digit runs are damage, not a pid
 _PID = re.compile(r"^pid=(?P<pid>'?<?[\w ]+>?'?)(?:,\s*name=(?P<name>[^,]*))?(?:,\s*(?P<msg>.*))?$")
 _BRACKET_TIME = re.compile(r"^\[\s*(?P<t>[^\]]+)\]")
 _SYSLOG_TIME = re.compile(r"^(?P<t>[A-Z][a-z]{2}\s+\d{1,2} \d{2}:\d{2}:\d{2})")
@@ -95,7 +97,7 @@ def parse_xid_events(text: str) -> list[XidEvent]:
         pm = _PID.match(rest)
         if pm:
             raw_pid = pm.group("pid").strip("'")
-            pid = int(raw_pid) if raw_pid.isdigit() else None
+            pid = int(raw_pid) if raw_pid.isdigit() and len(raw_pid) <= _MAX_PID_DIGITS else None
             raw_name = (pm.group("name") or "").strip()
             name = raw_name if raw_name and raw_name != "<unknown>" else None
             rest = (pm.group("msg") or "").strip()

@@ -26,7 +26,8 @@ _HEADER = re.compile(
 )
 # The first cell ends with persistence mode on Linux ("On"/"Off") and with the driver model on Windows
 # ("WDDM", "TCC", "MCDM"; column "TCC/WDDM" or "Driver-Model").
-_LINE1 = re.compile(r"^\s*(?P<index>\d+)\s+(?P<name>.*?)\s+(?P<persist>On|Off|WDDM|TCC|MCDM|N/A)\s*$")
+# Numbers are read up to 9 or 10 digits: longer runs are damage, and int() refuses over 4,300 digits.
+_LINE1 = re.compile(r"^\s*(?P<index>\d{1,9})\s+(?P<name>.*?)\s+(?P<persist>On|Off|WDDM|TCC|MCDM|N/A)\s*$")
 _BUS = re.compile(
     r"^\s*(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s+(?P<disp>\S+)\s*$"
 )
@@ -37,12 +38,12 @@ _MEM = re.compile(r"^\s*(?P<used>\S+)\s*/\s*(?P<total>\S+)\s*$")
 _UTIL = re.compile(r"^\s*(?P<util>\S+)\s+(?P<mode>.+?)\s*$")
 # GI/CI columns exist since driver 450 (MIG); older tables go straight from GPU to PID.
 _PROC = re.compile(
-    r"^\|\s*(?P<gpu>\d+)\s+(?:(?P<gi>\S+)\s+(?P<ci>\S+)\s+)?(?P<pid>\d+)\s+(?P<type>C\+G|M\+C|[CGM])\s+"
+    r"^\|\s*(?P<gpu>\d{1,9})\s+(?:(?P<gi>\S+)\s+(?P<ci>\S+)\s+)?(?P<pid>\d{1,10})\s+(?P<type>C\+G|M\+C|[CGM])\s+"
     r"(?P<name>.*?)\s+(?P<mem>\S+MiB|N/A)\s*\|$"
 )
-_PROC_GPU = re.compile(r"^\|\s*(?P<gpu>\d+)\s")
+_PROC_GPU = re.compile(r"^\|\s*(?P<gpu>\d{1,9})\s")
 _MIG_ROW = re.compile(
-    r"^\|\s*(?P<gpu>\d+)\s+(?P<gi>\d+)\s+(?P<ci>\d+)\s+(?P<dev>\d+)\s*\|\s*(?P<mem>[^|]*)\|(?P<sm>[^|]*)\|"
+    r"^\|\s*(?P<gpu>\d{1,9})\s+(?P<gi>\d{1,9})\s+(?P<ci>\d{1,9})\s+(?P<dev>\d{1,9})\s*\|\s*(?P<mem>[^|]*)\|(?P<sm>[^|]*)\|"
 )
 
 
