@@ -1,4 +1,4 @@
-"""The one config file (CONTRACTS §9a): `[machine]`, `[idle]`, `[alerts]`, `[exporter]`.
+"""The one config file (docs/config.md): `[machine]`, `[idle]`, `[alerts]`, `[exporter]`.
 
 Each capability validates its own section (with its own pydantic model); this module finds and reads
 the file, turns TOML syntax errors into a ConfigError that names the file and line, and owns the checks

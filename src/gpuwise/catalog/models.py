@@ -19,7 +19,7 @@ class Figure:
 
 @dataclass(frozen=True)
 class GpuSpec:
-    """One GPU model under its canonical name (CONTRACTS §1, SkyPilot's AcceleratorName)."""
+    """One GPU model under its canonical name (SkyPilot's AcceleratorName convention)."""
 
     name: str  # canonical, e.g. "H100", "A100-80GB"
     vendor: str  # "NVIDIA" | "AMD" | "Intel"
@@ -46,7 +46,7 @@ class Offer:
     """One instance type in one region/zone at one provider, with its dated prices.
 
     Prices are per instance per hour in `currency` (USD for all providers but AWS China, CNY).
-    The field names say `usd` because that is the contract (CONTRACTS §3a); `currency` rules.
+    The field names say `usd` because that is the contract (docs/json.md); `currency` rules.
     """
 
     provider: str  # lowercase id: "aws", "gcp", "lambda", …

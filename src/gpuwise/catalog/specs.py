@@ -1,9 +1,9 @@
-"""The GPU spec table: datasheet figures under canonical names (CONTRACTS §1), with aliases.
+"""The GPU spec table: datasheet figures under canonical names (docs/workload.md), with aliases.
 
 Built from three bundled files in ``catalog/data``:
 
 - ``gpu-specs.csv``: the team's datasheet table (rows named as the datasheets name them, e.g. ``H100 SXM``),
-  copied unchanged from ../shared/data;
+  copied unchanged from the project's reference data set;
 - ``gpu-specs-added.csv``: GPUs that table lacks (B200, GH200, L40, A40, P100, …), same columns plus FP64/FP4;
 - ``gpu-canonical.csv``: canonical name -> datasheet row, aliases, per-GPU memory as nvidia-smi reports it
   (where a recording exists; otherwise the datasheet capacity) and FP64 figures for the first table's rows.

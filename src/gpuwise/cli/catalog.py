@@ -162,7 +162,7 @@ def _spec_json(spec: GpuSpec) -> dict[str, Any]:
 
 
 def offer_json(offer: Offer, today: date) -> dict[str, Any]:
-    """One offer as CONTRACTS §3a's JSON object (null where unknown), plus extras."""
+    """One offer as docs/json.md's JSON object (null where unknown), plus extras."""
     from gpuwise.catalog.offers import is_stale, price_age_days
 
     return {

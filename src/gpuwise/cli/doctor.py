@@ -1,6 +1,6 @@
 """`gpuwise doctor`: diagnose a GPU machine (driver, CUDA, frameworks, GPU health, container, security).
 
-Prints findings grouped by severity with their fixes and a one-line verdict, or `--json` (CONTRACTS §5).
+Prints findings grouped by severity with their fixes and a one-line verdict, or `--json` (docs/json.md).
 Exit 0 when nothing is an error, 1 otherwise, 2 for bad input. `--fingerprint` / `--compare` describe and
 compare nodes for multi-node jobs. Top-level imports stay cheap: the doctor's modules load inside the command.
 """

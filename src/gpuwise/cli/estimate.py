@@ -1,7 +1,7 @@
 """`gpuwise estimate WORKLOAD --gpu NAME [--count N] [--nodes M] [--network-gbps G] [--calibration FILE]
 [--json]`.
 
-CONTRACTS §2.
+docs/json.md.
 
 Thin edge: reads the workload and calibration files, resolves the GPU, calls the pure estimator and
 prints. Top-level imports stay cheap (typer and the standard library); pydantic and the estimator are
@@ -39,9 +39,17 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
     ] = None,
     calibration: Annotated[
         Path | None,
-        typer.Option("--calibration", help="A `gpuwise bench` result JSON measured on this GPU."),
+        typer.Option(
+            "--calibration",
+            help=(
+                "JSON of efficiencies measured on this GPU: "
+                '{"results": [{"task": "gemm_bf16", "fraction_of_peak": 0.7}]}.'
+            ),
+        ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (CONTRACTS §2).")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object (fields in docs/json.md).")
+    ] = False,
 ) -> None:
     """Memory per GPU, fit, throughput and time for a workload on one GPU configuration.
 
@@ -75,7 +83,9 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
     )
     if calibration is not None:
         check_input_file(
-            calibration, "Calibration file", fix="pass the file `gpuwise bench --json --out FILE` wrote"
+            calibration,
+            "Calibration file",
+            fix="pass a calibration JSON (`gpuwise estimate --help` shows its shape)",
         )
     name, request_count = parse_gpu_request(gpu)
     if request_count is not None and count is not None and request_count != count:

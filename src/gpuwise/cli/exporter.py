@@ -1,4 +1,4 @@
-"""`gpuwise exporter`: a dcgm-exporter-compatible Prometheus endpoint (CONTRACTS §7) plus gpuwise metrics.
+"""`gpuwise exporter`: a dcgm-exporter-compatible Prometheus endpoint (docs/metrics.md) plus gpuwise metrics.
 
 Top-level imports stay cheap (typer/stdlib); prometheus-client and the monitor room load inside.
 """

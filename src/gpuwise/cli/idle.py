@@ -257,7 +257,8 @@ def _keepalive_path(settings: IdleSettings) -> Path:
 def run(  # noqa: PLR0917 - typer maps options to parameters
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Log what would be done; stop nothing.")] = False,
     replay_path: Annotated[
-        Path | None, typer.Option("--replay", help="Read GPUs from a recording (CONTRACTS §4) instead.")
+        Path | None,
+        typer.Option("--replay", help="Read GPUs from a recording (nvidia-smi XML, -q, table or CSV log)."),
     ] = None,
     config: ConfigOpt = None,
     warn_min: WarnOpt = None,

@@ -19,7 +19,11 @@ if TYPE_CHECKING:
 
 def monitor(  # noqa: PLR0917 - typer maps options to parameters
     replay: Annotated[
-        Path | None, typer.Option("--replay", help="Read a recording (CONTRACTS §4) instead of live GPUs.")
+        Path | None,
+        typer.Option(
+            "--replay",
+            help="Read a recording (nvidia-smi XML, -q text, table or CSV log) instead of live GPUs.",
+        ),
     ] = None,
     once: Annotated[bool, typer.Option("--once", help="Print one snapshot (with hints) and exit.")] = False,
     json_out: Annotated[

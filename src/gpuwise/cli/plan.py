@@ -39,7 +39,11 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         ),
     ] = None,
     calibration: Annotated[
-        Path | None, typer.Option("--calibration", help="A `gpuwise bench` result JSON.")
+        Path | None,
+        typer.Option(
+            "--calibration",
+            help="A JSON file of efficiencies measured on the GPU (fraction of peak per task).",
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object (fields: see README).")
@@ -182,7 +186,9 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
     )
     if calibration is not None:
         check_input_file(
-            calibration, "Calibration file", fix="pass the file `gpuwise bench --json --out FILE` wrote"
+            calibration,
+            "Calibration file",
+            fix="pass a calibration JSON (`gpuwise estimate --help` shows its shape)",
         )
     check_catalog_dir(catalog_dir)
 

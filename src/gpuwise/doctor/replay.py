@@ -1,4 +1,4 @@
-"""Facts from a recording (`gpuwise doctor --replay PATH`, CONTRACTS §4): the same rules, recorded input.
+"""Facts from a recording (`gpuwise doctor --replay PATH`, docs/replay.md): the same rules, recorded input.
 
 A path that is no recording raises ReplayError (exit 2, from gpuwise.gpu.replay); a damaged one gives
 facts plus `problems`, which the rules turn into `replay.unparsed` findings. Reads the file through

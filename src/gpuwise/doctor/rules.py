@@ -1,6 +1,6 @@
 """The doctor's rules: facts → findings. Pure: no files, clock, environment, subprocesses or printing.
 
-Each rule looks at one part of `Facts` and returns findings with a stable id (CONTRACTS §5), a severity
+Each rule looks at one part of `Facts` and returns findings with a stable id (docs/json.md), a severity
 ("ok" | "info" | "warn" | "error"), the evidence (the exact line or value it judged) and the fix (the exact
 command or setting). A rule whose facts were not gathered (None) returns nothing; a rule that ran and found
 nothing wrong returns one "ok" finding, which the CLI shows only with --all.
@@ -38,7 +38,7 @@ _THROTTLE_SERIOUS = {r.id: r.description for r in throttle.REASONS if r.severity
 
 @dataclass(frozen=True)
 class Finding:
-    """One diagnosis (CONTRACTS §5)."""
+    """One diagnosis (docs/json.md)."""
 
     id: str
     severity: str  # "ok" | "info" | "warn" | "error"
@@ -1113,7 +1113,7 @@ RULES: tuple[Callable[[Facts, Tables], list[Finding]], ...] = (
     check_keys,
 )
 
-# The ids the rules can raise; CONTRACTS §5 names the first block, the rest are gpuwise's own extensions.
+# The ids the rules can raise; docs/json.md names the first block, the rest are gpuwise's own extensions.
 FINDING_IDS = (
     "driver.missing",
     "driver.library_mismatch",

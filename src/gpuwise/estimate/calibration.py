@@ -1,4 +1,4 @@
-"""Measured efficiencies from a `gpuwise bench` result file (CONTRACTS §8), used by `--calibration`.
+"""Measured efficiencies from a bench result file, used by `--calibration`.
 
 `load_calibration` is the only function here that reads a file; `Calibration` is pure data that
 `estimate()` consults in place of the default efficiency for the GPU it was measured on.
@@ -55,12 +55,20 @@ def _canonical(name: str | None) -> str | None:
         return name
 
 
+# What a calibration file holds: the fraction of datasheet peak measured per task (GEMM per dtype, memory
+# bandwidth) on one GPU.
+_FORMAT_FIX = (
+    'give a JSON file such as {"machine": {"gpu": "H100"}, "results": [{"task": "gemm_bf16", '
+    '"fraction_of_peak": 0.7}, {"task": "memory_bandwidth", "fraction_of_peak": 0.85}]}'
+)
+
+
 def parse_calibration(data: Any, source: str) -> Calibration:
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise ConfigError(
             f"Calibration file {source} has no 'results' list",
-            why="--calibration expects the JSON that `gpuwise bench --json` writes (CONTRACTS §8)",
-            fix="run `gpuwise bench --out bench.json` on the GPU and pass --calibration bench.json",
+            why="--calibration expects a bench result: JSON with the measured efficiencies per dtype",
+            fix=_FORMAT_FIX,
         )
     gemm: dict[str, float] = {}
     bandwidth: float | None = None
@@ -79,7 +87,7 @@ def parse_calibration(data: Any, source: str) -> Calibration:
     if not gemm and bandwidth is None:
         raise ConfigError(
             f"Calibration file {source} has no usable gemm_* or memory_bandwidth result",
-            fix="run the standard bench suite (`gpuwise bench --suite standard`), which measures both",
+            fix=_FORMAT_FIX,
         )
     return Calibration(
         gpu=_canonical(_machine_gpu(data.get("machine"))),
@@ -93,7 +101,5 @@ def load_calibration(path: Path) -> Calibration:
     """Read a bench result JSON. Raises ConfigError (exit 2) when it is missing or not a bench result."""
     from gpuwise.safe_read import load_json  # bounded: size, nesting, no pipes or devices
 
-    data = load_json(
-        path, what="Calibration file", fix="pass the file `gpuwise bench --json --out FILE` wrote"
-    )
+    data = load_json(path, what="Calibration file", fix=_FORMAT_FIX)
     return parse_calibration(data, str(path))

@@ -1043,7 +1043,7 @@ def _impossible(
 
 
 def default_nodes(count: int) -> int:
-    """The fewest nodes of 8 GPUs that hold `count` GPUs (CONTRACTS §2)."""
+    """The fewest nodes of 8 GPUs that hold `count` GPUs (docs/json.md)."""
     return max(1, math.ceil(count / K.GPUS_PER_NODE))
 
 

@@ -1,4 +1,4 @@
-"""The result of one estimate (CONTRACTS §2). Pure data."""
+"""The result of one estimate (docs/json.md). Pure data."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ class Estimate:
         return self.throughput_total * self.hours / self.hours_low
 
     def to_json(self) -> dict[str, object]:
-        """The CONTRACTS §2 object (plus extras)."""
+        """The docs/json.md object (plus extras)."""
         m = self.memory
 
         def num(x: float) -> float | None:  # JSON has no infinity: an impossible time is null

@@ -4,7 +4,7 @@
     probe.py       Probe protocol, open_probe(replay=None, clock=…, loop=…), ReplayProbe
     nvml.py        NvmlProbe (nvidia-ml-py, imported lazily; no subprocess per sample)
     smi_probe.py   SmiProbe: `nvidia-smi -q -x` subprocess fallback
-    replay.py      load_recording(path) -> Recording, format detected from content (CONTRACTS §4)
+    replay.py      load_recording(path) -> Recording, format detected from content (docs/replay.md)
     smi_csv.py     --query-gpu CSV: parse_query_csv, read_query_csv, format_trace_time
     smi.py         -q -x XML, -q text, failure messages; smi_table.py the default table
     capture.py     multi-section capture files; kernel_log.py Xid lines

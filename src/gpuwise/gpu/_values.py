@@ -245,7 +245,7 @@ throttle_ids_from_mask = throttle.ids_from_mask
 
 # nvidia-smi's "2026/08/01 03:59:40.361"; also ISO 8601 as loggers write it ("2026-08-01T03:59:40.361589",
 # nanoseconds from `date --iso-8601=ns`, a trailing "Z" or "+02:00"). A zone is ignored, not applied: a
-# trace is replayed in its own wall clock (CONTRACTS.md §6).
+# trace is replayed in its own wall clock (docs/idle.md).
 _TRACE_TIME = re.compile(
     r"^\s*(\d{4})[/-](\d{2})[/-](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
     r"\s*(?:Z|[+-]\d{2}:?\d{2})?\s*$"

@@ -1,6 +1,6 @@
 """Xid events from kernel logs (`dmesg`, `dmesg -T`, `journalctl -k`): `NVRM: Xid (PCI:…): N, …` lines.
 
-An Xid is the driver's report of a GPU fault (code meanings: ../shared/data/xid-errors.csv, read by the
+An Xid is the driver's report of a GPU fault (code meanings: the bundled xid-errors.csv, read by the
 doctor). Pure: text in, events out; standard library only.
 """
 

@@ -1,4 +1,4 @@
-"""Load a recording of GPU output (CONTRACTS.md §4) and detect its format from the content.
+"""Load a recording of GPU output (docs/replay.md) and detect its format from the content.
 
 Formats: `nvidia-smi -q -x` XML, `nvidia-smi -q` text, the default table, a failure message, a kernel
 log with `NVRM: Xid` lines, a capture file (sections under `#` banners), a `--query-gpu` CSV time series,

@@ -1,4 +1,4 @@
-"""Parse the CSV that `nvidia-smi --query-gpu=… --format=csv[,nounits]` writes (CONTRACTS.md §4).
+"""Parse the CSV that `nvidia-smi --query-gpu=… --format=csv[,nounits]` writes (docs/replay.md).
 
 The header is printed by nvidia-smi with units in brackets (`utilization.gpu [%]`, `memory.used [MiB]`) and
 values carry units and leading spaces (` 90 %`, ` 10549 MiB`). Only `timestamp` and `utilization.gpu` are

@@ -159,7 +159,7 @@ class IdleDaemon:
                 break
             self.sleep(max(0.0, self.settings.interval_s - (self.clock() - started)))
 
-    # -- monitor history (CONTRACTS §9a: `idle run` writes it too)
+    # -- monitor history (docs/config.md: `idle run` writes it too)
     def _history(self, snapshot: Snapshot, now: float) -> None:
         if self.history is None:
             return

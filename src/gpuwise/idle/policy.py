@@ -31,8 +31,8 @@ The rules (each one errs towards *not* stopping):
   (default 0) is activity, not only above `threshold_pct` (5): a loader-starved job whose rare bursts read
   1–4 % is alive. An idle process holding memory (a hung job, a notebook with a model loaded) reads 0 %.
 * **Display noise.** A desktop's compositor makes bursts of up to 31 % util at 300–330 MiB (the landct
-  trace in ../shared/fixtures/traces). On a GPU that holds nothing (no compute process, memory at or below
-  `baseline_mem_mib` (512) and within `mem_change_mib` of its own floor), utilization up to
+  trace in tests/fixtures/recordings/traces). On a GPU that holds nothing (no compute process, memory at or
+  below `baseline_mem_mib` (512) and within `mem_change_mib` of its own floor), utilization up to
   `noise_floor_pct` (default 35) is not activity. Without this a desktop machine never stops. The price,
   decided and tested: a job under 512 MiB in all, at most 35 % util, that was already running when the
   recording began (so its memory is the GPU's floor) and that the process list does not show (a CSV

@@ -1,4 +1,4 @@
-"""The Prometheus exporter (CONTRACTS §7): a custom collector, its WSGI app and its server.
+"""The Prometheus exporter (docs/metrics.md): a custom collector, its WSGI app and its server.
 
 `GpuCollector.collect()` reads the probe afresh on every scrape and yields new metric families, so a
 process that ended or a GPU that vanished leaves no stale series. GPU metrics use NVIDIA

@@ -1,5 +1,5 @@
 """`monitor --record FILE`: samples as the CSV `nvidia-smi --query-gpu=… --format=csv -l 1` writes
-(CONTRACTS §4), so a recording replays with `--replay FILE` and reads like nvidia-smi's own output.
+(docs/replay.md), so a recording replays with `--replay FILE` and reads like nvidia-smi's own output.
 
 Headers are nvidia-smi's exact names with units (`utilization.gpu [%]`, `memory.used [MiB]`), values
 carry units (`97 %`, `40960 MiB`), and a reading without a value is `[N/A]` (nvidia-smi's own word for

@@ -70,7 +70,7 @@ COST_PARTS = ("compute", "startup", "storage", "egress", "interruption_overhead"
 
 @dataclass(frozen=True)
 class Constraints:
-    """The workload's `[constraints]` (CONTRACTS §1); None does not constrain."""
+    """The workload's `[constraints]` (docs/workload.md); None does not constrain."""
 
     deadline_hours: float | None = None
     budget_usd: float | None = None
@@ -124,7 +124,7 @@ class Settings:
 
 @dataclass(frozen=True)
 class Option:
-    """One costed configuration: an offer × node count × pricing model. Field names follow CONTRACTS §3."""
+    """One costed configuration: an offer × node count × pricing model. Field names follow docs/json.md."""
 
     provider: str
     instance_type: str

@@ -1,9 +1,9 @@
-"""A plan as plain JSON-able data (CONTRACTS §3), shared by `plan --json` and the HTML report.
+"""A plan as plain JSON-able data (docs/json.md), shared by `plan --json` and the HTML report.
 
 Region grouping: the same offer (provider, instance type, GPUs, nodes, pricing) at the same price, hours,
 total and price date is often listed in many regions. `group_options` folds such options into one
 `OptionGroup`, so a top N shows N distinct choices. In `--json`, `options` holds one option per group —
-the best-ranked region's, every CONTRACTS §3 key unchanged (its `region` is that region) — plus the
+the best-ranked region's, every docs/json.md key unchanged (its `region` is that region) — plus the
 extension `regions`: every region of the group, that one first. `--top N` cuts groups, so `options` never
 has more than N entries, and `qualifying` still counts every (per-region) option.
 The Pareto flag is the same for all members of a group (identical cost and hours).

@@ -1,4 +1,4 @@
-"""Workload files (CONTRACTS §1): the schema, presets and validation.
+"""Workload files (docs/workload.md): the schema, presets and validation.
 
 Importing this package imports pydantic: the CLI imports it inside its command functions.
 """

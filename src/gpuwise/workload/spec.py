@@ -1,4 +1,4 @@
-"""The workload file (CONTRACTS §1): pydantic models, TOML loading and messages for bad input.
+"""The workload file (docs/workload.md): pydantic models, TOML loading and messages for bad input.
 
 A workload describes the work, not the hardware. `load_workload(path)` reads a TOML file;
 `parse_workload(data, source)` validates an already-parsed dict. Both return a `Workload` whose
@@ -6,7 +6,7 @@ model section is resolved (preset merged with the user's overrides, defaults fil
 estimator never looks anything up again. Every problem becomes one `ConfigError` naming the file,
 the key path (`train.micro_batch`), what was expected and, for a misspelt key, the closest key.
 
-Optional keys beyond CONTRACTS §1 (defaults keep the contract's meaning): `[model]` `head_dim`,
+Optional keys beyond docs/workload.md (defaults keep the contract's meaning): `[model]` `head_dim`,
 `gated_mlp`, `tied_embeddings`; `[train]` `attention = "flash" | "eager"`, `lora_targets = "all" |
 "attention"` (which linear layers carry adapters), `pipeline_schedule = "interleaved" | "1f1b"`, and the
 keys that describe a real user's job: `framework` (the training stack: "hf", "axolotl", "llama-factory",
@@ -515,7 +515,7 @@ def _unknown(source: str, path: str, allowed: list[str], section: str = "") -> N
     raise ConfigError(
         message,
         why=f"keys allowed in {where}: " + ", ".join(allowed),
-        fix="correct or remove the key (CONTRACTS §1 lists every key)",
+        fix="correct or remove the key (`gpuwise schema workload` lists every key)",
     )
 
 
@@ -593,7 +593,7 @@ def parse_workload(data: dict[str, Any], source: str) -> Workload:
         more = f"; and {len(exc.errors()) - 5} more" if len(exc.errors()) > 5 else ""
         raise ConfigError(
             f"Workload file {source}: " + "; ".join(problems) + more,
-            fix="correct the value (CONTRACTS §1 lists every key, its type and its default)",
+            fix="correct the value (`gpuwise schema workload` lists every key, its type and its default)",
         ) from exc
 
 
