@@ -745,8 +745,8 @@ def _st_hang(path: Path, text: bool) -> int:
 def _st_stuck(path: Path, text: bool) -> int:
     import signal
 
-    # what a hang inside C code looks like from Python: the alarm is never handled
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])
+    # what a hang inside C code looks like from Python: neither time bound is ever handled
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM, signal.SIGPROF])
     while True:
         pass
 
