@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -202,26 +203,28 @@ def run_cli(
     and no traceback."""
     runs: list[CliRun] = []
     pending = list(commands)
-    active: list[tuple[str, subprocess.Popen[bytes], float]] = []
+    active: list[tuple[str, subprocess.Popen[bytes], float, Any]] = []
     while pending or active:
         while pending and len(active) < jobs:
             command = pending.pop(0)
+            # stderr to a file, not a pipe: a long traceback would fill an undrained pipe and block
+            err_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed once the process has ended
             proc = subprocess.Popen(
                 ["bash", "-c", command],
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
+                stderr=err_file,
                 stdin=subprocess.DEVNULL,
                 env=env,
                 preexec_fn=_limits(mem_mib, cpu_limit_s),  # noqa: PLW1509 - no threads in this process's children
                 start_new_session=True,
             )
-            active.append((command, proc, time.monotonic()))
+            active.append((command, proc, time.monotonic(), err_file))
         still = []
-        for command, proc, t0 in active:
+        for command, proc, t0, err_file in active:
             elapsed = time.monotonic() - t0
             waiting = elapsed > cpu_limit_s and _cpu_s(proc.pid) < 0.05 * elapsed
             if proc.poll() is None and elapsed < wall_limit_s and not waiting:
-                still.append((command, proc, t0))
+                still.append((command, proc, t0, err_file))
                 continue
             problem = ""
             if proc.poll() is None:
@@ -232,9 +235,9 @@ def run_cli(
                     if waiting
                     else f"still running after {wall_limit_s:.0f} s"
                 )
-            assert proc.stderr is not None
-            err = proc.stderr.read().decode("utf-8", "replace")
-            proc.stderr.close()
+            err_file.seek(0)
+            err = err_file.read().decode("utf-8", "replace")
+            err_file.close()
             code = proc.returncode
             if not problem and code in (
                 -signal.SIGXCPU,
