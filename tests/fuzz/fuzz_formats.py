@@ -452,7 +452,11 @@ def _replay_core(path: Path) -> None:
     from gpuwise.gpu.replay import load_recording
     from gpuwise.monitor.alerts import AlertEngine, AlertsConfig
     from gpuwise.monitor.hints import HintThresholds
-    from gpuwise.monitor.jsonview import snapshot_to_json
+
+    try:
+        from gpuwise.gpu.jsonview import snapshot_to_json
+    except ImportError:  # before it moved from the monitor room to gpu/ (one JSON view for every command)
+        from gpuwise.monitor.jsonview import snapshot_to_json  # type: ignore[no-redef]
     from gpuwise.monitor.sampler import Sampler
 
     check_input_file(path, "Recording", fix="-")
@@ -745,8 +749,8 @@ def _st_hang(path: Path, text: bool) -> int:
 def _st_stuck(path: Path, text: bool) -> int:
     import signal
 
-    # what a hang inside C code looks like from Python: the alarm is never handled
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])
+    # what a hang inside C code looks like from Python: neither time bound is ever handled
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM, signal.SIGPROF])
     while True:
         pass
 

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,6 +161,18 @@ def _limits(mem_mib: int, cpu_s: int) -> Any:
     return apply
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds used so far by a process and its children (bash, then gpuwise)."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+        return sum(sum(p.cpu_times()[:2]) for p in procs)
+    except psutil.Error:
+        return float("inf")  # gone: not waiting
+
+
 def cli_sample_commands(fmt_name: str, sample_dir: Path) -> list[str]:
     from fuzz_formats import FORMATS
 
@@ -182,41 +195,49 @@ def run_cli(
     env: dict[str, str],
     mem_mib: int = MEM_MIB,
     cpu_limit_s: int = int(TIMEOUT_S),
-    wall_limit_s: float = 60.0,
+    wall_limit_s: float = 600.0,
 ) -> list[CliRun]:
     """Run each shell command (one gpuwise call) with RLIMIT_AS and a CPU-time limit of 10 s — CPU, not
-    wall time, so a loaded 2-core machine is not mistaken for a hang; a blocked process (a FIFO open)
-    is caught by the wall limit. The promise: exit 0, 1 or 2 and no traceback."""
+    wall time, so a loaded 2-core machine is not mistaken for a hang; a process that waits instead (a
+    FIFO open) is ended once it has used under 5 % of a CPU for over 10 s. The promise: exit 0, 1 or 2
+    and no traceback."""
     runs: list[CliRun] = []
     pending = list(commands)
-    active: list[tuple[str, subprocess.Popen[bytes], float]] = []
+    active: list[tuple[str, subprocess.Popen[bytes], float, Any]] = []
     while pending or active:
         while pending and len(active) < jobs:
             command = pending.pop(0)
+            # stderr to a file, not a pipe: a long traceback would fill an undrained pipe and block
+            err_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed once the process has ended
             proc = subprocess.Popen(
                 ["bash", "-c", command],
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
+                stderr=err_file,
                 stdin=subprocess.DEVNULL,
                 env=env,
                 preexec_fn=_limits(mem_mib, cpu_limit_s),  # noqa: PLW1509 - no threads in this process's children
                 start_new_session=True,
             )
-            active.append((command, proc, time.monotonic()))
+            active.append((command, proc, time.monotonic(), err_file))
         still = []
-        for command, proc, t0 in active:
+        for command, proc, t0, err_file in active:
             elapsed = time.monotonic() - t0
-            if proc.poll() is None and elapsed < wall_limit_s:
-                still.append((command, proc, t0))
+            waiting = elapsed > cpu_limit_s and _cpu_s(proc.pid) < 0.05 * elapsed
+            if proc.poll() is None and elapsed < wall_limit_s and not waiting:
+                still.append((command, proc, t0, err_file))
                 continue
             problem = ""
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-                problem = f"still running after {wall_limit_s:.0f} s"
-            assert proc.stderr is not None
-            err = proc.stderr.read().decode("utf-8", "replace")
-            proc.stderr.close()
+                problem = (
+                    f"waiting (not computing) for {elapsed:.0f} s"
+                    if waiting
+                    else f"still running after {wall_limit_s:.0f} s"
+                )
+            err_file.seek(0)
+            err = err_file.read().decode("utf-8", "replace")
+            err_file.close()
             code = proc.returncode
             if not problem and code in (
                 -signal.SIGXCPU,

@@ -10,11 +10,12 @@ generator and target still run.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from fuzz_formats import FORMATS
-from fuzz_harness import describe, describe_crashes, run_batch
+from fuzz_harness import describe, describe_crashes, run_batch, run_cli
 
 from conftest import Batches, report_line
 
@@ -120,3 +121,15 @@ def test_every_format_generates_and_runs(tmp_path: Path) -> None:
         assert summary["inputs"] >= 6, summary
         harness = [c for c in summary["crashes"] if not c["in_product"]]
         assert not harness, f"{fmt}: the harness itself broke:\n{describe_crashes(summary)}"
+
+
+def test_cli_sample_flags_bad_exits_tracebacks_and_waits(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    commands = ["true", "exit 3", "python3 -c 'raise SystemExit(\"Traceback (most recent call last)\")'"]
+    runs = run_cli([*commands, f"cat {fifo}"], jobs=2, env=dict(os.environ), cpu_limit_s=1)
+    problems = {r.command: r.problem for r in runs}
+    assert problems["true"] == ""
+    assert problems["exit 3"].startswith("exit 3")
+    assert problems[commands[2]].startswith("a traceback")
+    assert problems[f"cat {fifo}"].startswith("waiting")
