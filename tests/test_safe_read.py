@@ -131,3 +131,12 @@ def test_the_slowest_toml_shapes_at_the_size_cap_parse_in_bounded_time(shape: ob
     with contextlib.suppress(ConfigError):  # refused is as good as parsed: what matters is the time
         safe_read.parse_toml(text, "test", fix="-")
     assert time.monotonic() - started < 10
+
+
+def test_an_integer_longer_than_pythons_limit_is_bad_input() -> None:
+    """tomllib raises a plain ValueError for an integer of more than 4,300 digits (found by the fuzz suite)."""
+    from gpuwise.errors import ConfigError
+    from gpuwise.safe_read import parse_toml
+
+    with pytest.raises(ConfigError, match="cannot read"):
+        parse_toml('name = "x"\nbig = ' + "9" * 5000 + "\n", "Workload file b.toml", fix="shorten it")

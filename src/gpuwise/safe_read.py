@@ -144,6 +144,8 @@ def parse_toml(text: str, source: str, *, fix: str, max_depth: int = MAX_DEPTH) 
         raise ConfigError(f"{source} is not valid TOML: {exc}", fix=fix) from exc
     except (RecursionError, MemoryError) as exc:
         raise _too_deep(source, max_depth, fix) from exc
+    except ValueError as exc:  # an integer of more than 4,300 digits (int()'s limit) is not a TOMLDecodeError
+        raise ConfigError(f"{source} holds a value Python cannot read: {exc}", fix=fix) from exc
     _check_depth(data, source, fix=fix, max_depth=max_depth)
     return data
 

@@ -456,7 +456,7 @@ def _replay_core(path: Path) -> None:
     try:
         from gpuwise.gpu.jsonview import snapshot_to_json
     except ImportError:  # before it moved from the monitor room to gpu/ (one JSON view for every command)
-        from gpuwise.monitor.jsonview import snapshot_to_json  # type: ignore[no-redef]
+        from gpuwise.gpu.jsonview import snapshot_to_json  # type: ignore[no-redef]
     from gpuwise.monitor.sampler import Sampler
 
     check_input_file(path, "Recording", fix="-")
