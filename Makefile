@@ -1,8 +1,10 @@
-# Set-up promises (CONTRACTS §9): each target works on a fresh clone as the only command.
+# Set-up promises: each target works on a fresh clone as the only command.
+# EXTRAS: the optional dependency groups installed (CI adds hf-test: torch and transformers, ~1 GB).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+EXTRAS ?= dev
 
 .PHONY: install demo test fuzz check lint typecheck bench clean
 
@@ -12,7 +14,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpuwise needs Python 3.11 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	@touch $(STAMP)
 
 demo: install

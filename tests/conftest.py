@@ -61,6 +61,19 @@ def need_program() -> Callable[[str], str]:
     return find
 
 
+@pytest.fixture(scope="session")
+def need_module() -> Callable[[str], None]:
+    """need_module("torch"): import it, or skip (fail under GPUWISE_REQUIRE_ALL=1)."""
+
+    def find(name: str) -> None:
+        import importlib.util
+
+        if importlib.util.find_spec(name) is None:
+            _unavailable(f"the Python package {name!r} is not installed (`make install EXTRAS=dev,hf-test`)")
+
+    return find
+
+
 @pytest.fixture(autouse=True)
 def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep tests away from the developer's real config, catalogs and history."""

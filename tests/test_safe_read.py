@@ -134,7 +134,7 @@ def test_the_slowest_toml_shapes_at_the_size_cap_parse_in_bounded_time(shape: ob
 
 
 def test_an_integer_longer_than_pythons_limit_is_bad_input() -> None:
-    """tomllib raises a plain ValueError for an integer of more than 4,300 digits (found by the fuzz suite)."""
+    """tomllib raises a plain ValueError for an integer of over 4,300 digits (found by the fuzz suite)."""
     from gpuwise.errors import ConfigError
     from gpuwise.safe_read import parse_toml
 
