@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpuwise.monitor.sampler import Sampler
+from gpuwise.monitor.sampler import Sampler, ticks
 
 log = logging.getLogger("gpuwise.monitor.exporter")
 
@@ -88,10 +88,9 @@ def run_watched(
     root = logging.getLogger("gpuwise")
     root.addHandler(errors)
     done = 0
-    next_at = clock()
     reported: set[str] = set()
     try:
-        while not stop.is_set() and (max_ticks is None or done < max_ticks):
+        for _ in ticks(interval_s=interval_s, stop=stop, max_ticks=max_ticks, clock=clock):
             before = errors.count
             try:
                 sampler.tick()
@@ -106,14 +105,6 @@ def run_watched(
             else:
                 health.record(errors.count == before)
             done += 1
-            next_at += interval_s
-            delay = next_at - clock()
-            if delay < 0:  # fell behind (a slow probe): skip ahead instead of bursting
-                next_at = clock()
-                delay = 0
-            if max_ticks is not None and done >= max_ticks:
-                break
-            stop.wait(delay)
     finally:
         root.removeHandler(errors)
     return done

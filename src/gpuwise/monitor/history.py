@@ -18,6 +18,7 @@ from typing import Any
 
 from gpuwise.errors import StorageError
 from gpuwise.gpu.sample import Snapshot, value_or_none
+from gpuwise.sqlitedb import open_db
 
 DEFAULT_RETENTION_S = 7 * 86400
 _PRUNE_EVERY_S = 3600.0
@@ -80,18 +81,13 @@ class HistoryStore:
         self.path = path
         self.retention_s = retention_s
         self._last_prune = float("-inf")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(path), timeout=5.0, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-        except (sqlite3.Error, OSError) as exc:
-            raise StorageError(
-                f"Cannot open the history database {path}: {exc}",
-                why="the directory is not writable, or the file is not an SQLite database",
-                fix="set GPUWISE_DATA_DIR to a writable directory, or run with --no-history",
-            ) from exc
+        self._db = open_db(
+            path,
+            _SCHEMA,
+            what="history",
+            fix="set GPUWISE_DATA_DIR to a writable directory, or run with --no-history",
+            synchronous_normal=True,
+        )
 
     def close(self) -> None:
         self._db.close()

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from gpuwise.errors import GpuwiseError
@@ -136,6 +136,30 @@ class Sampler:
             log.error("%s", exc.render())
 
 
+def ticks(
+    *,
+    interval_s: float,
+    stop: threading.Event,
+    max_ticks: int | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[int]:
+    """Yield the tick number every `interval_s` until `stop` is set (or `max_ticks` ticks). A loop that falls
+    behind (a slow probe) skips ahead instead of bursting to catch up."""
+    done = 0
+    next_at = clock()
+    while not stop.is_set() and (max_ticks is None or done < max_ticks):
+        yield done
+        done += 1
+        next_at += interval_s
+        delay = next_at - clock()
+        if delay < 0:
+            next_at = clock()
+            delay = 0
+        if max_ticks is not None and done >= max_ticks:
+            break
+        stop.wait(delay)
+
+
 def run_loop(
     sampler: Sampler,
     *,
@@ -146,10 +170,8 @@ def run_loop(
     clock: Callable[[], float] = time.monotonic,
 ) -> int:
     """Tick every `interval_s` until `stop` is set (or `max_ticks` ticks); returns the ticks done."""
-    stop = stop or threading.Event()
     done = 0
-    next_at = clock()
-    while not stop.is_set() and (max_ticks is None or done < max_ticks):
+    for _ in ticks(interval_s=interval_s, stop=stop or threading.Event(), max_ticks=max_ticks, clock=clock):
         try:
             tick = sampler.tick()
         except GpuwiseError as exc:
@@ -158,12 +180,4 @@ def run_loop(
             if on_tick is not None:
                 on_tick(tick)
         done += 1
-        next_at += interval_s
-        delay = next_at - clock()
-        if delay < 0:  # fell behind (a slow probe): skip ahead instead of bursting
-            next_at = clock()
-            delay = 0
-        if max_ticks is not None and done >= max_ticks:
-            break
-        stop.wait(delay)
     return done

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwise.errors import StorageError
+from gpuwise.sqlitedb import open_db
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS run_ledger (
@@ -208,17 +209,12 @@ def budget_state(entries: Iterable[LedgerEntry], project: str, budget_usd: float
 class LedgerStore:
     def __init__(self, path: Path) -> None:
         self.path = path
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(path), timeout=5.0, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(_SCHEMA)
-        except (sqlite3.Error, OSError) as exc:
-            raise StorageError(
-                f"Cannot open the ledger database {path}: {exc}",
-                why="the directory is not writable, the disk is full, or the file is not an SQLite database",
-                fix="set GPUWISE_DATA_DIR to a writable directory, or run with --no-ledger",
-            ) from exc
+        self._db = open_db(
+            path,
+            _SCHEMA,
+            what="ledger",
+            fix="set GPUWISE_DATA_DIR to a writable directory, or run with --no-ledger",
+        )
 
     def close(self) -> None:
         self._db.close()
