@@ -89,6 +89,9 @@ HOSTILE: dict[str, Any] = {
     "activity after the last observation": json.dumps(
         _policy(last_activity_s=NOW - 86_400 + 60, last_ts=NOW - 86_400, last_held_s=NOW)
     ),
+    # found by the fuzz suite: nesting that parses but breaks every printer, and an int beyond a float
+    "decision nested 600 deep": '{"version": 1, "decision": {"x": ' + "[" * 600 + "]" * 600 + "}}",
+    "integer beyond a float": '{"version": 1, "updated_at": 1' + "0" * 400 + "}",
     "huge": '{"version": 1, "stops": [' + ", ".join(['{"at": 1}'] * 600_000) + "]}",
 }
 

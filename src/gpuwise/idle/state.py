@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuwise import files
-from gpuwise.errors import StorageError
+from gpuwise.errors import ConfigError, StorageError
+from gpuwise.safe_read import parse_json
 
 STATE_VERSION = 1
 
@@ -65,8 +66,9 @@ def load_state(path: Path) -> dict[str, Any] | None:
     if raw is None:
         return None
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (ValueError, RecursionError):  # RecursionError: `[[[[…` thousands deep
+        # bounded nesting: a `decision` 500 levels deep parsed fine but broke every later printer of it
+        data = parse_json(raw.decode("utf-8"), f"idle state {path}", fix="it is rebuilt by itself")
+    except (ValueError, ConfigError):
         return None
     if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
         return None
@@ -76,7 +78,10 @@ def load_state(path: Path) -> dict[str, Any] | None:
 def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    out = float(value)
+    try:
+        out = float(value)
+    except OverflowError:  # an integer beyond a float's range is damage, not a time
+        return None
     return out if math.isfinite(out) else None
 
 
