@@ -471,12 +471,95 @@ def import_(
     _report_install(result, json_out, "Imported")
 
 
+class UpdateProgress:
+    """What `catalog update` is doing, on stderr: a rich progress bar (files done, and a bar per file
+    while it downloads) when stderr is a terminal, else one plain line per file, retry and fallback.
+    Called from the download threads, so every print is under one lock."""
+
+    def __init__(self, console: Any) -> None:
+        import threading
+
+        self.console = console
+        self.live = bool(console.is_terminal)
+        self.lock = threading.Lock()
+        self.tasks: dict[str, Any] = {}  # request URL -> rich task (the URL itself is never shown)
+        self.labels: dict[str, str] = {}
+        self.files = 0
+        self.bytes = 0
+        self.progress: Any = None
+        self.overall: Any = None
+
+    def __enter__(self) -> UpdateProgress:
+        if self.live:
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(
+                TextColumn("{task.description}", markup=False),
+                BarColumn(),
+                DownloadColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self.progress.start()
+            self.overall = self.progress.add_task("catalog files", total=None)
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+        if exc_type is None:
+            self.say(f"catalog update: {self.files} file(s), {self.bytes:,} bytes")
+
+    def say(self, line: str) -> None:
+        with self.lock:
+            self.console.print(line, markup=False, highlight=False)
+
+    def __call__(self, event: Any) -> None:  # a gpuwise.catalog.download.UpdateEvent
+        kind = event.kind
+        if kind == "start":
+            self.labels[event.url] = event.label
+            if self.progress is not None:
+                self.tasks[event.url] = self.progress.add_task(event.label, total=None)
+        elif kind == "progress" and self.progress is not None and event.url in self.tasks:
+            self.progress.update(self.tasks[event.url], completed=event.done, total=event.total)
+        elif kind == "plan":
+            self.say(f"catalog update: schema {event.detail}, {event.done} clouds")
+        elif kind == "retry":
+            self.say(f"catalog update: {self.labels.get(event.url, event.label)}: {event.detail}")
+        elif kind == "fallback":
+            self.say(f"catalog update: {event.label}: trying the fallback {event.detail}")
+        elif kind in ("done", "missing"):
+            self._finish(event)
+
+    def _finish(self, event: Any) -> None:
+        task = self.tasks.pop(event.url, None)
+        if task is not None:
+            self.progress.remove_task(task)
+        if event.kind == "done":
+            with self.lock:
+                self.files += 1
+                self.bytes += event.done
+            if self.progress is not None:
+                self.progress.update(self.overall, completed=self.files)
+            else:
+                self.say(f"catalog update: {event.label}: {event.done:,} bytes")
+
+
 @app.command("update")
 def update(  # noqa: PLR0917 - typer passes options positionally
     base_url: Annotated[
         str | None,
         typer.Option(
             "--base-url", help="Where catalogs/vN/<cloud>/vms.csv are served (default: skypilot-catalog)."
+        ),
+    ] = None,
+    fallback_url: Annotated[
+        str | None,
+        typer.Option(
+            "--fallback-url",
+            help="Mirror asked for a file the base URL fails (default: SkyPilot's S3 mirror, unless "
+            "--base-url is given).",
         ),
     ] = None,
     schema_version: Annotated[
@@ -495,23 +578,37 @@ def update(  # noqa: PLR0917 - typer passes options positionally
 ) -> None:
     """Download the current SkyPilot catalog (newest schema version) and install it as the user catalog.
 
+    Files are fetched a few at a time, each once; a busy (HTTP 429) or failing server is retried with
+    backoff, and a file the base URL fails is asked of the fallback mirror. Progress goes to stderr.
     Bounded: each file at most 64 MiB and all at most 256 MiB together, each download within --timeout-s
     and the whole update within --total-timeout-s; past any bound it stops and changes nothing.
     """
     from gpuwise import paths
-    from gpuwise.catalog.store import DEFAULT_BASE_URL, download_catalog, install_user_catalog, urllib_fetch
-    from gpuwise.cli.output import check_at_least
+    from gpuwise.catalog.store import (
+        DEFAULT_BASE_URL,
+        DEFAULT_FALLBACK_URL,
+        download_catalog,
+        install_user_catalog,
+        urllib_fetch,
+    )
+    from gpuwise.cli.output import check_at_least, err_console
 
     check_at_least(schema_version, 1, "--schema-version", example="--schema-version 7")
     check_at_least(timeout_s, 0.1, "--timeout-s", example="--timeout-s 30")
     check_at_least(total_timeout_s, 1, "--total-timeout-s", example="--total-timeout-s 600")
     _check_target_dir(catalog_dir)
     today = _today()
-    version, inputs = download_catalog(
-        base_url or DEFAULT_BASE_URL,
-        urllib_fetch(timeout_s, total_timeout_s=total_timeout_s),
-        today=today,
-        schema_version=schema_version,
-    )
+    # A mirror of one's own gets no silent fallback to upstream (SkyPilot decides the same for its
+    # self-hosted catalog URL): a failing mirror should be seen, not papered over.
+    fallback = fallback_url or (None if base_url else DEFAULT_FALLBACK_URL)
+    with UpdateProgress(err_console) as progress:
+        version, inputs = download_catalog(
+            base_url or DEFAULT_BASE_URL,
+            urllib_fetch(timeout_s, total_timeout_s=total_timeout_s, on_event=progress),
+            today=today,
+            schema_version=schema_version,
+            fallback_url=fallback,
+            on_event=progress,
+        )
     result = install_user_catalog(catalog_dir or paths.user_catalog_dir(), inputs, today=today)
     _report_install(result, json_out, f"Downloaded schema v{version}")
