@@ -236,3 +236,67 @@ def test_progress_bar_on_a_terminal_and_lines_otherwise() -> None:
         "catalog update: v9/aws/vms.csv: 1,000 bytes",
         "catalog update: 1 file(s), 1,000 bytes",
     ]
+
+
+# ---------------------------------------------------------------- import ~/.sky/catalogs
+
+
+def _sky_catalogs(root: Path) -> Path:
+    """SkyPilot's local catalog folder: vN/<cloud>/vms.csv plus vN/.meta/<cloud>/vms.csv.md5."""
+    import shutil
+
+    sky = root / ".sky" / "catalogs"
+    for version in ("v8", "v9"):
+        shutil.copytree(FIXTURES / version, sky / version)
+    (sky / "v9" / ".meta" / "aws").mkdir(parents=True)
+    (sky / "v9" / ".meta" / "aws" / "vms.csv.md5").write_text("0" * 32)
+    return sky
+
+
+def _noon(day: date) -> float:
+    from datetime import datetime
+
+    return datetime(day.year, day.month, day.day, 12).timestamp()
+
+
+def test_import_sky_catalogs_dates_each_file_by_its_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from gpuwise.cli import catalog as cli_catalog
+
+    monkeypatch.setattr(cli_catalog, "_today", lambda: TODAY)
+    sky = _sky_catalogs(tmp_path)
+    os.utime(sky / "v9" / "aws" / "vms.csv", (_noon(date(2026, 11, 2)),) * 2)
+    os.utime(sky / "v9" / "lambda" / "vms.csv", (_noon(date(2026, 10, 20)),) * 2)
+    os.utime(sky / "v9" / "gcp" / "vms.csv", (_noon(date(2027, 1, 1)),) * 2)  # a clock ahead: today at most
+    target = tmp_path / "catalog"
+    assert main(["catalog", "import", str(sky), "--catalog-dir", str(target), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted(doc["providers"]) == ["aws", "gcp", "lambda"]  # the newest vN only
+    assert doc["collected_from_file_times"] == {
+        "aws": "2026-11-02",
+        "gcp": "2026-11-30",
+        "lambda": "2026-10-20",
+    }
+    manifest = json.loads((target / "manifest.json").read_text())["providers"]
+    assert manifest["lambda"]["price_as_of"] == "2026-10-20" and manifest["lambda"]["date_exact"] is False
+    assert "modification time" in manifest["lambda"]["origin"]
+    assert main(["catalog", "offers", "--provider", "lambda", "--json", "--catalog-dir", str(target)]) == 0
+    offers = json.loads(capsys.readouterr().out)["offers"]
+    assert offers and {o["price_as_of"] for o in offers} == {"2026-10-20"}
+    # a vN folder of it (SkyPilot keeps .meta there) is dated the same way
+    assert main(["catalog", "import", str(sky / "v9"), "--catalog-dir", str(target), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["collected_from_file_times"]["aws"] == "2026-11-02"
+
+
+def test_a_checkout_keeps_the_import_date(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A clone's file times say when it was cloned, not when the prices were collected."""
+    from gpuwise.catalog.store import uses_file_dates
+
+    assert not uses_file_dates(FIXTURES.parent)
+    assert uses_file_dates(_sky_catalogs(tmp_path))
+    target = tmp_path / "catalog"
+    assert main(["catalog", "import", str(FIXTURES.parent), "--catalog-dir", str(target), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["collected_from_file_times"] == {}

@@ -66,6 +66,7 @@ __all__ = [  # the download names are re-exported: callers and tests import them
     "install_user_catalog",
     "read_import_files",
     "urllib_fetch",
+    "uses_file_dates",
 ]
 
 # GCP host-VM families kept from a full gcp vms.csv (the rest are CPU-only machines).
@@ -99,6 +100,7 @@ class InstallResult:
     rows_kept: dict[str, int]
     collected: date
     rows_dropped: dict[str, dict[str, int]] = field(default_factory=dict)  # provider -> reason -> rows
+    file_dates: dict[str, date] = field(default_factory=dict)  # provider -> collection date from file time
 
 
 # ---------------------------------------------------------------- finding files to import
@@ -182,6 +184,8 @@ def _find_import_files(path: Path, provider: str | None) -> list[tuple[str, Path
                 f"{path / 'catalogs'} holds no vN/<cloud>/vms.csv files", fix="check the checkout"
             )
         base = newest
+    elif (newest := _newest_version_dir(path)) is not None:
+        base = newest  # a folder of vN/ folders: SkyPilot's own ~/.sky/catalogs, or a checkout's catalogs/
     elif re.fullmatch(r"v\d+", path.name) is None and not any(path.glob("*/vms.csv")):
         csvs = sorted(path.glob("*.csv"))
         if not csvs:
@@ -198,15 +202,37 @@ def _find_import_files(path: Path, provider: str | None) -> list[tuple[str, Path
     return found
 
 
+def uses_file_dates(path: Path) -> bool:
+    """Whether ``catalog import PATH`` dates each file by its modification time: PATH is SkyPilot's local
+    catalog folder (``~/.sky/catalogs``: ``vN/<cloud>/vms.csv``, written whole each time SkyPilot pulls a
+    file, so its time is when the prices were fetched), or one of its ``vN`` folders (SkyPilot keeps
+    ``vN/.meta`` there). A checkout's file times are only when it was cloned: those get the import date."""
+    if not path.is_dir() or (path / "catalogs").is_dir():
+        return False
+    return _newest_version_dir(path) is not None or (path / ".meta").is_dir()
+
+
+def _file_date(file: Path, today: date) -> date:
+    """The local date of the file's modification time, never after ``today``."""
+    from datetime import datetime
+
+    try:
+        return min(today, datetime.fromtimestamp(file.stat().st_mtime).date())
+    except (OSError, OverflowError, ValueError):
+        return today
+
+
 def read_import_files(
     pairs: list[tuple[str, Path]],
     *,
     today: date,
     max_file_bytes: int = MAX_FILE_BYTES,
     max_total_bytes: int = MAX_TOTAL_BYTES,
+    file_dates: bool = False,
 ) -> list[CatalogInput]:
     """Each file's text, read whole but bounded: a file over ``max_file_bytes`` or files over
-    ``max_total_bytes`` together are bad input (exit 2), and a FIFO or device is refused unread."""
+    ``max_total_bytes`` together are bad input (exit 2), and a FIFO or device is refused unread. With
+    ``file_dates`` each file's collection date is its modification time (see :func:`uses_file_dates`)."""
     from gpuwise.files import read_regular
 
     inputs = []
@@ -225,12 +251,13 @@ def read_import_files(
                 why="import reads every file whole before installing any; nothing was changed",
                 fix="import fewer providers at a time (name a single <cloud>/vms.csv or folder)",
             )
+        collected = _file_date(file, today) if file_dates else None
+        origin = f"imported from {file} on {today.isoformat()}; the file carries no price date"
+        if collected is not None:
+            origin += f"; collected {collected.isoformat()} (the file's modification time)"
         inputs.append(
             CatalogInput(
-                provider=provider,
-                origin=f"imported from {file} on {today.isoformat()}; the file carries no price date",
-                display_name=str(file),
-                text=text,
+                provider=provider, origin=origin, display_name=str(file), text=text, collected=collected
             )
         )
     return inputs
@@ -397,6 +424,7 @@ def install_user_catalog(catalog_dir: Path, inputs: list[CatalogInput], *, today
         rows_kept={p: kept for p, (_, _, kept) in reduced.items()},
         collected=today,
         rows_dropped=dropped,
+        file_dates={p: item.collected for p, (item, _, _) in reduced.items() if item.collected is not None},
     )
 
 
@@ -428,7 +456,7 @@ def _entries(
     return {
         provider: {
             "file": names[provider],
-            "price_as_of": today.isoformat(),
+            "price_as_of": (item.collected or today).isoformat(),
             "date_exact": False,
             "origin": item.origin,
             "gpu_rows": kept,

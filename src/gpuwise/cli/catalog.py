@@ -417,6 +417,7 @@ def _report_install(result: Any, json_out: bool, what: str) -> None:
         "gpu_rows_imported": result.rows_kept,
         "gpu_rows_dropped": result.rows_dropped,
         "collected": result.collected.isoformat(),
+        "collected_from_file_times": {p: d.isoformat() for p, d in result.file_dates.items()},
     }
     if json_out:
         print_json(doc)
@@ -433,6 +434,14 @@ def _report_install(result: Any, json_out: bool, what: str) -> None:
     console.print(f"User catalog now at {result.catalog_dir} ({offers} offers).", markup=False)
     if result.previous_dir:
         console.print(f"The previous catalog is kept at {result.previous_dir}.", markup=False)
+    if result.file_dates:
+        dates = sorted(set(result.file_dates.values()))
+        span = dates[0].isoformat() + ("" if len(dates) == 1 else f" … {dates[-1].isoformat()}")
+        console.print(
+            "These files carry no price date: their prices show as 'date unknown (collected …)' with each "
+            f"file's modification time ({span}) as when they were fetched. The bundled catalog is unchanged."
+        )
+        return
     console.print(
         "These files carry no price date: their prices show as 'date unknown (collected "
         f"{result.collected.isoformat()})'. The bundled catalog is unchanged."
@@ -442,7 +451,11 @@ def _report_install(result: Any, json_out: bool, what: str) -> None:
 @app.command("import")
 def import_(
     path: Annotated[
-        Path, typer.Argument(help="skypilot-catalog checkout, catalogs/vN folder, vms.csv or own CSV.")
+        Path,
+        typer.Argument(
+            help="skypilot-catalog checkout, SkyPilot's ~/.sky/catalogs, a catalogs/vN folder, vms.csv "
+            "or own CSV."
+        ),
     ],
     provider: Annotated[
         str | None,
@@ -454,19 +467,30 @@ def import_(
     """Validate catalog files in the SkyPilot schema and install them as the user catalog (atomically).
 
     Nothing changes unless every row is valid; the previous user catalog is kept beside the new one.
+    From SkyPilot's own ~/.sky/catalogs (its newest vN), each file's modification time is taken as the
+    date its prices were collected; otherwise the import date is.
 
-    Example:
+    Examples:
 
       gpuwise catalog import ~/src/skypilot-catalog
+
+      gpuwise catalog import ~/.sky/catalogs
     """
     from gpuwise import paths
-    from gpuwise.catalog.store import find_import_files, install_user_catalog, read_import_files
+    from gpuwise.catalog.store import (
+        find_import_files,
+        install_user_catalog,
+        read_import_files,
+        uses_file_dates,
+    )
     from gpuwise.cli.output import check_input_file
 
     check_input_file(path, "Catalog file", fix="give a skypilot-catalog checkout, a folder or a CSV file")
     _check_target_dir(catalog_dir)
     today = _today()
-    inputs = read_import_files(find_import_files(path, provider), today=today)
+    inputs = read_import_files(
+        find_import_files(path, provider), today=today, file_dates=uses_file_dates(path)
+    )
     result = install_user_catalog(catalog_dir or paths.user_catalog_dir(), inputs, today=today)
     _report_install(result, json_out, "Imported")
 
