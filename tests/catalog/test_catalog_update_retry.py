@@ -20,8 +20,8 @@ from rich.console import Console
 
 from gpuwise import httpclient
 from gpuwise.catalog.download import KNOWN_SCHEMA_VERSION, UpdateEvent, download_catalog, urllib_fetch
-from gpuwise.cli.catalog import UpdateProgress
 from gpuwise.cli.main import main
+from gpuwise.cli.update_progress import UpdateProgress
 from gpuwise.errors import CatalogError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "catalog" / "checkout" / "catalogs"
