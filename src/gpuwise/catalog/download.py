@@ -122,7 +122,8 @@ def check_base_url(base_url: str, option: str = "--base-url") -> str:
     loopback = parsed.hostname in ("127.0.0.1", "localhost", "::1")
     if parsed.scheme != "https" and not (parsed.scheme == "http" and loopback):
         raise UsageError(
-            f"{option} {httpclient.redact_url(base_url)!r} must be an https:// URL "
+            f"{option} {httpclient.redact_url(base_url) if parsed.hostname else base_url[:60]!r} must be "
+            "an https:// URL "
             "(plain http only to a loopback address)",
             fix=f"use the default {DEFAULT_BASE_URL} or an https mirror",
         )
