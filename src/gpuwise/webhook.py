@@ -9,11 +9,9 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 
+from gpuwise.httpclient import redact_url
 
-def redact_url(url: str) -> str:
-    """scheme://host of a URL, with "/…" where a path was left out."""
-    parts = urllib.parse.urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or '?'}" + ("/…" if parts.path not in ("", "/") else "")
+__all__ = ["post_json", "redact_url"]  # redact_url's home is httpclient; kept importable here
 
 
 def post_json(

@@ -9,7 +9,8 @@ Installing is all or nothing: every row of every file is validated first (proble
 ``file:line: problem``, and nothing changes); the new catalog is written beside the old one and swapped in
 with renames; the previous catalog is kept as ``<dir>.prev``.
 
-Downloads use urllib (HTTPS; plain HTTP only to a loopback address, for tests and mirrors on the same host).
+Downloads live in ``catalog/download.py`` (HTTPS; plain HTTP only to a loopback address, for tests and
+mirrors on the same host); their public names are re-exported here.
 Must not import the CLI, pydantic or anything outside the standard library and gpuwise.
 """
 
@@ -17,62 +18,61 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import http.client
 import io
 import json
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from urllib.parse import urlparse
 
 from gpuwise.catalog.csvrows import RowProblem, read_vms_csv
+from gpuwise.catalog.download import (  # re-exported: the update's public names lived here
+    DEFAULT_BASE_URL,
+    DEFAULT_FALLBACK_URL,
+    DEFAULT_TOTAL_TIMEOUT_S,
+    KNOWN_CLOUDS,
+    KNOWN_SCHEMA_VERSION,
+    MAX_FILE_BYTES,
+    MAX_TOTAL_BYTES,
+    CatalogInput,
+    Fetch,
+    UpdateEvent,
+    check_base_url,
+    download_catalog,
+    urllib_fetch,
+)
 from gpuwise.catalog.offers import MANIFEST, SourceFile, SourceInfo, build_catalog
 from gpuwise.errors import CatalogError, UsageError
 
-DEFAULT_BASE_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs"
-# Clouds the SkyPilot catalog has had a vms.csv for (catalogs/v6 … v9); unknown ones are simply absent (404).
-KNOWN_CLOUDS = (
-    "aws",
-    "azure",
-    "gcp",
-    "lambda",
-    "nebius",
-    "cudo",
-    "vast",
-    "fluidstack",
-    "ibm",
-    "seeweb",
-    "oci",
-    "runpod",
-    "do",
-    "paperspace",
-    "shadeform",
-    "primeintellect",
-    "hyperstack",
-    "verda",
-    "jarvislabs",
-    "yotta",
-    "mithril",
-    "hyperbolic",
-    "lium",
-    "spheron",
-    "scp",
-)
-SCHEMA_PROBE_NEWEST = 14  # probe catalogs/v14 … v6 for the newest schema version present
-SCHEMA_PROBE_OLDEST = 6
+__all__ = [  # the download names are re-exported: callers and tests import them from here
+    "DEFAULT_BASE_URL",
+    "DEFAULT_FALLBACK_URL",
+    "DEFAULT_TOTAL_TIMEOUT_S",
+    "KNOWN_CLOUDS",
+    "KNOWN_SCHEMA_VERSION",
+    "CatalogFileError",
+    "CatalogInput",
+    "Fetch",
+    "InstallResult",
+    "UpdateEvent",
+    "check_base_url",
+    "clean_stale",
+    "download_catalog",
+    "find_import_files",
+    "install_user_catalog",
+    "read_import_files",
+    "urllib_fetch",
+    "uses_file_dates",
+]
+
 # GCP host-VM families kept from a full gcp vms.csv (the rest are CPU-only machines).
 _GCP_HOST_PREFIXES = ("a2-", "a3-", "a4-", "g2-", "n1-standard-", "n1-highmem-")
 _PROVIDER_ID = re.compile(r"^[a-z][a-z0-9_\-]{0,39}$")
 _MAX_LISTED_PROBLEMS = 25
-# Bounds on what import and update read (a link to /dev/zero or an endless server must end, not fill
-# memory). Generous next to real provider files: the bundled ones are under 0.3 MB each.
-MAX_FILE_BYTES = 64 << 20
-MAX_TOTAL_BYTES = 256 << 20
 
 
 class CatalogFileError(UsageError):
@@ -93,16 +93,6 @@ class CatalogFileError(UsageError):
 
 
 @dataclass(frozen=True)
-class CatalogInput:
-    """One provider's file to install: where it came from and its text."""
-
-    provider: str
-    origin: str  # shown with every price: "imported from …" / "downloaded from …"
-    display_name: str  # the name problems are reported under (a path or URL)
-    text: str
-
-
-@dataclass(frozen=True)
 class InstallResult:
     catalog_dir: Path
     previous_dir: Path | None
@@ -110,6 +100,7 @@ class InstallResult:
     rows_kept: dict[str, int]
     collected: date
     rows_dropped: dict[str, dict[str, int]] = field(default_factory=dict)  # provider -> reason -> rows
+    file_dates: dict[str, date] = field(default_factory=dict)  # provider -> collection date from file time
 
 
 # ---------------------------------------------------------------- finding files to import
@@ -193,6 +184,8 @@ def _find_import_files(path: Path, provider: str | None) -> list[tuple[str, Path
                 f"{path / 'catalogs'} holds no vN/<cloud>/vms.csv files", fix="check the checkout"
             )
         base = newest
+    elif (newest := _newest_version_dir(path)) is not None:
+        base = newest  # a folder of vN/ folders: SkyPilot's own ~/.sky/catalogs, or a checkout's catalogs/
     elif re.fullmatch(r"v\d+", path.name) is None and not any(path.glob("*/vms.csv")):
         csvs = sorted(path.glob("*.csv"))
         if not csvs:
@@ -209,15 +202,37 @@ def _find_import_files(path: Path, provider: str | None) -> list[tuple[str, Path
     return found
 
 
+def uses_file_dates(path: Path) -> bool:
+    """Whether ``catalog import PATH`` dates each file by its modification time: PATH is SkyPilot's local
+    catalog folder (``~/.sky/catalogs``: ``vN/<cloud>/vms.csv``, written whole each time SkyPilot pulls a
+    file, so its time is when the prices were fetched), or one of its ``vN`` folders (SkyPilot keeps
+    ``vN/.meta`` there). A checkout's file times are only when it was cloned: those get the import date."""
+    if not path.is_dir() or (path / "catalogs").is_dir():
+        return False
+    return _newest_version_dir(path) is not None or (path / ".meta").is_dir()
+
+
+def _file_date(file: Path, today: date) -> date:
+    """The local date of the file's modification time, never after ``today``."""
+    from datetime import datetime
+
+    try:
+        return min(today, datetime.fromtimestamp(file.stat().st_mtime).date())
+    except (OSError, OverflowError, ValueError):
+        return today
+
+
 def read_import_files(
     pairs: list[tuple[str, Path]],
     *,
     today: date,
     max_file_bytes: int = MAX_FILE_BYTES,
     max_total_bytes: int = MAX_TOTAL_BYTES,
+    file_dates: bool = False,
 ) -> list[CatalogInput]:
     """Each file's text, read whole but bounded: a file over ``max_file_bytes`` or files over
-    ``max_total_bytes`` together are bad input (exit 2), and a FIFO or device is refused unread."""
+    ``max_total_bytes`` together are bad input (exit 2), and a FIFO or device is refused unread. With
+    ``file_dates`` each file's collection date is its modification time (see :func:`uses_file_dates`)."""
     from gpuwise.files import read_regular
 
     inputs = []
@@ -236,170 +251,16 @@ def read_import_files(
                 why="import reads every file whole before installing any; nothing was changed",
                 fix="import fewer providers at a time (name a single <cloud>/vms.csv or folder)",
             )
+        collected = _file_date(file, today) if file_dates else None
+        origin = f"imported from {file} on {today.isoformat()}; the file carries no price date"
+        if collected is not None:
+            origin += f"; collected {collected.isoformat()} (the file's modification time)"
         inputs.append(
             CatalogInput(
-                provider=provider,
-                origin=f"imported from {file} on {today.isoformat()}; the file carries no price date",
-                display_name=str(file),
-                text=text,
+                provider=provider, origin=origin, display_name=str(file), text=text, collected=collected
             )
         )
     return inputs
-
-
-# ---------------------------------------------------------------- downloading
-
-
-Fetch = Callable[[str], "bytes | None"]  # URL -> body, None for 404; raises CatalogError otherwise
-
-
-def check_base_url(base_url: str) -> str:
-    parsed = urlparse(base_url)
-    loopback = parsed.hostname in ("127.0.0.1", "localhost", "::1")
-    if parsed.scheme != "https" and not (parsed.scheme == "http" and loopback):
-        raise UsageError(
-            f"--base-url {base_url!r} must be an https:// URL (plain http only to a loopback address)",
-            fix=f"use the default {DEFAULT_BASE_URL} or an https mirror",
-        )
-    return base_url.rstrip("/")
-
-
-DEFAULT_TOTAL_TIMEOUT_S = 600.0  # the whole update; 61 files at a few MB each take well under a minute
-_CHUNK = 64 * 1024
-
-
-def _too_slow(url: str, what: str) -> CatalogError:
-    return CatalogError(
-        f"Download of {url} stopped: {what}",
-        why="the server is too slow or never ends its answer; nothing was changed",
-        fix="try again later, raise --timeout-s / --total-timeout-s, or pass --base-url of a mirror",
-    )
-
-
-def urllib_fetch(
-    timeout_s: float,
-    *,
-    total_timeout_s: float = DEFAULT_TOTAL_TIMEOUT_S,
-    max_file_bytes: int = MAX_FILE_BYTES,
-    max_total_bytes: int = MAX_TOTAL_BYTES,
-    clock: Callable[[], float] | None = None,
-) -> Fetch:
-    """A fetcher over urllib: body bytes, None for HTTP 404, CatalogError for anything else.
-
-    Bounded in every direction, so a server that streams forever or drips one byte at a time ends with
-    a clear error: each request must finish within ``timeout_s`` (also the socket timeout, so one read
-    never waits longer), all requests together within ``total_timeout_s``, one body may hold at most
-    ``max_file_bytes`` (a larger Content-Length is refused before reading) and all bodies together
-    ``max_total_bytes``. The clock is injectable for tests."""
-    import time
-    import urllib.error
-    import urllib.request
-
-    now = clock or time.monotonic
-    deadline = now() + total_timeout_s
-    received = 0
-
-    def fetch(url: str) -> bytes | None:
-        nonlocal received
-        request = urllib.request.Request(url, headers={"User-Agent": "gpuwise-catalog-update"})
-        start = now()
-        if start > deadline:
-            raise _too_slow(url, f"the whole update took longer than {total_timeout_s:g} s")
-        try:
-            with urllib.request.urlopen(request, timeout=min(timeout_s, deadline - start)) as response:
-                declared = response.headers.get("Content-Length", "")
-                if declared.strip().isdigit() and int(declared) > max_file_bytes:
-                    raise _too_big(url, f"it announces {int(declared):,} bytes", max_file_bytes)
-                chunks: list[bytes] = []
-                size = 0
-                while True:
-                    chunk = response.read1(_CHUNK)  # what has arrived: a slow server cannot stall it
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    received += len(chunk)
-                    if size > max_file_bytes:
-                        raise _too_big(url, "the file", max_file_bytes)
-                    if received > max_total_bytes:
-                        raise _too_big(url, "the files together", max_total_bytes)
-                    t = now()
-                    if t - start > timeout_s:
-                        raise _too_slow(url, f"it took longer than --timeout-s {timeout_s:g} s")
-                    if t > deadline:
-                        raise _too_slow(url, f"the whole update took longer than {total_timeout_s:g} s")
-                return b"".join(chunks)
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404:
-                return None
-            raise CatalogError(
-                f"Download of {url} failed: HTTP {exc.code}",
-                why="the catalog server refused or failed the request; nothing was changed",
-                fix="try again later, or pass --base-url of a mirror",
-            ) from exc
-        except (urllib.error.URLError, OSError, TimeoutError, http.client.HTTPException) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise CatalogError(
-                f"Download of {url} failed: {reason}",
-                why="the network or the catalog server is unreachable; nothing was changed",
-                fix="check the connection, or import a local checkout with `gpuwise catalog import PATH`",
-            ) from exc
-
-    return fetch
-
-
-def _too_big(url: str, what: str, limit: int) -> CatalogError:
-    return CatalogError(
-        f"Download of {url} stopped: {what} is larger than {limit / (1 << 20):g} MiB",
-        why="the server is not serving catalog files of a plausible size; nothing was changed",
-        fix="check --base-url",
-    )
-
-
-def download_catalog(
-    base_url: str, fetch: Fetch, *, today: date, schema_version: int | None = None
-) -> tuple[int, list[CatalogInput]]:
-    """The newest schema version's vms.csv of every known cloud (a cloud missing there is taken from the
-    version before). Raises CatalogError when nothing is found or a download fails."""
-    base = check_base_url(base_url)
-    version = schema_version
-    if version is None:
-        for candidate in range(SCHEMA_PROBE_NEWEST, SCHEMA_PROBE_OLDEST - 1, -1):
-            if any(
-                fetch(f"{base}/v{candidate}/{cloud}/vms.csv") is not None
-                for cloud in ("aws", "gcp", "lambda")
-            ):
-                version = candidate
-                break
-        if version is None:
-            raise CatalogError(
-                f"No catalog found under {base} (looked for v{SCHEMA_PROBE_NEWEST}…v{SCHEMA_PROBE_OLDEST})",
-                why="the base URL does not serve the skypilot-catalog layout catalogs/vN/<cloud>/vms.csv",
-                fix=f"check --base-url (default {DEFAULT_BASE_URL})",
-            )
-    inputs: list[CatalogInput] = []
-    for cloud in KNOWN_CLOUDS:
-        for v in (version, version - 1):
-            url = f"{base}/v{v}/{cloud}/vms.csv"
-            body = fetch(url)
-            if body is None:
-                continue
-            try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise CatalogError(f"{url} is not UTF-8 text", fix="check --base-url") from exc
-            inputs.append(
-                CatalogInput(
-                    provider=cloud,
-                    origin=f"downloaded from {url} on {today.isoformat()}; the file carries no price date",
-                    display_name=url,
-                    text=text,
-                )
-            )
-            break
-    if not inputs:
-        raise CatalogError(f"No vms.csv found under {base}/v{version}", fix="check --base-url")
-    return version, inputs
 
 
 # ---------------------------------------------------------------- validating and installing
@@ -563,6 +424,7 @@ def install_user_catalog(catalog_dir: Path, inputs: list[CatalogInput], *, today
         rows_kept={p: kept for p, (_, _, kept) in reduced.items()},
         collected=today,
         rows_dropped=dropped,
+        file_dates={p: item.collected for p, (item, _, _) in reduced.items() if item.collected is not None},
     )
 
 
@@ -594,7 +456,7 @@ def _entries(
     return {
         provider: {
             "file": names[provider],
-            "price_as_of": today.isoformat(),
+            "price_as_of": (item.collected or today).isoformat(),
             "date_exact": False,
             "origin": item.origin,
             "gpu_rows": kept,

@@ -417,6 +417,7 @@ def _report_install(result: Any, json_out: bool, what: str) -> None:
         "gpu_rows_imported": result.rows_kept,
         "gpu_rows_dropped": result.rows_dropped,
         "collected": result.collected.isoformat(),
+        "collected_from_file_times": {p: d.isoformat() for p, d in result.file_dates.items()},
     }
     if json_out:
         print_json(doc)
@@ -433,6 +434,14 @@ def _report_install(result: Any, json_out: bool, what: str) -> None:
     console.print(f"User catalog now at {result.catalog_dir} ({offers} offers).", markup=False)
     if result.previous_dir:
         console.print(f"The previous catalog is kept at {result.previous_dir}.", markup=False)
+    if result.file_dates:
+        dates = sorted(set(result.file_dates.values()))
+        span = dates[0].isoformat() + ("" if len(dates) == 1 else f" … {dates[-1].isoformat()}")
+        console.print(
+            "These files carry no price date: their prices show as 'date unknown (collected …)' with each "
+            f"file's modification time ({span}) as when they were fetched. The bundled catalog is unchanged."
+        )
+        return
     console.print(
         "These files carry no price date: their prices show as 'date unknown (collected "
         f"{result.collected.isoformat()})'. The bundled catalog is unchanged."
@@ -442,7 +451,11 @@ def _report_install(result: Any, json_out: bool, what: str) -> None:
 @app.command("import")
 def import_(
     path: Annotated[
-        Path, typer.Argument(help="skypilot-catalog checkout, catalogs/vN folder, vms.csv or own CSV.")
+        Path,
+        typer.Argument(
+            help="skypilot-catalog checkout, SkyPilot's ~/.sky/catalogs, a catalogs/vN folder, vms.csv "
+            "or own CSV."
+        ),
     ],
     provider: Annotated[
         str | None,
@@ -454,19 +467,30 @@ def import_(
     """Validate catalog files in the SkyPilot schema and install them as the user catalog (atomically).
 
     Nothing changes unless every row is valid; the previous user catalog is kept beside the new one.
+    From SkyPilot's own ~/.sky/catalogs (its newest vN), each file's modification time is taken as the
+    date its prices were collected; otherwise the import date is.
 
-    Example:
+    Examples:
 
       gpuwise catalog import ~/src/skypilot-catalog
+
+      gpuwise catalog import ~/.sky/catalogs
     """
     from gpuwise import paths
-    from gpuwise.catalog.store import find_import_files, install_user_catalog, read_import_files
+    from gpuwise.catalog.store import (
+        find_import_files,
+        install_user_catalog,
+        read_import_files,
+        uses_file_dates,
+    )
     from gpuwise.cli.output import check_input_file
 
     check_input_file(path, "Catalog file", fix="give a skypilot-catalog checkout, a folder or a CSV file")
     _check_target_dir(catalog_dir)
     today = _today()
-    inputs = read_import_files(find_import_files(path, provider), today=today)
+    inputs = read_import_files(
+        find_import_files(path, provider), today=today, file_dates=uses_file_dates(path)
+    )
     result = install_user_catalog(catalog_dir or paths.user_catalog_dir(), inputs, today=today)
     _report_install(result, json_out, "Imported")
 
@@ -477,6 +501,14 @@ def update(  # noqa: PLR0917 - typer passes options positionally
         str | None,
         typer.Option(
             "--base-url", help="Where catalogs/vN/<cloud>/vms.csv are served (default: skypilot-catalog)."
+        ),
+    ] = None,
+    fallback_url: Annotated[
+        str | None,
+        typer.Option(
+            "--fallback-url",
+            help="Mirror asked for a file the base URL fails (default: SkyPilot's S3 mirror, unless "
+            "--base-url is given).",
         ),
     ] = None,
     schema_version: Annotated[
@@ -495,23 +527,38 @@ def update(  # noqa: PLR0917 - typer passes options positionally
 ) -> None:
     """Download the current SkyPilot catalog (newest schema version) and install it as the user catalog.
 
+    Files are fetched a few at a time, each once; a busy (HTTP 429) or failing server is retried with
+    backoff, and a file the base URL fails is asked of the fallback mirror. Progress goes to stderr.
     Bounded: each file at most 64 MiB and all at most 256 MiB together, each download within --timeout-s
     and the whole update within --total-timeout-s; past any bound it stops and changes nothing.
     """
     from gpuwise import paths
-    from gpuwise.catalog.store import DEFAULT_BASE_URL, download_catalog, install_user_catalog, urllib_fetch
-    from gpuwise.cli.output import check_at_least
+    from gpuwise.catalog.store import (
+        DEFAULT_BASE_URL,
+        DEFAULT_FALLBACK_URL,
+        download_catalog,
+        install_user_catalog,
+        urllib_fetch,
+    )
+    from gpuwise.cli.output import check_at_least, err_console
+    from gpuwise.cli.update_progress import UpdateProgress
 
     check_at_least(schema_version, 1, "--schema-version", example="--schema-version 7")
     check_at_least(timeout_s, 0.1, "--timeout-s", example="--timeout-s 30")
     check_at_least(total_timeout_s, 1, "--total-timeout-s", example="--total-timeout-s 600")
     _check_target_dir(catalog_dir)
     today = _today()
-    version, inputs = download_catalog(
-        base_url or DEFAULT_BASE_URL,
-        urllib_fetch(timeout_s, total_timeout_s=total_timeout_s),
-        today=today,
-        schema_version=schema_version,
-    )
+    # A mirror of one's own gets no silent fallback to upstream (SkyPilot decides the same for its
+    # self-hosted catalog URL): a failing mirror should be seen, not papered over.
+    fallback = fallback_url or (None if base_url else DEFAULT_FALLBACK_URL)
+    with UpdateProgress(err_console) as progress:
+        version, inputs = download_catalog(
+            base_url or DEFAULT_BASE_URL,
+            urllib_fetch(timeout_s, total_timeout_s=total_timeout_s, on_event=progress),
+            today=today,
+            schema_version=schema_version,
+            fallback_url=fallback,
+            on_event=progress,
+        )
     result = install_user_catalog(catalog_dir or paths.user_catalog_dir(), inputs, today=today)
     _report_install(result, json_out, f"Downloaded schema v{version}")
