@@ -292,3 +292,26 @@ def test_plain_1f1b_pipeline_has_a_larger_bubble_than_interleaved() -> None:
     a = estimate(work("train", "llama-3-8b", tokens=1e9), gpu, 8)
     b = estimate(work("train", "llama-3-8b", tokens=1e9, pipeline_schedule="1f1b"), gpu, 8)
     assert a.hours == b.hours
+
+
+def test_checkpoint_size_reads_the_estimators_own_tables() -> None:
+    """plan kept its own checkpoint table: Adafactor 0 B/param there vs 0.5 here, LoRA targets ignored, and
+    8-bit AdamW's new spellings fell back to 8 B/param. There is one home now."""
+    from gpuwise.estimate import constants as K  # noqa: N812 - the constants table
+    from gpuwise.estimate.checkpoint import checkpoint_size
+    from gpuwise.workload.spec import parse_workload
+
+    def work(**train: object) -> object:
+        base = {"method": "full", "precision": "bf16", "tokens": 1e9, "seq_len": 2048, "micro_batch": 1}
+        return parse_workload(
+            {"task": "train", "model": {"preset": "llama-3-8b"}, "train": {**base, **train}}, "t"
+        )
+
+    full = checkpoint_size(work(optimizer="adafactor"))  # type: ignore[arg-type]
+    params = 8.03e9
+    assert full.bytes / params == pytest.approx(2 + 4 + K.OPTIMIZER_STATE_BYTES["adafactor"], rel=0.01)
+    paged = checkpoint_size(work(optimizer="paged-adamw-8bit"))  # type: ignore[arg-type]
+    assert paged.bytes / params == pytest.approx(2 + 4 + 2, rel=0.01)
+    everything = checkpoint_size(work(method="lora", lora_targets="all"))  # type: ignore[arg-type]
+    attention = checkpoint_size(work(method="lora", lora_targets="attention"))  # type: ignore[arg-type]
+    assert attention.bytes < everything.bytes

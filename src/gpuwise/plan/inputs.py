@@ -20,12 +20,6 @@ if TYPE_CHECKING:
 
 GB = 1e9
 
-# Bytes per parameter in a full-training checkpoint: weights in the compute dtype, fp32 master copy
-# (mixed precision), and the optimizer's states (AdamW: two fp32 moments; 8-bit AdamW: two 1-byte
-# moments; SGD with momentum: one fp32 buffer; Adafactor: factored second moment, ~0 per parameter).
-_OPTIMIZER_BYTES = {"adamw": 8.0, "adamw8bit": 2.0, "sgd": 4.0, "adafactor": 0.0}
-_DTYPE_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
-
 SMOKE_STEPS = 200  # optimizer steps of the prototype smoke test
 SMOKE_REQUESTS = 200  # requests of an inference smoke test
 SMOKE_DEFINITION_TRAIN = (
@@ -63,47 +57,14 @@ def service_hours_from(workload: Any) -> float | None:
     return float(inf.duration_hours) if inf.duration_hours is not None else None
 
 
-def _lora_params(model: Any, rank: int) -> float:
-    """Adapter parameters for LoRA on every linear layer of a transformer block (q, k, v, o, MLP)."""
-    hidden = model.hidden or 0
-    layers = model.layers or 0
-    kv = (model.kv_heads or model.heads or 1) * (hidden // max(model.heads or 1, 1))
-    ffn = model.ffn_hidden or 4 * hidden
-    attn = rank * ((hidden + hidden) * 2 + (hidden + kv) * 2)
-    mlp_mats = 3 if getattr(model, "gated_mlp", True) else 2
-    mlp = rank * (hidden + ffn) * mlp_mats
-    return float(layers * (attn + mlp))
-
-
 def data_needs_from(workload: Any, *, smoke: bool = False) -> DataNeeds:
     """What the run stores (dataset, checkpoints) and sends out, with the assumptions behind the sizes."""
+    from gpuwise.estimate.checkpoint import checkpoint_size  # one home: the estimator's own tables
+
     data = workload.data
-    model = workload.model
-    params = float(model.params or 0.0)
-    notes: list[str] = []
-    train = workload.train
-    if train is None:
-        weights = params * _DTYPE_BYTES.get(workload.inference.weights_precision, 2.0)
-        ckpt_gb, kept = weights / GB, 1
-        notes.append(f"storage holds the model weights once ({ckpt_gb:,.1f} GB) besides the dataset")
-    elif train.method in ("lora", "qlora") and model.hidden:
-        adapters = _lora_params(model, train.lora_rank)
-        ckpt_gb, kept = adapters * 12.0 / GB, 2  # fp32 adapter weights + two fp32 AdamW moments
-        notes.append(
-            f"checkpoint = LoRA adapters on all linear layers, rank {train.lora_rank} "
-            f"({adapters / 1e6:,.0f} M params × 12 bytes = {ckpt_gb:,.2f} GB); 2 kept"
-        )
-    else:
-        w = _DTYPE_BYTES.get(train.precision, 2.0)
-        opt = _OPTIMIZER_BYTES.get(train.optimizer, 8.0)
-        # pure low precision: no master copy, optimizer states in the compute dtype
-        master = 0.0 if train.pure_low_precision or w >= 4.0 else 4.0
-        per_param = w + master + (opt * w / 4.0 if train.pure_low_precision else opt)
-        ckpt_gb, kept = params * per_param / GB, 2
-        notes.append(
-            f"checkpoint = weights + master copy + {train.optimizer} states ≈ {per_param:g} bytes/param "
-            f"= {ckpt_gb:,.1f} GB; 2 kept"
-        )
+    size = checkpoint_size(workload)
+    ckpt_gb, kept = size.bytes / GB, size.kept
+    notes: list[str] = [size.description]
     egress = 0.0 if smoke else data.egress_gb
     notes.append(
         f"storage for the run's duration: dataset {data.dataset_gb:g} GB + checkpoints; egress {egress:g} GB"
@@ -261,17 +222,19 @@ def transfers_from(workload: Any, data: DataNeeds) -> tuple[float, float, str]:
     published on the Hugging Face Hub; 4 for fp32); a run from scratch downloads none. At the end the
     weights (full training), or the adapters (LoRA), and the workload's egress go out.
     """
+    from gpuwise.estimate.constants import BYTES
+
     params = float(workload.model.params or 0.0)
     train = workload.train
     if train is None:
-        model_gb = params * _DTYPE_BYTES.get(workload.inference.weights_precision, 2.0) / GB
+        model_gb = params * BYTES[workload.inference.weights_precision] / GB
         return model_gb, data.egress_gb, f"model download {model_gb:,.1f} GB (weights); upload = egress"
     base_bytes = 4.0 if train.precision == "fp32" else 2.0
     model_gb = params * base_bytes / GB if workload.task == "finetune" else 0.0
     if train.method in ("lora", "qlora"):
         final = data.checkpoint_gb / 3.0  # adapters only: 4 of the 12 bytes/param (not the AdamW moments)
     else:
-        final = params * _DTYPE_BYTES.get(train.precision, 2.0) / GB
+        final = params * BYTES[train.precision] / GB
     upload = final + data.egress_gb
     why = (
         f"model download {model_gb:,.1f} GB ({'base weights' if model_gb else 'none: from scratch'}); "

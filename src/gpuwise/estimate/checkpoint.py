@@ -1,0 +1,59 @@
+"""How big a workload's checkpoint is: the one home for it (plan stores and uploads it, `run` will sync it).
+
+Pure; it reads the same tables the memory estimate uses (estimate/constants.py), so the optimizer states,
+LoRA targets and dtypes of a checkpoint can never disagree with those of the GPU memory breakdown. Must not
+import the CLI or the planner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwise.estimate import constants as K  # noqa: N812 - the constants table, as in core.py
+from gpuwise.estimate.core import _lora_params
+from gpuwise.workload.spec import Workload
+
+ADAPTER_BYTES_PER_PARAM = 4.0 + 8.0  # fp32 adapter weights + AdamW's two fp32 moments, as PEFT saves them
+
+
+@dataclass(frozen=True)
+class CheckpointSize:
+    bytes: float
+    kept: int  # checkpoints a run keeps at once (the newest complete one and the one being written)
+    description: str  # the assumption line, with the figures
+
+
+def checkpoint_size(workload: Workload) -> CheckpointSize:
+    """Bytes of one checkpoint: the served weights for inference; the adapters and their optimizer states
+    for LoRA; weights, fp32 master copy and optimizer states for full training."""
+    m, t = workload.model, workload.train
+    params = m.n_params
+    if t is None:
+        assert workload.inference is not None
+        precision = workload.inference.weights_precision
+        per = K.INT4_BYTES_PER_PARAM.value if precision == "int4" else K.BYTES[precision]
+        size = params * per
+        return CheckpointSize(size, 1, f"storage holds the model weights once ({size / 1e9:,.1f} GB)")
+    if t.method in ("lora", "qlora") and m.hidden:
+        adapters = _lora_params(m, t.lora_rank, t.lora_targets)
+        size = adapters * ADAPTER_BYTES_PER_PARAM
+        return CheckpointSize(
+            size,
+            2,
+            f"checkpoint = LoRA adapters on {t.lora_targets} linear layers, rank {t.lora_rank} "
+            f"({adapters / 1e6:,.0f} M params × {ADAPTER_BYTES_PER_PARAM:g} bytes = {size / 1e9:,.2f} GB); "
+            "2 kept",
+        )
+    w = K.BYTES[t.precision]
+    opt = K.OPTIMIZER_STATE_BYTES[t.optimizer_kind]
+    if t.pure_low_precision:  # no master copy; optimizer states in the compute dtype
+        per_param = w + opt * w / 4.0
+    else:
+        per_param = w + (0.0 if w >= K.MASTER_WEIGHT_BYTES else K.MASTER_WEIGHT_BYTES) + opt
+    size = params * per_param
+    return CheckpointSize(
+        size,
+        2,
+        f"checkpoint = weights + master copy + {t.optimizer} states ≈ {per_param:g} bytes/param "
+        f"= {size / 1e9:,.1f} GB; 2 kept",
+    )
