@@ -204,3 +204,20 @@ def test_nothing_qualifies_names_the_gpu_without_an_estimate(
     flat = " ".join(err.split())
     assert "B300: no estimate" in flat
     assert flat.index("B300: no estimate") < flat.index("To fix:")
+
+
+def test_the_table_keeps_every_number_whole_at_80_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    """At 80 columns ranges wrapped mid-number ('4.44' / 'h–14.9 h') and totals were cut ('$0.48–$1.…')."""
+    from gpuwise.cli.output import console
+
+    width = console.width
+    console.width = 80
+    try:
+        code, out, _ = run_cli(capsys, str(ROOT / "examples" / "llama3-8b-lora.toml"), "--top", "3")
+    finally:
+        console.width = width
+    assert code == 0
+    table = out[out.index("top 3 choices") : out.index("* on the Pareto front")]
+    assert "…" not in table
+    assert max(len(line) for line in table.splitlines()) <= 80
+    assert "–" in table and "h–" not in table and "–$" not in table  # ranges say their unit once

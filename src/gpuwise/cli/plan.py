@@ -483,6 +483,16 @@ def _render_pick(groups: list[OptionGroup], n: int) -> None:
         console.print(escape(line), soft_wrap=True)
 
 
+def _span(low: str, high: str) -> str:
+    """'4.44–14.9 h', '$0.48–1.82': a range short enough for a table cell (the unit said once)."""
+    for unit in (" h", " min", " s"):
+        if low.endswith(unit) and high.endswith(unit) and "(" not in high:
+            return f"{low.removesuffix(unit)}–{high}"
+    if low.startswith("$") and high.startswith("$"):
+        return f"{low}–{high[1:]}"
+    return f"{low}–{high}"
+
+
 def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: Path | None) -> None:
     from rich import box
     from rich.markup import escape
@@ -520,12 +530,12 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
             pad_edge=False,
         )
         table.add_column("#", justify="right", no_wrap=True)
-        table.add_column("offer", min_width=18, ratio=1, overflow="fold")
-        table.add_column("pricing", min_width=12)
-        table.add_column("hours", justify="right")
-        table.add_column("total", justify="right")
-        table.add_column("free", justify="right")
-        table.add_column("bottleneck", no_wrap=True, min_width=10)
+        table.add_column("offer", min_width=14, ratio=1, overflow="fold")
+        table.add_column("pricing", no_wrap=True)
+        # numbers never wrap or truncate at 80 columns: the offer's name folds instead (STYLE)
+        table.add_column("hours", justify="right", no_wrap=True)
+        table.add_column("total", justify="right", no_wrap=True)
+        table.add_column("free\nbound", justify="right", no_wrap=True)
         for i, group in enumerate(shown, 1):
             o = group.option
             gpus = o.gpus_per_node * o.nodes
@@ -542,14 +552,14 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
                 extra += f"\n[dim]whole {o.commitment_months:g}-month commitment[/]"
             hours = hours_text(o.hours)
             if o.hours_low is not None and o.hours_high is not None and o.hours_high > o.hours_low:
-                hours += f"\n[dim]{hours_text(o.hours_low)}–{hours_text(o.hours_high)}[/]"
+                hours += f"\n[dim]{_span(hours_text(o.hours_low), hours_text(o.hours_high))}[/]"
             total = f"[bold]{money(o.cost_usd)}[/]"
             if (
                 o.cost_usd_low is not None
                 and o.cost_usd_high is not None
                 and o.cost_usd_high > o.cost_usd_low
             ):
-                total += f"\n[dim]{money(o.cost_usd_low)}–{money(o.cost_usd_high)}[/]"
+                total += f"\n[dim]{_span(money(o.cost_usd_low), money(o.cost_usd_high))}[/]"
             total += f"\n[dim]{_split(o)}[/]{unknown}"
             unit = short_unit_cost(o)
             if unit:
@@ -561,8 +571,8 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
                 f"{o.pricing.replace('_', '-')}\n{money(o.price_usd_per_hour)}/h\n{day}",
                 hours,
                 total,
-                f"{o.memory_capacity_gib - o.memory_per_gpu_gib:,.0f}\u00a0GiB",
-                _SHORT_BOTTLENECK.get(o.bottleneck, o.bottleneck),
+                f"{o.memory_capacity_gib - o.memory_per_gpu_gib:,.0f}\u00a0GiB\n"
+                f"[dim]{_SHORT_BOTTLENECK.get(o.bottleneck, o.bottleneck)}[/]",
             )
         console.print(table)
         console.print(
@@ -573,8 +583,8 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
             "(see --pick N or --json). "
             f"A date ending in ?: the source gives none (collection date shown); !: over "
             f"{result.stale_after_days} days old (by the collection date when undated). free: GPU memory "
-            "left per GPU. N regions: the same offer, price and total in several regions, shown once. "
-            "--pick N prints row N in full.[/]",
+            "left per GPU; bound: the bottleneck. N regions: the same offer, price and total in several "
+            "regions, shown once. --pick N prints row N in full.[/]",
             soft_wrap=True,
         )
     rejected = ", ".join(f"{r} {n}" for r, n in sorted(result.rejected.items(), key=lambda kv: -kv[1]))
