@@ -40,9 +40,12 @@ from fuzz_mutations import (
 from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
-SMI = SHARED / "fixtures" / "nvidia-smi"
-TRACES = SHARED / "fixtures" / "traces"
+# Third-party recordings live in the repository with their provenance (tests/fixtures/recordings), and the
+# providers' catalog files ship as package data: a plain clone seeds every format.
+RECORDINGS = REPO / "tests" / "fixtures" / "recordings"
+SMI = RECORDINGS / "nvidia-smi"
+TRACES = RECORDINGS / "traces"
+OFFER_FILES = REPO / "src" / "gpuwise" / "catalog" / "data" / "offers"
 FIX = REPO / "tests" / "fixtures"
 SEEDS = Path(__file__).resolve().parent / "seeds"
 
@@ -91,7 +94,7 @@ def _files(*patterns: tuple[Path, str]) -> list[Path]:
 
 
 def seeds_for(name: str) -> list[bytes]:
-    """The real files a format's inputs start from (../shared recordings read in place, our fixtures)."""
+    """The real files a format's inputs start from (the recordings and fixtures in tests/)."""
     if name == "workload":
         paths = _files((REPO / "examples", "*.toml"), (FIX / "plan", "*.toml"))
         return [_read(p) for p in paths]
@@ -115,7 +118,7 @@ def seeds_for(name: str) -> list[bytes]:
         return [_cut(_read(TRACES / "wandb_gb10_sweep_cpu_tail_15s.csv"), _SEED_MAX_LINES["csv"])]
     if name == "catalog":
         paths = [
-            *_files((SHARED / "data" / "catalog", "*.csv")),
+            *_files((OFFER_FILES, "*.csv")),
             FIX / "catalog" / "own.csv",
             *_files((FIX / "catalog" / "bad", "*.csv")),
         ]
