@@ -119,6 +119,37 @@ def format_money(amount: float, currency: str = "USD") -> str:
     return f"{amount:,.2f} {currency}"
 
 
+def format_usd(x: float | None) -> str:
+    """Dollars for tables where small amounts must differ (plan's rows); `format_money` rounds to cents.
+    Dollars with enough digits that small totals differ: $1,234 · $12.34 · $0.0123."""
+    if x is None or math.isnan(x):
+        return "?"
+    if abs(x) >= 1000:
+        return f"${x:,.0f}"
+    if abs(x) >= 1:
+        return f"${x:,.2f}"
+    if x == 0:
+        return "$0"
+    if abs(x) >= 1e-4:
+        return f"${x:.3g}"
+    return f"${x:.2e}"
+
+
+def format_run_hours(h: float | None) -> str:
+    """Wall-clock time with enough digits that short runs differ: 42 s · 7.5 min · 2.35 h · 62 days."""
+    if h is None or math.isnan(h):
+        return "?"
+    if h < 1 / 60:
+        return f"{h * 3600:.0f} s"
+    if h < 1:
+        return f"{h * 60:.1f} min"
+    if h < 10:
+        return f"{h:.2f} h"
+    if h < 48:
+        return f"{h:.1f} h"
+    return f"{h:,.0f} h ({h / 24:,.1f} days)"
+
+
 def age_days(as_of: date, today: date) -> int:
     return (today - as_of).days
 

@@ -449,12 +449,6 @@ def _nothing_fix(result: PlanResult) -> str:
     return "loosen the [constraints] of the workload, or plan a smaller configuration (the model may not fit)"
 
 
-def _money(x: float) -> str:
-    from gpuwise.units import format_money
-
-    return format_money(x)
-
-
 _SHORT_BOTTLENECK = {"memory_bandwidth": "bandwidth", "memory_capacity": "memory", "communication": "comm."}
 
 
@@ -499,15 +493,10 @@ def _render(result: PlanResult, *, top: int, notes: list[str], name: str, html: 
     from rich.table import Table
 
     from gpuwise.cli.output import console
-    from gpuwise.plan.output import (
-        break_even_lines,
-        groups_with_picks,
-        hours_text,
-        money,
-        pick_lines,
-        short_unit_cost,
-    )
+    from gpuwise.plan.output import break_even_lines, groups_with_picks, pick_lines, short_unit_cost
     from gpuwise.plan.picks import RULE_TEXT
+    from gpuwise.units import format_run_hours as hours_text
+    from gpuwise.units import format_usd as money
 
     for note in notes:
         console.print(escape(note), soft_wrap=True)

@@ -13,13 +13,14 @@ Pure; standard library only.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gpuwise.plan.models import Option, PlanResult
 from gpuwise.plan.picks import PICK_NAMES, RULE_TEXT
+from gpuwise.units import format_run_hours as hours_text
+from gpuwise.units import format_usd as money
 
 
 @dataclass(frozen=True)
@@ -180,36 +181,6 @@ def result_to_dict(
 
 
 # ----------------------------------------------------------------------------- readable numbers
-
-
-def money(x: float | None) -> str:
-    """Dollars with enough digits that small totals differ: $1,234 · $12.34 · $0.0123."""
-    if x is None or math.isnan(x):
-        return "?"
-    if abs(x) >= 1000:
-        return f"${x:,.0f}"
-    if abs(x) >= 1:
-        return f"${x:,.2f}"
-    if x == 0:
-        return "$0"
-    if abs(x) >= 1e-4:
-        return f"${x:.3g}"
-    return f"${x:.2e}"
-
-
-def hours_text(h: float | None) -> str:
-    """Wall-clock time with enough digits that short runs differ: 42 s · 7.5 min · 2.35 h · 62 days."""
-    if h is None or math.isnan(h):
-        return "?"
-    if h < 1 / 60:
-        return f"{h * 3600:.0f} s"
-    if h < 1:
-        return f"{h * 60:.1f} min"
-    if h < 10:
-        return f"{h:.2f} h"
-    if h < 48:
-        return f"{h:.1f} h"
-    return f"{h:,.0f} h ({h / 24:,.1f} days)"
 
 
 def money_range(o: Option) -> str:
