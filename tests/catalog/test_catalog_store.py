@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuwise.catalog.offers import load_catalog, query_offers
+from gpuwise.catalog.offers import load_catalog
+from gpuwise.catalog.query import query_offers
 from gpuwise.catalog.store import (
     CatalogFileError,
     check_base_url,

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
+from gpuwise.catalog.build import build_catalog
 from gpuwise.catalog.csvrows import RowProblem, read_vms_csv
 from gpuwise.catalog.download import (  # re-exported: the update's public names lived here
     DEFAULT_BASE_URL,
@@ -45,7 +46,8 @@ from gpuwise.catalog.download import (  # re-exported: the update's public names
     download_catalog,
     urllib_fetch,
 )
-from gpuwise.catalog.offers import MANIFEST, SourceFile, SourceInfo, build_catalog
+from gpuwise.catalog.models import SourceFile, SourceInfo
+from gpuwise.catalog.offers import MANIFEST
 from gpuwise.errors import CatalogError, UsageError
 
 __all__ = [  # the download names are re-exported: callers and tests import them from here

@@ -163,7 +163,7 @@ def _spec_json(spec: GpuSpec) -> dict[str, Any]:
 
 def offer_json(offer: Offer, today: date) -> dict[str, Any]:
     """One offer as docs/json.md's JSON object (null where unknown), plus extras."""
-    from gpuwise.catalog.offers import is_stale, price_age_days
+    from gpuwise.catalog.query import is_stale, price_age_days
 
     return {
         "provider": offer.provider,
@@ -191,7 +191,7 @@ def offer_json(offer: Offer, today: date) -> dict[str, Any]:
 
 
 def _age_text(offer: Offer, today: date) -> str:
-    from gpuwise.catalog.offers import STALE_AFTER_DAYS, price_age_days
+    from gpuwise.catalog.query import STALE_AFTER_DAYS, price_age_days
 
     age = price_age_days(offer, today)
     if not offer.price_date_exact:
@@ -239,7 +239,8 @@ def offers(
 
       gpuwise catalog offers --gpu A100-80GB --spot --provider gcp --json
     """
-    from gpuwise.catalog.offers import load_catalog, query_offers
+    from gpuwise.catalog.offers import load_catalog
+    from gpuwise.catalog.query import query_offers
     from gpuwise.catalog.specs import parse_gpu_request
     from gpuwise.catalog.validate import check_region
     from gpuwise.cli.output import check_at_least
