@@ -534,13 +534,8 @@ def update(  # noqa: PLR0917 - typer passes options positionally
     and the whole update within --total-timeout-s; past any bound it stops and changes nothing.
     """
     from gpuwise import paths
-    from gpuwise.catalog.store import (
-        DEFAULT_BASE_URL,
-        DEFAULT_FALLBACK_URL,
-        download_catalog,
-        install_user_catalog,
-        urllib_fetch,
-    )
+    from gpuwise.catalog.download import DEFAULT_BASE_URL, DEFAULT_FALLBACK_URL, download_catalog, http_fetch
+    from gpuwise.catalog.store import install_user_catalog
     from gpuwise.cli.output import check_at_least, err_console
     from gpuwise.cli.update_progress import UpdateProgress
 
@@ -555,7 +550,7 @@ def update(  # noqa: PLR0917 - typer passes options positionally
     with UpdateProgress(err_console) as progress:
         version, inputs = download_catalog(
             base_url or DEFAULT_BASE_URL,
-            urllib_fetch(timeout_s, total_timeout_s=total_timeout_s, on_event=progress),
+            http_fetch(timeout_s, total_timeout_s=total_timeout_s, on_event=progress),
             today=today,
             schema_version=schema_version,
             fallback_url=fallback,
