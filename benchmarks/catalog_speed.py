@@ -37,7 +37,8 @@ IN_PROCESS = """
 import time
 t0 = time.perf_counter()
 from pathlib import Path
-from gpuwise.catalog.offers import load_catalog, query_offers
+from gpuwise.catalog.offers import load_catalog
+from gpuwise.catalog.query import query_offers
 catalog = load_catalog(Path({empty!r}))
 found = query_offers(catalog, gpu="H100", provider="lambda")
 t1 = time.perf_counter()

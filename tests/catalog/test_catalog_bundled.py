@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuwise.catalog.models import Offer
-from gpuwise.catalog.offers import Catalog, is_stale, load_catalog, query_offers
+from gpuwise.catalog.models import Catalog, Offer
+from gpuwise.catalog.offers import load_catalog
+from gpuwise.catalog.query import is_stale, query_offers
 
 
 @pytest.fixture(scope="module")

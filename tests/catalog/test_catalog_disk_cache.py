@@ -94,3 +94,40 @@ def test_a_fifo_at_the_cache_path_does_not_hang(tmp_path: Path) -> None:
     os.mkfifo(path)
     assert cache.read(paths.data_dir(), key) is None
     assert _fresh_load(tmp_path).offers  # built instead
+
+
+def _catalog_modules_imported_by(module: str, seen: set[str]) -> set[str]:
+    """Every gpuwise.catalog module ``module`` imports, transitively (read from the source, not run)."""
+    import ast
+
+    folder = Path(offers.__file__).parent
+    seen.add(module)
+    for node in ast.walk(ast.parse((folder / f"{module}.py").read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom) or not node.module:
+            continue
+        if node.module == "gpuwise.catalog":
+            children = [a.name for a in node.names]
+        else:
+            children = [node.module.removeprefix("gpuwise.catalog.")]
+        for child in children:
+            if child not in seen and (folder / f"{child}.py").is_file():
+                _catalog_modules_imported_by(child, seen)
+    return seen
+
+
+def test_the_cache_key_covers_every_module_that_builds_the_catalog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A module left out of the key could change how offers are built while old caches stay "valid".
+    files: list[Path] = []
+
+    def recording_key(parts: str, paths: list[Path]) -> str | None:
+        files.extend(paths)
+        return "k"
+
+    monkeypatch.setattr(cache, "cache_key", recording_key)
+    assert offers._disk_cache_key(tmp_path / "no-user-catalog", "") == "k"
+    keyed = {p.stem for p in files if p.suffix == ".py"}
+    needed = _catalog_modules_imported_by("offers", set())
+    assert {"build", "skypilot", "aws", "normalise"} <= needed  # the walk really follows the imports
+    assert needed - keyed == set()

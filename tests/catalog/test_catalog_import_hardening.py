@@ -18,9 +18,9 @@ import pytest
 
 from gpuwise.catalog import offers
 from gpuwise.catalog.csvrows import read_vms_csv
+from gpuwise.catalog.download import CatalogInput
 from gpuwise.catalog.store import (
     CatalogFileError,
-    CatalogInput,
     clean_stale,
     find_import_files,
     install_user_catalog,

@@ -7,8 +7,9 @@ from datetime import date
 
 import pytest
 
-from gpuwise.catalog.models import Offer
-from gpuwise.catalog.offers import SourceFile, SourceInfo, build_catalog, gpuinfo_per_gpu_mib, offer_gpu
+from gpuwise.catalog.build import build_catalog
+from gpuwise.catalog.models import Offer, SourceFile, SourceInfo
+from gpuwise.catalog.normalise import gpuinfo_per_gpu_mib, offer_gpu
 
 SKY_HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice"
 GCP_HEADER = "InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,"

@@ -16,16 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuwise.catalog.offers import load_catalog, query_offers
-from gpuwise.catalog.store import (
-    CatalogFileError,
-    check_base_url,
-    download_catalog,
-    find_import_files,
-    install_user_catalog,
-    read_import_files,
-    urllib_fetch,
-)
+from gpuwise.catalog.download import check_base_url, download_catalog, http_fetch
+from gpuwise.catalog.offers import load_catalog
+from gpuwise.catalog.query import query_offers
+from gpuwise.catalog.store import CatalogFileError, find_import_files, install_user_catalog, read_import_files
 from gpuwise.cli.main import main
 from gpuwise.errors import CatalogError, UsageError
 
@@ -202,7 +196,7 @@ def catalog_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 def test_update_downloads_newest_schema_and_falls_back_one_version(catalog_server: tuple[str, Path]) -> None:
     base, _ = catalog_server
-    version, inputs = download_catalog(base, urllib_fetch(5.0), today=TODAY)
+    version, inputs = download_catalog(base, http_fetch(5.0), today=TODAY)
     assert version == 9
     by = {i.provider: i for i in inputs}
     assert sorted(by) == ["aws", "gcp", "lambda", "shadeform"]  # shadeform exists only in v8
@@ -258,7 +252,7 @@ def test_update_refuses_plain_http_off_loopback() -> None:
 def test_update_reports_a_server_without_catalogs(catalog_server: tuple[str, Path]) -> None:
     base, _ = catalog_server
     with pytest.raises(CatalogError):
-        download_catalog(base + "/nothing-here", urllib_fetch(5.0), today=TODAY)
+        download_catalog(base + "/nothing-here", http_fetch(5.0), today=TODAY)
 
 
 def test_damaged_user_catalog_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

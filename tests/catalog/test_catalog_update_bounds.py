@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwise.catalog.store import download_catalog, urllib_fetch
+from gpuwise.catalog.download import download_catalog, http_fetch
 from gpuwise.cli.main import main
 from gpuwise.errors import CatalogError
 
@@ -84,10 +84,10 @@ def test_a_body_that_never_ends_stops_at_the_size_cap(
 ) -> None:
     base, server = hostile
     server.mode = "endless"  # type: ignore[attr-defined]
-    fetch = urllib_fetch(30.0, max_file_bytes=2 << 20)
+    fetch = http_fetch(30.0, max_file_bytes=2 << 20)
     with pytest.raises(CatalogError, match="larger than 2 MiB"):
         download_catalog(base, fetch, today=TODAY, schema_version=9)
-    fetch = urllib_fetch(30.0, max_total_bytes=1 << 20)
+    fetch = http_fetch(30.0, max_total_bytes=1 << 20)
     with pytest.raises(CatalogError, match="the files together is larger than 1 MiB"):
         download_catalog(base, fetch, today=TODAY, schema_version=9)
 
@@ -100,7 +100,7 @@ def test_a_huge_announced_body_is_refused_before_reading(
     server.mode = "huge"  # type: ignore[attr-defined]
     started = time.monotonic()
     with pytest.raises(CatalogError, match="announces 10,737,418,240 bytes"):
-        download_catalog(base, urllib_fetch(30.0), today=TODAY, schema_version=9)
+        download_catalog(base, http_fetch(30.0), today=TODAY, schema_version=9)
     assert time.monotonic() - started < 20
 
 
@@ -113,11 +113,11 @@ def test_a_dripping_server_stops_at_the_request_and_total_time_caps(
     started = time.monotonic()
     # each byte arrives well within the socket timeout: only the per-request bound ends it
     with pytest.raises(CatalogError, match="longer than --timeout-s 1 s"):
-        download_catalog(base, urllib_fetch(1.0), today=TODAY, schema_version=9)
+        download_catalog(base, http_fetch(1.0), today=TODAY, schema_version=9)
     assert time.monotonic() - started < 15
     started = time.monotonic()
     with pytest.raises(CatalogError, match="the whole update took longer than 1 s"):
-        download_catalog(base, urllib_fetch(30.0, total_timeout_s=1.0), today=TODAY, schema_version=9)
+        download_catalog(base, http_fetch(30.0, total_timeout_s=1.0), today=TODAY, schema_version=9)
     assert time.monotonic() - started < 15
 
 

@@ -19,7 +19,7 @@ import pytest
 from rich.console import Console
 
 from gpuwise import httpclient
-from gpuwise.catalog.download import KNOWN_SCHEMA_VERSION, UpdateEvent, download_catalog, urllib_fetch
+from gpuwise.catalog.download import KNOWN_SCHEMA_VERSION, UpdateEvent, download_catalog, http_fetch
 from gpuwise.cli.main import main
 from gpuwise.cli.update_progress import UpdateProgress
 from gpuwise.errors import CatalogError
@@ -153,7 +153,7 @@ def test_finding_the_newest_schema_fetches_each_file_once(
 ) -> None:
     """The old probe asked for aws/gcp/lambda under v14 … v10 (15 requests) and downloaded AWS twice."""
     primary = mirrors("", {})
-    version, inputs = download_catalog(primary.base, urllib_fetch(5.0), today=TODAY)
+    version, inputs = download_catalog(primary.base, http_fetch(5.0), today=TODAY)
     assert version == 9
     assert set(primary.hits.values()) == {1}
     assert primary.hits["v9/aws/vms.csv"] == 1
@@ -179,7 +179,7 @@ def test_a_token_in_the_mirror_url_never_appears_in_output(
     assert TOKEN not in capsys.readouterr().out
     # failures too: a mirror that always fails, and one that is not there at all
     failing = mirrors(TOKEN, {f"v9/{c}/vms.csv": "fail" for c in ("aws", "gcp", "lambda")})
-    fetch = urllib_fetch(2.0, retry=FAST)
+    fetch = http_fetch(2.0, retry=FAST)
     with pytest.raises(CatalogError) as failed:
         download_catalog(failing.base, fetch, today=TODAY, schema_version=9)
     assert "HTTP 503" in str(failed.value) and TOKEN not in str(failed.value)

@@ -20,12 +20,9 @@ import math
 from collections.abc import Iterable
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gpuwise.catalog.models import Offer
-
-if TYPE_CHECKING:
-    from gpuwise.catalog.offers import Catalog
+from gpuwise.catalog.models import Catalog, CatalogStats, Offer, SourceInfo
 
 FORMAT = 1
 _MAX_BYTES = 64 << 20  # the bundled catalog's cache is ~1.2 MB; anything far larger is not ours
@@ -198,8 +195,6 @@ def _offers(columns: Any) -> tuple[Offer, ...]:
 
 def loads(text: str | bytes, key: str) -> Catalog | None:
     """The Catalog a cache document holds, or None when it is not exactly what :func:`dumps` writes."""
-    from gpuwise.catalog.offers import Catalog, CatalogStats, SourceInfo
-
     try:
         doc = json.loads(text)
         if type(doc) is not dict or doc.get("format") != FORMAT or doc.get("key") != key:

@@ -146,7 +146,7 @@ def _too_big(url: str, what: str, limit: int) -> CatalogError:
     )
 
 
-def urllib_fetch(
+def http_fetch(
     timeout_s: float,
     *,
     total_timeout_s: float = DEFAULT_TOTAL_TIMEOUT_S,

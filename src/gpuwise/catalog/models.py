@@ -1,4 +1,5 @@
-"""Catalog data models: a GPU's datasheet figures and one priced instance offer.
+"""Catalog data models: a GPU's datasheet figures, one priced instance offer, and the built offer catalog
+with its sources and stats.
 
 Pure data; loading lives in the loader modules. Consumers (estimate, plan) depend only on these.
 """
@@ -67,3 +68,57 @@ class Offer:
     spot_price_as_of: date | None = None  # when the spot price comes from another, dated source
     notes: tuple[str, ...] = field(default_factory=tuple)  # e.g. "GPU-only price: host VM not included"
     gpu_only_price: bool = False  # GCP accelerator rows without a host VM price
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """One source file and how far its prices can be trusted in time."""
+
+    file: str
+    provider: str
+    price_as_of: date
+    date_exact: bool
+    origin: str
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One input to the catalog build: its provenance and its text."""
+
+    info: SourceInfo
+    text: str
+
+
+@dataclass(frozen=True)
+class CatalogStats:
+    """What loading did: rows read per file, offers per provider, and every skip, drop and adjustment."""
+
+    rows_read: dict[str, int]
+    offers_by_provider: dict[str, int]
+    skipped_rows: dict[str, int]  # reason -> rows not turned into an offer
+    dropped_prices: dict[str, int]  # reason -> price fields removed from offers that were kept
+    adjusted: dict[str, int]  # rule -> offers whose GPU or price was normalised
+
+    @property
+    def offers(self) -> int:
+        return sum(self.offers_by_provider.values())
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """All offers with their stats and the date of each provider's newest price."""
+
+    offers: tuple[Offer, ...]
+    stats: CatalogStats
+    sources: dict[str, date]  # provider -> newest price date
+    source_files: tuple[SourceInfo, ...] = ()
+    location: str = "bundled"  # "bundled", or the user catalog directory merged over it
+
+    def providers(self) -> list[str]:
+        return sorted(self.offers_by_provider())
+
+    def offers_by_provider(self) -> dict[str, int]:
+        return dict(self.stats.offers_by_provider)
+
+    def gpu_names(self) -> list[str]:
+        return sorted({o.gpu for o in self.offers})

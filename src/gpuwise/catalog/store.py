@@ -10,7 +10,7 @@ Installing is all or nothing: every row of every file is validated first (proble
 with renames; the previous catalog is kept as ``<dir>.prev``.
 
 Downloads live in ``catalog/download.py`` (HTTPS; plain HTTP only to a loopback address, for tests and
-mirrors on the same host); their public names are re-exported here.
+mirrors on the same host, all through ``gpuwise.httpclient``); import their names from there.
 Must not import the CLI, pydantic or anything outside the standard library and gpuwise.
 """
 
@@ -29,43 +29,20 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
+from gpuwise.catalog.build import build_catalog
 from gpuwise.catalog.csvrows import RowProblem, read_vms_csv
-from gpuwise.catalog.download import (  # re-exported: the update's public names lived here
-    DEFAULT_BASE_URL,
-    DEFAULT_FALLBACK_URL,
-    DEFAULT_TOTAL_TIMEOUT_S,
-    KNOWN_CLOUDS,
-    KNOWN_SCHEMA_VERSION,
-    MAX_FILE_BYTES,
-    MAX_TOTAL_BYTES,
-    CatalogInput,
-    Fetch,
-    UpdateEvent,
-    check_base_url,
-    download_catalog,
-    urllib_fetch,
-)
-from gpuwise.catalog.offers import MANIFEST, SourceFile, SourceInfo, build_catalog
+from gpuwise.catalog.download import MAX_FILE_BYTES, MAX_TOTAL_BYTES, CatalogInput
+from gpuwise.catalog.models import SourceFile, SourceInfo
+from gpuwise.catalog.offers import MANIFEST
 from gpuwise.errors import CatalogError, UsageError
 
-__all__ = [  # the download names are re-exported: callers and tests import them from here
-    "DEFAULT_BASE_URL",
-    "DEFAULT_FALLBACK_URL",
-    "DEFAULT_TOTAL_TIMEOUT_S",
-    "KNOWN_CLOUDS",
-    "KNOWN_SCHEMA_VERSION",
+__all__ = [
     "CatalogFileError",
-    "CatalogInput",
-    "Fetch",
     "InstallResult",
-    "UpdateEvent",
-    "check_base_url",
     "clean_stale",
-    "download_catalog",
     "find_import_files",
     "install_user_catalog",
     "read_import_files",
-    "urllib_fetch",
     "uses_file_dates",
 ]
 

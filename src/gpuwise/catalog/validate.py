@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpuwise.catalog.offers import Catalog
+from gpuwise.catalog.models import Catalog
 from gpuwise.errors import NotFoundError
 
 _GLOB_CHARS = "*?["

@@ -163,7 +163,7 @@ def _spec_json(spec: GpuSpec) -> dict[str, Any]:
 
 def offer_json(offer: Offer, today: date) -> dict[str, Any]:
     """One offer as docs/json.md's JSON object (null where unknown), plus extras."""
-    from gpuwise.catalog.offers import is_stale, price_age_days
+    from gpuwise.catalog.query import is_stale, price_age_days
 
     return {
         "provider": offer.provider,
@@ -191,7 +191,7 @@ def offer_json(offer: Offer, today: date) -> dict[str, Any]:
 
 
 def _age_text(offer: Offer, today: date) -> str:
-    from gpuwise.catalog.offers import STALE_AFTER_DAYS, price_age_days
+    from gpuwise.catalog.query import STALE_AFTER_DAYS, price_age_days
 
     age = price_age_days(offer, today)
     if not offer.price_date_exact:
@@ -239,7 +239,8 @@ def offers(
 
       gpuwise catalog offers --gpu A100-80GB --spot --provider gcp --json
     """
-    from gpuwise.catalog.offers import load_catalog, query_offers
+    from gpuwise.catalog.offers import load_catalog
+    from gpuwise.catalog.query import query_offers
     from gpuwise.catalog.specs import parse_gpu_request
     from gpuwise.catalog.validate import check_region
     from gpuwise.cli.output import check_at_least
@@ -533,13 +534,8 @@ def update(  # noqa: PLR0917 - typer passes options positionally
     and the whole update within --total-timeout-s; past any bound it stops and changes nothing.
     """
     from gpuwise import paths
-    from gpuwise.catalog.store import (
-        DEFAULT_BASE_URL,
-        DEFAULT_FALLBACK_URL,
-        download_catalog,
-        install_user_catalog,
-        urllib_fetch,
-    )
+    from gpuwise.catalog.download import DEFAULT_BASE_URL, DEFAULT_FALLBACK_URL, download_catalog, http_fetch
+    from gpuwise.catalog.store import install_user_catalog
     from gpuwise.cli.output import check_at_least, err_console
     from gpuwise.cli.update_progress import UpdateProgress
 
@@ -554,7 +550,7 @@ def update(  # noqa: PLR0917 - typer passes options positionally
     with UpdateProgress(err_console) as progress:
         version, inputs = download_catalog(
             base_url or DEFAULT_BASE_URL,
-            urllib_fetch(timeout_s, total_timeout_s=total_timeout_s, on_event=progress),
+            http_fetch(timeout_s, total_timeout_s=total_timeout_s, on_event=progress),
             today=today,
             schema_version=schema_version,
             fallback_url=fallback,
