@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from gpuwise.idle.policy import ReplayResult
+    from gpuwise.idle.replay import ReplayResult
     from gpuwise.idle.settings import IdleSettings
 
 app = typer.Typer(
@@ -161,8 +161,8 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
     """Replay a recorded GPU trace through the idle policy: when would it stop the machine, and why."""
     from gpuwise.cli.output import check_input_file, console, print_json
     from gpuwise.gpu.smi_csv import format_trace_time
-    from gpuwise.idle.policy import group_samples
-    from gpuwise.idle.policy import replay as run_replay
+    from gpuwise.idle.replay import group_samples
+    from gpuwise.idle.replay import replay as run_replay
     from gpuwise.units import format_duration
 
     settings = _settings(
