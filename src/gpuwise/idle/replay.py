@@ -2,9 +2,10 @@
 
 `group_samples` turns a recording's rows into one observation per poll; `replay` feeds them to an
 `IdlePolicy` and stops at its first `stopping` decision, recording every idle stretch on the way. Used by
-`gpuwise idle replay` and by the tests on real and generated traces.
+`gpuwise idle replay` (through `replay_trace`, which reads the file) and by the tests on real and generated
+traces.
 
-Pure: no files, clock, environment or printing.
+Pure but for `replay_trace`: no clock, environment or printing.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from gpuwise.gpu.sample import Sample
-from gpuwise.gpu.smi_csv import iter_snapshot_groups
+from gpuwise.gpu.smi_csv import format_trace_time, iter_snapshot_groups, read_query_csv
 from gpuwise.idle.policy import Decision, IdlePolicy, IdleState, Observation, PolicyConfig, fmt_min
 
 
@@ -44,6 +47,50 @@ class ReplayResult:
     max_idle_s: float
     stretches: tuple[IdleStretch, ...]  # idle stretches of at least `min_stretch_s`, in time order
     config: PolicyConfig
+    gpus: tuple[int, ...] = ()  # the GPU indexes the series holds
+
+    def to_json(self) -> dict[str, Any]:
+        """The `gpuwise idle replay --json` object; times in the trace's own clock."""
+
+        def at(ts: float | None) -> str | None:
+            return None if ts is None else format_trace_time(ts)
+
+        cfg = self.config
+        return {
+            "stop_at": at(self.stop_at_s),
+            "reason": self.reason,
+            "samples": self.samples,
+            "observations": self.observations,
+            "gpus": list(self.gpus),
+            "first_sample": at(self.first_s),
+            "last_sample": at(self.last_s),
+            "stop_after_s": (
+                None if self.stop_at_s is None or self.first_s is None else self.stop_at_s - self.first_s
+            ),
+            "max_idle_min": round(self.max_idle_s / 60, 2),
+            "options": {
+                "threshold_pct": cfg.threshold_pct,
+                "window_min": cfg.window_min,
+                "held_window_min": cfg.held_window_min,
+                "warn_min": cfg.warn_min,
+                "mem_change_mib": cfg.mem_change_mib,
+                "baseline_mem_mib": cfg.baseline_mem_mib,
+                "noise_floor_pct": cfg.noise_floor_pct,
+                "held_threshold_pct": cfg.held_threshold_pct,
+                "max_gap_s": cfg.gap_limit_s,
+            },
+            "idle_stretches": [
+                {
+                    "start": at(s.start_s),
+                    "end": at(s.end_s),
+                    "minutes": round(s.duration_s / 60, 2),
+                    "window_min": round(s.window_s / 60, 2),
+                    "reached": s.peak_state.value,
+                    "ended_by": s.ended_by,
+                }
+                for s in self.stretches
+            ],
+        }
 
 
 _RANK = {IdleState.BUSY: 0, IdleState.IDLE_CANDIDATE: 1, IdleState.WARNING: 2, IdleState.STOPPING: 3}
@@ -114,6 +161,7 @@ def replay(
         if d.state == IdleState.STOPPING:
             break
     n_samples = samples if samples is not None else sum(len(o.samples) for o in observations)
+    gpus = tuple(sorted({s.index for o in observations for s in o.samples}))
     first = observations[0].timestamp_s if observations else None
     end = observations[-1].timestamp_s if observations else None
     if last is not None:
@@ -129,6 +177,7 @@ def replay(
             max_idle,
             tuple(stretches),
             policy.config,
+            gpus,
         )
     if last is None:
         reason = "no stop: the trace holds no samples"
@@ -146,5 +195,21 @@ def replay(
             )
         )
     return ReplayResult(
-        None, reason, n_samples, len(observations), first, end, max_idle, tuple(stretches), policy.config
+        None,
+        reason,
+        n_samples,
+        len(observations),
+        first,
+        end,
+        max_idle,
+        tuple(stretches),
+        policy.config,
+        gpus,
     )
+
+
+def replay_trace(path: Path, config: PolicyConfig | None = None) -> ReplayResult:
+    """Replay a recorded trace file (nvidia-smi --query-gpu CSV, or a Weights & Biases GPU export).
+    Raises ReplayError for a file that is not a GPU trace."""
+    samples = read_query_csv(path)
+    return replay(group_samples(samples), config, samples=len(samples))

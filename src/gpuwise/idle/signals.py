@@ -29,8 +29,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Snapshot
 from gpuwise.idle.policy import Signal
+from gpuwise.idle.settings import IdleSettings
 
 
 class Gatherer(Protocol):
@@ -265,6 +267,37 @@ class KeepAliveFile:
             return Signal(self.name, "unknown", f"cannot stat keep-alive file {self.path}: {exc.strerror}")
         ago = max(0.0, now - mtime) / 60
         return Signal(self.name, "quiet", f"keep-alive touched {ago:.0f} min ago", last_active_s=mtime)
+
+
+def gatherers_for(settings: IdleSettings, data_dir: Path) -> list[Gatherer]:
+    """The gatherers `settings.signals` names, in that order. ConfigError when the Jupyter token file
+    cannot be read."""
+    out: list[Gatherer] = []
+    for name in settings.signals:
+        if name == "gpu_processes":
+            out.append(GpuProcessActivity(settings.process_cpu_pct, settings.process_io_kib_per_s))
+        elif name == "ssh":
+            out.append(SshSessions())
+        elif name == "jupyter":
+            assert settings.jupyter_url is not None  # IdleSettings.validate requires it with this signal
+            out.append(JupyterKernels(settings.jupyter_url, _jupyter_token(settings.jupyter_token_file)))
+        elif name == "gpuwise_run":
+            out.append(GpuwiseRunJobs(data_dir / "run"))
+        elif name == "keepalive":
+            out.append(KeepAliveFile(settings.keepalive_path(data_dir)))
+    return out
+
+
+def _jupyter_token(token_file: str | None) -> str | None:
+    if not token_file:
+        return None
+    try:
+        return Path(token_file).expanduser().read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read jupyter_token_file {token_file}: {exc.strerror}",
+            fix="point jupyter_token_file at a file holding the Jupyter server's token",
+        ) from exc
 
 
 def gather_all(gatherers: Iterable[Gatherer], now: float, snapshot: Snapshot) -> list[Signal]:
