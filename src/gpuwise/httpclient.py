@@ -1,10 +1,14 @@
-"""One small HTTP helper for every outbound request gpuwise makes (catalog downloads, webhooks): timeouts,
-retries with exponential backoff and jitter on 429/5xx and connection errors (honouring Retry-After),
-a cap on the body read, and URLs redacted in every message it writes.
+"""One small HTTP helper for every outbound request gpuwise makes (catalog downloads, webhooks, cloud
+metadata, the Jupyter kernels API): timeouts, retries with exponential backoff and jitter on 429/5xx and
+connection errors (honouring Retry-After), a cap on the body read, and URLs redacted in every message it
+writes.
 
 Redaction: webhook and mirror URLs often carry tokens in their path or query, so a message only ever shows
 scheme and host (``redact_url``); a caller that built a path itself (and knows it holds no secret) may
 append it to ``redact_url(base)``.
+
+Proxies: requests go through the proxies the environment names, except with ``use_proxy=False``, for
+servers that must be asked directly (link-local cloud metadata, a Jupyter server on this machine).
 
 Standard library only; a leaf module (imports nothing from gpuwise).
 """
@@ -90,6 +94,11 @@ class Response:
     body: bytes
     headers: Mapping[str, str]
 
+    @property
+    def ok(self) -> bool:
+        """A 2xx answer (what urllib itself does not raise HTTPError for)."""
+        return 200 <= self.status < 300
+
 
 @dataclass(frozen=True)
 class RetryEvent:
@@ -140,6 +149,7 @@ def request(
     on_retry: Callable[[RetryEvent], None] | None = None,
     on_chunk: Callable[[int, int | None], None] | None = None,
     user_agent: str = "gpuwise",
+    use_proxy: bool = True,
 ) -> Response:
     """One request, retried per ``retry`` on 429/5xx answers and connection errors.
 
@@ -148,14 +158,26 @@ def request(
     passed ``max_bytes`` (TooLargeError, never retried) or the time ran out (TooSlowError: ``timeout_s``
     per try, also the socket timeout, and ``deadline`` on ``clock`` over all tries and waits).
     ``on_chunk(read, total)`` is called as the body arrives (total from Content-Length, or None) and may
-    raise to stop it."""
+    raise to stop it. ``use_proxy=False`` ignores the environment's proxies (a server that must be asked
+    directly)."""
     shown = redact_url(url)
     attempt = 0
     while True:
         attempt += 1
         try:
             response = _once(
-                method, url, shown, body, headers, timeout_s, max_bytes, deadline, clock, on_chunk, user_agent
+                method,
+                url,
+                shown,
+                body,
+                headers,
+                timeout_s,
+                max_bytes,
+                deadline,
+                clock,
+                on_chunk,
+                user_agent,
+                use_proxy,
             )
             reason, wait = f"HTTP {response.status}", None
             if response.status not in RETRY_STATUSES:
@@ -192,6 +214,7 @@ def _once(  # noqa: PLR0917 - the request's parts, passed straight through
     clock: Callable[[], float],
     on_chunk: Callable[[int, int | None], None] | None,
     user_agent: str,
+    use_proxy: bool,
 ) -> Response:
     start = clock()
     limit = timeout_s if deadline is None else min(timeout_s, deadline - start)
@@ -200,8 +223,10 @@ def _once(  # noqa: PLR0917 - the request's parts, passed straight through
     req = urllib.request.Request(
         url, data=body, method=method, headers={"User-Agent": user_agent, **(headers or {})}
     )
+    # an opener without proxies, or the default one (the environment's proxies)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({})) if not use_proxy else None
     try:
-        with urllib.request.urlopen(req, timeout=limit) as answer:
+        with (opener.open if opener else urllib.request.urlopen)(req, timeout=limit) as answer:
             return Response(
                 answer.status,
                 _read_body(answer, shown, max_bytes, start, timeout_s, deadline, clock, on_chunk),

@@ -299,7 +299,7 @@ def test_checkpoint_size_reads_the_estimators_own_tables() -> None:
     8-bit AdamW's new spellings fell back to 8 B/param. There is one home now."""
     from gpuwise.estimate import constants as K  # noqa: N812 - the constants table
     from gpuwise.estimate.checkpoint import checkpoint_size
-    from gpuwise.workload.spec import parse_workload
+    from gpuwise.workload.loading import parse_workload
 
     def work(**train: object) -> object:
         base = {"method": "full", "precision": "bf16", "tokens": 1e9, "seq_len": 2048, "micro_batch": 1}

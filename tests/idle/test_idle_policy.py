@@ -16,8 +16,8 @@ from gpuwise.idle.policy import (
     PolicyConfig,
     PolicyState,
     Signal,
-    replay,
 )
+from gpuwise.idle.replay import replay
 
 MIN = 60.0
 
@@ -279,7 +279,7 @@ def test_gap_limit_follows_the_sampling_interval() -> None:
 
 def test_group_samples_keeps_a_slow_poll_together() -> None:
     """nvidia-smi stamps each GPU's row; a poll of 8 GPUs may spread over ~0.7 s."""
-    from gpuwise.idle.policy import group_samples
+    from gpuwise.idle.replay import group_samples
 
     samples = [gpu(i, T0 + k * 30 + 0.1 * i, 0.0) for k in range(20) for i in range(8)]
     groups = group_samples(samples)
@@ -295,7 +295,7 @@ def test_csv_without_index_column_tells_gpus_apart() -> None:
     from dataclasses import replace as dc_replace
 
     from gpuwise.gpu.smi_csv import number_unindexed_gpus
-    from gpuwise.idle.policy import group_samples
+    from gpuwise.idle.replay import group_samples
 
     rows = []
     for k in range(400):
@@ -315,7 +315,7 @@ def test_csv_without_index_mixing_shared_and_separate_stamps_tells_gpus_apart(tm
     """A real 5-GPU log without an index column: the first poll's rows are stamped a millisecond apart,
     later polls' rows share one stamp (the reader numbers those 0–4): each poll is one observation."""
     from gpuwise.gpu.smi_csv import read_query_csv
-    from gpuwise.idle.policy import group_samples
+    from gpuwise.idle.replay import group_samples
 
     lines = ["timestamp, utilization.gpu [%], memory.used [MiB]"]
     lines += [f"2025/01/26 23:23:13.21{i}, 0 %, 1 MiB" for i in range(5)]

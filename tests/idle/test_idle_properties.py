@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from idle_builders import T0, gpu, proc
 
 from gpuwise.gpu.sample import NOT_SUPPORTED, Failed, Sample
-from gpuwise.idle.policy import Observation, PolicyConfig, Signal, replay
+from gpuwise.idle.policy import Observation, PolicyConfig, Signal
+from gpuwise.idle.replay import replay
 
 # small windows so short generated traces reach a stop: window 6 min, held 12 min, warn 2 min
 CFG = PolicyConfig(window_min=6, held_window_min=12, warn_min=2, max_gap_s=120)

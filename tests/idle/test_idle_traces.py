@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from gpuwise.gpu.smi_csv import read_query_csv
-from gpuwise.idle.policy import PolicyConfig, group_samples, replay
+from gpuwise.idle.policy import PolicyConfig
+from gpuwise.idle.replay import group_samples, replay
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "idle"
 MANIFEST = json.loads((FIXTURES / "manifest.json").read_text(encoding="utf-8"))

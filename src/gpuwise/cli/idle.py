@@ -1,6 +1,8 @@
 """`gpuwise idle`: replay a trace through the idle policy, run the auto-stop daemon, install it as a
 systemd unit, and show its state and the money it saved.
 
+The work lives in the idle room behind typed results (replay: `ReplayResult`, status: `IdleStatus`,
+install: `UnitInstall`, run: `IdleDaemon.on_this_machine`); these commands parse options, call and render.
 Top-level imports stay cheap (typer and the standard library); the policy, daemon and probes are imported
 inside the commands.
 """
@@ -13,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from gpuwise.idle.policy import ReplayResult
     from gpuwise.idle.settings import IdleSettings
 
 app = typer.Typer(
@@ -94,50 +95,6 @@ def _settings(config: Path | None, **overrides: Any) -> IdleSettings:
     return load_settings(load_config(config).sections).with_cli(**overrides)
 
 
-def _replay_json(result: ReplayResult, gpus: list[int]) -> dict[str, Any]:
-    from gpuwise.gpu.smi_csv import format_trace_time
-
-    def at(ts: float | None) -> str | None:
-        return None if ts is None else format_trace_time(ts)
-
-    cfg = result.config
-    return {
-        "stop_at": at(result.stop_at_s),
-        "reason": result.reason,
-        "samples": result.samples,
-        "observations": result.observations,
-        "gpus": gpus,
-        "first_sample": at(result.first_s),
-        "last_sample": at(result.last_s),
-        "stop_after_s": (
-            None if result.stop_at_s is None or result.first_s is None else result.stop_at_s - result.first_s
-        ),
-        "max_idle_min": round(result.max_idle_s / 60, 2),
-        "options": {
-            "threshold_pct": cfg.threshold_pct,
-            "window_min": cfg.window_min,
-            "held_window_min": cfg.held_window_min,
-            "warn_min": cfg.warn_min,
-            "mem_change_mib": cfg.mem_change_mib,
-            "baseline_mem_mib": cfg.baseline_mem_mib,
-            "noise_floor_pct": cfg.noise_floor_pct,
-            "held_threshold_pct": cfg.held_threshold_pct,
-            "max_gap_s": cfg.gap_limit_s,
-        },
-        "idle_stretches": [
-            {
-                "start": at(s.start_s),
-                "end": at(s.end_s),
-                "minutes": round(s.duration_s / 60, 2),
-                "window_min": round(s.window_s / 60, 2),
-                "reached": s.peak_state.value,
-                "ended_by": s.ended_by,
-            }
-            for s in result.stretches
-        ],
-    }
-
-
 @app.command("replay")
 def replay(  # noqa: PLR0917 - typer maps options to parameters
     trace: Annotated[
@@ -161,8 +118,7 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
     """Replay a recorded GPU trace through the idle policy: when would it stop the machine, and why."""
     from gpuwise.cli.output import check_input_file, console, print_json
     from gpuwise.gpu.smi_csv import format_trace_time
-    from gpuwise.idle.policy import group_samples
-    from gpuwise.idle.policy import replay as run_replay
+    from gpuwise.idle.replay import replay_trace
     from gpuwise.units import format_duration
 
     settings = _settings(
@@ -177,15 +133,11 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
         held_threshold_pct=held_threshold_pct,
         max_gap_s=max_gap_s,
     )
-    from gpuwise.gpu.smi_csv import read_query_csv
-
     check_input_file(trace, "Trace", fix=_TRACE_FIX)
-    samples = read_query_csv(trace)
-    observations = group_samples(samples)
-    result = run_replay(observations, settings.policy, samples=len(samples))
-    gpus = sorted({s.index for o in observations for s in o.samples})
+    result = replay_trace(trace, settings.policy)
+    gpus = result.gpus
     if json_out:
-        print_json(_replay_json(result, gpus))
+        print_json(result.to_json())
         return
     span = (result.last_s or 0.0) - (result.first_s or 0.0)
     console.print(
@@ -213,44 +165,6 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
             )
         if len(result.stretches) > 12:
             console.print(f"  (+{len(result.stretches) - 12} earlier; --json lists all)")
-
-
-def _gatherers(settings: IdleSettings) -> list[Any]:
-    from gpuwise import paths
-    from gpuwise.errors import ConfigError
-    from gpuwise.idle import signals as sig
-
-    out: list[Any] = []
-    for name in settings.signals:
-        if name == "gpu_processes":
-            out.append(sig.GpuProcessActivity(settings.process_cpu_pct, settings.process_io_kib_per_s))
-        elif name == "ssh":
-            out.append(sig.SshSessions())
-        elif name == "jupyter":
-            token = None
-            if settings.jupyter_token_file:
-                try:
-                    token = Path(settings.jupyter_token_file).expanduser().read_text(encoding="utf-8").strip()
-                except OSError as exc:
-                    raise ConfigError(
-                        f"cannot read jupyter_token_file {settings.jupyter_token_file}: {exc.strerror}",
-                        fix="point jupyter_token_file at a file holding the Jupyter server's token",
-                    ) from exc
-            assert settings.jupyter_url is not None
-            out.append(sig.JupyterKernels(settings.jupyter_url, token))
-        elif name == "gpuwise_run":
-            out.append(sig.GpuwiseRunJobs(paths.data_dir() / "run"))
-        elif name == "keepalive":
-            out.append(sig.KeepAliveFile(_keepalive_path(settings)))
-    return out
-
-
-def _keepalive_path(settings: IdleSettings) -> Path:
-    from gpuwise import paths
-
-    if settings.keepalive_file:
-        return Path(settings.keepalive_file).expanduser()
-    return paths.data_dir() / "idle" / "keepalive"
 
 
 @app.command("run")
@@ -306,7 +220,6 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     from gpuwise.gpu.probe import open_probe
     from gpuwise.idle.actions import MetadataEndpoints
     from gpuwise.idle.daemon import IdleDaemon, RetryingProbe
-    from gpuwise.idle.state import state_path
 
     settings = _settings(
         config,
@@ -332,21 +245,13 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
         check_input_file(replay_path, "Recording", fix=_TRACE_FIX)
     probe = open_probe(replay_path) if replay_path is not None else RetryingProbe(open_probe)
     endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
-    keepalive = _keepalive_path(settings)
     history = None
     if replay_path is None and not no_history:  # a replay's old timestamps must not enter the history
         from gpuwise.monitor.history import HistoryStore
 
         history = HistoryStore(paths.history_db())
-    daemon = IdleDaemon(
-        settings,
-        probe,
-        _gatherers(settings),
-        state_path(paths.data_dir()),
-        keepalive_hint=f"touch {keepalive}" if "keepalive" in settings.signals else "log in and use a GPU",
-        dry_run=dry_run,
-        endpoints=endpoints,
-        history=history,
+    daemon = IdleDaemon.on_this_machine(
+        settings, probe, paths.data_dir(), dry_run=dry_run, endpoints=endpoints, history=history
     )
 
     def _term(signum: int, frame: object) -> None:  # noqa: ARG001 - signal handler signature
@@ -378,54 +283,28 @@ def install(
     systemd_root: Annotated[Path, typer.Option("--systemd-root", hidden=True)] = Path("/run/systemd/system"),
 ) -> None:
     """Write a systemd unit for `gpuwise idle run` and enable it (or say what to run)."""
-    import sys
-
     from gpuwise import paths
     from gpuwise.cli.output import console
-    from gpuwise.errors import StorageError
     from gpuwise.idle.actions import Runner
-    from gpuwise.idle.state import write_atomic
-    from gpuwise.idle.unit import UNIT_NAME, render_unit
+    from gpuwise.idle.install import enable_unit, plan_install, write_unit
+    from gpuwise.idle.unit import UNIT_NAME
 
     _settings(config)  # validate the config now, not when the service starts
-    script = Path(sys.executable).parent / "gpuwise"
-    exec_start = (
-        [str(script)]
-        if script.exists()
-        else [sys.executable, "-c", "from gpuwise.cli.main import run; run()"]
-    )
-    exec_start += ["idle", "run"]
-    if config is not None:
-        exec_start += ["--config", str(config.resolve())]
-    text = render_unit(exec_start, paths.config_dir().resolve(), paths.data_dir().resolve())
-    target = unit_dir / UNIT_NAME
-    commands = [["systemctl", "daemon-reload"], ["systemctl", "enable", "--now", UNIT_NAME]]
+    plan = plan_install(unit_dir, config, paths.config_dir().resolve(), paths.data_dir().resolve())
     if dry_run:
         # plain echo: rich would wrap long lines and corrupt the unit text
-        typer.echo(f"# would write {target}:")
-        typer.echo(text)
-        for c in commands:
+        typer.echo(f"# would write {plan.target}:")
+        typer.echo(plan.text)
+        for c in plan.commands:
             typer.echo("# then: " + " ".join(c))
         return
-    try:
-        write_atomic(target, text)
-    except StorageError as exc:
-        exc.fix = f"run it as root (sudo), or pass --unit-dir DIR; --dry-run prints the unit. {exc.fix}"
-        raise
-    console.print(f"wrote {target}", markup=False)
-    runner = Runner()
-    if runner.which("systemctl") is None or not systemd_root.is_dir():
+    write_unit(plan)
+    console.print(f"wrote {plan.target}", markup=False)
+    if not enable_unit(plan, Runner(), systemd_root):
         console.print("systemd is not running here; to enable the service run:", markup=False)
-        for c in commands:
+        for c in plan.commands:
             console.print("  " + " ".join(c), markup=False)
         return
-    for c in commands:
-        res = runner.run(c, timeout_s=60)
-        if not res.ok:
-            raise StorageError(
-                f"{res.description} failed: {res.detail}",
-                fix="run it yourself as root, then check journalctl -u " + UNIT_NAME,
-            )
     console.print(f"enabled and started {UNIT_NAME} (journalctl -u {UNIT_NAME} shows its log)", markup=False)
 
 
@@ -436,54 +315,25 @@ def status(json_out: JsonOpt = False, config: ConfigOpt = None) -> None:
 
     from gpuwise import paths
     from gpuwise.cli.output import console, print_json
-    from gpuwise.idle.state import compute_savings, load_state, state_path
+    from gpuwise.idle.state import state_path
+    from gpuwise.idle.status import read_idle_status
     from gpuwise.units import format_duration, format_money
 
-    settings = _settings(config)
-    path = state_path(paths.data_dir())
-    data = load_state(path)
-    price = settings.price_usd_per_hour
-    if price is None and data is not None and isinstance(data.get("price_usd_per_hour"), int | float):
-        price = float(data["price_usd_per_hour"])
-    savings = compute_savings(data, price)
-    now = time.time()
-    decision = (data or {}).get("decision") or {}
-    updated = (data or {}).get("updated_at")
-    interval = float((data or {}).get("interval_s") or settings.interval_s)
-    running = updated is not None and now - float(updated) <= max(3 * interval, 120)
-    out = {
-        "state_file": str(path),
-        "found": data is not None,
-        "daemon_running": running,
-        "updated_at": updated,
-        "dry_run": (data or {}).get("dry_run"),
-        "state": decision.get("state"),
-        "reason": decision.get("reason"),
-        "idle_min": None if "idle_s" not in decision else round(float(decision["idle_s"]) / 60, 1),
-        "stop_due_unix": decision.get("stop_due_s"),
-        "stops": (data or {}).get("stops", [])[-10:],
-        "savings": {
-            "stops": savings.stops,
-            "counted_stops": savings.counted_stops,
-            "hours_off": round(savings.hours_off, 2),
-            "saved_usd": savings.saved_usd,
-            "price_usd_per_hour": savings.price_usd_per_hour,
-            "pending_since_unix": savings.pending_since_s,
-            "assumptions": list(savings.assumptions),
-        },
-    }
+    st = read_idle_status(state_path(paths.data_dir()), _settings(config), time.time())
     if json_out:
-        print_json(out)
+        print_json(st.to_json())
         return
-    if data is None:
-        console.print(f"no idle daemon state at {path}: `gpuwise idle run` has not run here", markup=False)
+    if not st.found:
+        console.print(
+            f"no idle daemon state at {st.state_file}: `gpuwise idle run` has not run here", markup=False
+        )
     else:
-        age = format_duration(now - float(updated)) if updated is not None else "?"
-        mode = " (dry run)" if out["dry_run"] else ""
-        alive = "running" if running else f"not running? last update {age} ago"
-        console.print(f"daemon {alive}{mode}; state: {out['state']}", markup=False)
-        console.print(str(out["reason"]), markup=False, soft_wrap=True)
-        for s in out["stops"][-3:]:
+        age = format_duration(st.age_s) if st.age_s is not None else "?"
+        mode = " (dry run)" if st.dry_run else ""
+        alive = "running" if st.daemon_running else f"not running? last update {age} ago"
+        console.print(f"daemon {alive}{mode}; state: {st.state}", markup=False)
+        console.print(str(st.reason), markup=False, soft_wrap=True)
+        for s in st.stops[-3:]:
             kind = "dry run" if s.get("dry_run") else ("ok" if s.get("ok") else "FAILED")
             console.print(
                 f"  stop {time.strftime('%Y-%m-%d %H:%M', time.localtime(float(s['at'])))} [{kind}] "
@@ -491,7 +341,8 @@ def status(json_out: JsonOpt = False, config: ConfigOpt = None) -> None:
                 markup=False,
                 soft_wrap=True,
             )
-    if price is None:
+    savings = st.savings
+    if savings.price_usd_per_hour is None:
         console.print(
             f"money saved: unknown (set price_usd_per_hour under [machine] in config.toml); "
             f"{savings.hours_off:.1f} h off after {savings.counted_stops} stop(s)",
@@ -500,8 +351,8 @@ def status(json_out: JsonOpt = False, config: ConfigOpt = None) -> None:
     else:
         console.print(
             f"money saved: {format_money(savings.saved_usd or 0.0)} = {savings.hours_off:.1f} h off after "
-            f"{savings.counted_stops} stop(s) × {format_money(price)}/h (compute only; assumes the machine "
-            "would otherwise have idled until it was next started)",
+            f"{savings.counted_stops} stop(s) × {format_money(savings.price_usd_per_hour)}/h (compute only; "
+            "assumes the machine would otherwise have idled until it was next started)",
             markup=False,
             soft_wrap=True,
         )

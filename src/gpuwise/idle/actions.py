@@ -2,9 +2,9 @@
 own stop call, `shutdown -h now`, a custom command, the pre-stop hook, wall(1) messages and webhooks.
 
 Every network address is injectable (`MetadataEndpoints`) so tests run a fake metadata server on
-127.0.0.1 and never reach the real link-local addresses; provider CLIs are looked up on the PATH given
-(tests put recording stubs first). Tokens are never logged: a webhook URL is shown as scheme://host only.
-Standard library only.
+127.0.0.1 and never reach the real link-local addresses; requests go through gpuwise.httpclient, never
+through a proxy. Provider CLIs are looked up on the PATH given (tests put recording stubs first). Tokens
+are never logged: a webhook URL is shown as scheme://host only. Standard library only.
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ import os
 import shlex
 import shutil
 import subprocess
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuwise import httpclient
 from gpuwise.webhook import post_json, redact_url
 
 PROVIDERS = ("aws", "gcp", "azure", "alibaba")
@@ -44,7 +42,16 @@ class MetadataEndpoints:
 
 
 class MetadataError(Exception):
-    """The metadata service did not answer as the provider documents."""
+    """The metadata service did not answer as the provider documents. `status` is the HTTP status of an
+    answer that was not 2xx (None when there was no answer)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# A metadata answer is a few bytes to a few KB; a larger one is not what the provider documents.
+_METADATA_MAX_BYTES = 1_000_000
 
 
 def _http(
@@ -55,15 +62,22 @@ def _http(
     timeout_s: float,
     data: bytes | None = None,
 ) -> str:
-    req = urllib.request.Request(url, method=method, headers=dict(headers or {}), data=data)
-    # No proxies: metadata services are link-local and must never be asked through a proxy.
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with opener.open(req, timeout=timeout_s) as resp:
-            body: bytes = resp.read(1_000_000)
-            return body.decode("utf-8", errors="replace").strip()
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise MetadataError(f"{method} {url}: {exc}") from exc
+        # No proxies: metadata services are link-local and must never be asked through a proxy.
+        answer = httpclient.request(
+            method,
+            url,
+            body=data,
+            headers=headers,
+            timeout_s=timeout_s,
+            max_bytes=_METADATA_MAX_BYTES,
+            use_proxy=False,
+        )
+    except httpclient.HttpError as exc:
+        raise MetadataError(f"{method} {url}: {exc.reason}") from exc
+    if not answer.ok:
+        raise MetadataError(f"{method} {url}: HTTP {answer.status}", status=answer.status)
+    return answer.body.decode("utf-8", errors="replace").strip()
 
 
 def metadata_text_or_none(
@@ -79,11 +93,8 @@ def metadata_text_or_none(
     try:
         return _http(url, method=method, headers=headers, timeout_s=timeout_s, data=data)
     except MetadataError as exc:
-        cause = exc.__cause__
-        if isinstance(cause, urllib.error.HTTPError):
-            cause.close()  # an HTTPError holds the open response
-            if cause.code == 404:
-                return None
+        if exc.status == 404:
+            return None
         raise
 
 

@@ -35,8 +35,8 @@ from gpuwise.idle.actions import (
 )
 from gpuwise.idle.policy import Decision, IdlePolicy, IdleState, Observation, PolicyState
 from gpuwise.idle.settings import IdleSettings
-from gpuwise.idle.signals import Gatherer, gather_all
-from gpuwise.idle.state import load_state, save_state
+from gpuwise.idle.signals import Gatherer, gather_all, gatherers_for
+from gpuwise.idle.state import load_state, save_state, state_path
 from gpuwise.webhook import redact_url
 
 log = logging.getLogger("gpuwise.idle")
@@ -90,6 +90,25 @@ class IdleDaemon:
     _data: dict[str, Any] = field(init=False, default_factory=dict)
     _prev_state: IdleState = field(init=False, default=IdleState.BUSY)
     _retry_at: float | None = field(init=False, default=None)
+
+    @classmethod
+    def on_this_machine(
+        cls, settings: IdleSettings, probe: Any, data_dir: Path, **options: Any
+    ) -> IdleDaemon:
+        """The daemon `gpuwise idle run` starts: the gatherers `settings.signals` names, its state file
+        under `data_dir`, and a warning that says how to keep the machine. `options` are the remaining
+        fields (dry_run, endpoints, history)."""
+        keepalive = settings.keepalive_path(data_dir)
+        return cls(
+            settings,
+            probe,
+            gatherers_for(settings, data_dir),
+            state_path(data_dir),
+            keepalive_hint=f"touch {keepalive}"
+            if "keepalive" in settings.signals
+            else "log in and use a GPU",
+            **options,
+        )
 
     def __post_init__(self) -> None:
         # a daemon killed while saving leaves its temp file beside the state; only the daemon writes there

@@ -51,16 +51,14 @@ sample model and errors.
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Literal
 
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample, Snapshot
-from gpuwise.gpu.smi_csv import iter_snapshot_groups
 
 MIB = 1024**2
 MIN_GAP_S = 120.0
@@ -338,7 +336,7 @@ def _view_gpu(sample: Sample, prev: int | str, cfg: PolicyConfig, floor: int | N
     return _GpuView(active, held)
 
 
-def _fmt_min(seconds: float) -> str:
+def fmt_min(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
@@ -359,7 +357,7 @@ class IdlePolicy:
             activity.append("clock went backwards (counts as busy)")
         elif st.last_ts is not None and t - st.last_ts > cfg.gap_limit_s:
             activity.append(
-                f"no data for {_fmt_min(t - st.last_ts)} (gap > {cfg.gap_limit_s:g} s counts as busy)"
+                f"no data for {fmt_min(t - st.last_ts)} (gap > {cfg.gap_limit_s:g} s counts as busy)"
             )
         elif st.last_ts is None and st.last_activity_s is None:
             activity.append("start of observation")
@@ -490,143 +488,11 @@ class IdlePolicy:
         if held and len(held) > 1:
             held_txt = f"GPU memory held on {len(held)} GPUs ({held[0]}, …)"
         base = (
-            f"{gpus} idle (util ≤ {cfg.threshold_pct:g}%) for {_fmt_min(idle_s)}, {held_txt}{quiet_txt}; "
+            f"{gpus} idle (util ≤ {cfg.threshold_pct:g}%) for {fmt_min(idle_s)}, {held_txt}{quiet_txt}; "
             f"last activity: {st.last_activity_cause}"
         )
         if state == IdleState.STOPPING:
-            return f"stop: {base}; window {_fmt_min(window_s)} reached"
+            return f"stop: {base}; window {fmt_min(window_s)} reached"
         if state == IdleState.WARNING:
-            return f"warning: {base}; stop in {_fmt_min(max(0.0, due - t))} unless activity resumes"
-        return f"idle candidate: {base}; window {_fmt_min(window_s)}"
-
-
-@dataclass(frozen=True)
-class IdleStretch:
-    """A stretch without activity: from the last activity to the next one (or the end of the trace)."""
-
-    start_s: float
-    end_s: float
-    peak_state: IdleState  # the furthest state reached: idle_candidate, warning or stopping
-    window_s: float
-    ended_by: str  # the activity that ended it, "end of trace" or "stop"
-
-    @property
-    def duration_s(self) -> float:
-        return self.end_s - self.start_s
-
-
-@dataclass(frozen=True)
-class ReplayResult:
-    stop_at_s: float | None
-    reason: str
-    samples: int
-    observations: int
-    first_s: float | None
-    last_s: float | None
-    max_idle_s: float
-    stretches: tuple[IdleStretch, ...]  # idle stretches of at least `min_stretch_s`, in time order
-    config: PolicyConfig
-
-
-_RANK = {IdleState.BUSY: 0, IdleState.IDLE_CANDIDATE: 1, IdleState.WARNING: 2, IdleState.STOPPING: 3}
-
-
-def median_interval_s(timestamps: Sequence[float]) -> float | None:
-    """Median of the positive steps between sorted timestamps (None with fewer than two)."""
-    steps = sorted(b - a for a, b in itertools.pairwise(sorted(timestamps)) if b > a)
-    return steps[len(steps) // 2] if steps else None
-
-
-def group_samples(samples: Iterable[Sample]) -> list[Observation]:
-    """Time-ordered samples → one observation per poll. nvidia-smi stamps each GPU's row separately and a
-    poll of 8 GPUs can take a good fraction of a second, so a poll ends when a GPU index repeats, or when
-    the clock moves on by more than half of one GPU's own sampling interval. Several rows of one GPU at
-    one stamp (two loggers writing one file) all go into that observation: the policy judges each, so a
-    busy one is never hidden by an idle one."""
-    # GPUs of a CSV without an index column were numbered by the reader (`number_unindexed_gpus`); doing it
-    # again here would turn two loggers' rows of GPU 0 at one stamp into two GPUs
-    ordered = sorted(samples, key=lambda x: (x.timestamp_s, x.index))
-    by_gpu: dict[int, list[float]] = {}
-    for s in ordered:
-        by_gpu.setdefault(s.index, []).append(s.timestamp_s)
-    steps = [m for ts in by_gpu.values() if (m := median_interval_s(ts)) is not None]
-    max_skew_s = 0.5 * min(steps) if steps else 0.5
-    groups = iter_snapshot_groups(ordered, max_skew_s=max_skew_s)
-    return [Observation(g[0].timestamp_s, tuple(g)) for g in groups]
-
-
-def replay(
-    observations: Sequence[Observation],
-    config: PolicyConfig | None = None,
-    *,
-    samples: int | None = None,
-    min_stretch_s: float = 300.0,
-) -> ReplayResult:
-    """Run the policy over a recorded series; stop at the first `stopping` decision. An automatic
-    `max_gap_s` is fixed from the series' own median sampling interval."""
-    cfg = config or PolicyConfig()
-    step = median_interval_s([o.timestamp_s for o in observations])
-    policy = IdlePolicy(cfg.resolve_gap(step) if step is not None else cfg)
-    stretches: list[IdleStretch] = []
-    open_start: float | None = None
-    peak = IdleState.IDLE_CANDIDATE
-    window = policy.config.window_s
-    last: Decision | None = None
-    max_idle = 0.0
-
-    def close(end_s: float, ended_by: str) -> None:
-        if open_start is not None and (end_s - open_start >= min_stretch_s or ended_by == "stop"):
-            stretches.append(IdleStretch(open_start, end_s, peak, window, ended_by))
-
-    for obs in observations:
-        d = policy.observe(obs)
-        max_idle = max(max_idle, d.idle_s)
-        if d.state == IdleState.BUSY:
-            close(d.timestamp_s, d.activity[0] if d.activity else "activity")
-            open_start = None
-        else:
-            if open_start is None or d.timestamp_s - d.idle_s > open_start:
-                if open_start is not None:  # a signal's last activity moved the start
-                    close(d.timestamp_s - d.idle_s, policy.state.last_activity_cause)
-                open_start, peak = d.timestamp_s - d.idle_s, IdleState.IDLE_CANDIDATE
-            if _RANK[d.state] > _RANK[peak]:
-                peak = d.state
-            window = d.window_s
-        last = d
-        if d.state == IdleState.STOPPING:
-            break
-    n_samples = samples if samples is not None else sum(len(o.samples) for o in observations)
-    first = observations[0].timestamp_s if observations else None
-    end = observations[-1].timestamp_s if observations else None
-    if last is not None:
-        close(last.timestamp_s, "stop" if last.state == IdleState.STOPPING else "end of trace")
-    if last is not None and last.state == IdleState.STOPPING:
-        return ReplayResult(
-            last.timestamp_s,
-            last.reason,
-            n_samples,
-            len(observations),
-            first,
-            end,
-            max_idle,
-            tuple(stretches),
-            policy.config,
-        )
-    if last is None:
-        reason = "no stop: the trace holds no samples"
-    else:
-        cfg = policy.config
-        reason = (
-            f"no stop: the longest idle stretch was {_fmt_min(max_idle)}; "
-            f"at the end of the trace the machine had been idle {_fmt_min(last.idle_s)} "
-            f"(last activity: {policy.state.last_activity_cause}), "
-            f"short of the {_fmt_min(last.window_s)} window"
-            + (
-                " that applies while GPU memory is held or not reported"
-                if last.window_s > cfg.window_s
-                else ""
-            )
-        )
-    return ReplayResult(
-        None, reason, n_samples, len(observations), first, end, max_idle, tuple(stretches), policy.config
-    )
+            return f"warning: {base}; stop in {fmt_min(max(0.0, due - t))} unless activity resumes"
+        return f"idle candidate: {base}; window {fmt_min(window_s)}"

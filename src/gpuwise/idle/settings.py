@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 from gpuwise.config import validate_section
@@ -37,6 +38,12 @@ class IdleSettings:
     process_cpu_pct: float = 10.0  # CPU of a GPU process and its children, % of one core, that counts as busy
     process_io_kib_per_s: float = 64.0  # read+write chars/s (files, pipes, sockets) that counts as busy
     price_usd_per_hour: float | None = None
+
+    def keepalive_path(self, data_dir: Path) -> Path:
+        """The keep-alive file: `keepalive_file` when set, else <data dir>/idle/keepalive."""
+        if self.keepalive_file:
+            return Path(self.keepalive_file).expanduser()
+        return data_dir / "idle" / "keepalive"
 
     def with_cli(self, **overrides: Any) -> IdleSettings:
         """Apply CLI options that were given (None means "not given")."""

@@ -9,7 +9,8 @@ callables so tests feed them recorded data:
   a job downloading its next shard is busy although its GPU sits at 0 %.
 * ssh — remote logins from utmp; each counts from its terminal's last input (the tty's atime, as `w`
   shows it), so a forgotten terminal does not keep a machine forever.
-* jupyter — the Jupyter server's /api/kernels: a busy kernel is active; `last_activity` moves the clock.
+* jupyter — the Jupyter server's /api/kernels (through gpuwise.httpclient, never through a proxy): a busy
+  kernel is active; `last_activity` moves the clock.
 * gpuwise_run — a `gpuwise run` job alive: a `*.pid` file under <data dir>/run whose pid exists.
 * keepalive — a file whose mtime the user or a hook touches (`touch <data dir>/idle/keepalive`).
 
@@ -21,16 +22,17 @@ from __future__ import annotations
 import json
 import os
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from gpuwise import httpclient
+from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Snapshot
 from gpuwise.idle.policy import Signal
+from gpuwise.idle.settings import IdleSettings
 
 
 class Gatherer(Protocol):
@@ -173,11 +175,18 @@ def _iso_to_epoch(text: str) -> float | None:
         return None
 
 
+# A kernel list is ~1 KB per kernel; a larger answer is not a Jupyter server's.
+_KERNELS_MAX_BYTES = 5_000_000
+
+
 def fetch_json(url: str, headers: dict[str, str], timeout_s: float) -> Any:
-    req = urllib.request.Request(url, headers=headers)
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # a local server: no proxy
-    with opener.open(req, timeout=timeout_s) as resp:
-        return json.loads(resp.read(5_000_000))
+    """GET a JSON document. HttpError when there is no 2xx answer, ValueError when it is not JSON."""
+    answer = httpclient.request(
+        "GET", url, headers=headers, timeout_s=timeout_s, max_bytes=_KERNELS_MAX_BYTES, use_proxy=False
+    )  # a local server: no proxy
+    if not answer.ok:
+        raise httpclient.HttpError(httpclient.redact_url(url), f"HTTP {answer.status}")
+    return json.loads(answer.body)
 
 
 @dataclass
@@ -192,7 +201,7 @@ class JupyterKernels:
         headers = {"Authorization": f"token {self.token}"} if self.token else {}
         try:
             kernels = self.fetch(self.url.rstrip("/") + "/api/kernels", headers, self.timeout_s)
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+        except (httpclient.HttpError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             return Signal(self.name, "unknown", f"Jupyter server did not answer: {reason}")
         if not isinstance(kernels, list):
@@ -265,6 +274,37 @@ class KeepAliveFile:
             return Signal(self.name, "unknown", f"cannot stat keep-alive file {self.path}: {exc.strerror}")
         ago = max(0.0, now - mtime) / 60
         return Signal(self.name, "quiet", f"keep-alive touched {ago:.0f} min ago", last_active_s=mtime)
+
+
+def gatherers_for(settings: IdleSettings, data_dir: Path) -> list[Gatherer]:
+    """The gatherers `settings.signals` names, in that order. ConfigError when the Jupyter token file
+    cannot be read."""
+    out: list[Gatherer] = []
+    for name in settings.signals:
+        if name == "gpu_processes":
+            out.append(GpuProcessActivity(settings.process_cpu_pct, settings.process_io_kib_per_s))
+        elif name == "ssh":
+            out.append(SshSessions())
+        elif name == "jupyter":
+            assert settings.jupyter_url is not None  # IdleSettings.validate requires it with this signal
+            out.append(JupyterKernels(settings.jupyter_url, _jupyter_token(settings.jupyter_token_file)))
+        elif name == "gpuwise_run":
+            out.append(GpuwiseRunJobs(data_dir / "run"))
+        elif name == "keepalive":
+            out.append(KeepAliveFile(settings.keepalive_path(data_dir)))
+    return out
+
+
+def _jupyter_token(token_file: str | None) -> str | None:
+    if not token_file:
+        return None
+    try:
+        return Path(token_file).expanduser().read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read jupyter_token_file {token_file}: {exc.strerror}",
+            fix="point jupyter_token_file at a file holding the Jupyter server's token",
+        ) from exc
 
 
 def gather_all(gatherers: Iterable[Gatherer], now: float, snapshot: Snapshot) -> list[Signal]:

@@ -5,8 +5,9 @@ above its threshold and clears after `clear_samples` consecutive snapshots below
 threshold, so a value hovering at the line does not flap. A reading that is unsupported or failed
 changes nothing (it is neither a breach nor a recovery).
 
-Delivery: always the log; optionally a webhook (JSON POST via urllib, with a timeout) and/or a command
-(the alert JSON on its stdin, with a timeout). Webhook URLs, headers and tokens are never logged.
+Delivery: always the log; optionally a webhook (a JSON POST through gpuwise.webhook, with a timeout)
+and/or a command (the alert JSON on its stdin, with a timeout). Webhook URLs, headers and tokens are never
+logged.
 
 Config (`[alerts]` in config.toml; every key optional):
 

@@ -1,0 +1,223 @@
+"""Reading a workload file: TOML loading, key checks, preset merging and one clear message for bad input.
+
+`load_workload(path)` reads a TOML file; `parse_workload(data, source)` validates an already-parsed dict.
+Both return a `Workload` (gpuwise.workload.spec) whose model section is resolved (preset merged with the
+user's overrides, defaults filled), so the estimator never looks anything up again. Every problem becomes
+one `ConfigError` naming the file, the key path (`train.micro_batch`), what was expected and, for a
+misspelt key or a Hugging Face name pasted in, the key to write instead.
+
+Must not import the CLI, the catalog or the estimator.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from gpuwise.errors import ConfigError, NotFoundError, close_matches
+from gpuwise.workload.spec import Constraints, DataSpec, InferenceSpec, ModelSpec, TrainSpec, Workload
+
+# Keys of a Hugging Face config.json and of HF TrainingArguments users paste into a workload: the gpuwise key
+# to write instead, and the section it belongs in.
+HF_KEYS: dict[str, tuple[str, str]] = {
+    "num_hidden_layers": ("model", "layers"),
+    "n_layer": ("model", "layers"),
+    "hidden_size": ("model", "hidden"),
+    "n_embd": ("model", "hidden"),
+    "num_attention_heads": ("model", "heads"),
+    "n_head": ("model", "heads"),
+    "num_key_value_heads": ("model", "kv_heads"),
+    "vocab_size": ("model", "vocab"),
+    "intermediate_size": ("model", "ffn_hidden"),
+    "num_local_experts": ("model", "experts"),
+    "num_experts_per_tok": ("model", "experts_per_token"),
+    "tie_word_embeddings": ("model", "tied_embeddings"),
+    "max_position_embeddings": ("train", "seq_len"),
+    "max_seq_length": ("train", "seq_len"),
+    "cutoff_len": ("train", "seq_len"),
+    "per_device_train_batch_size": ("train", "micro_batch"),
+    "micro_batch_size": ("train", "micro_batch"),
+    "gradient_checkpointing": ("train", "activation_checkpointing"),
+    "num_train_epochs": ("train", "epochs"),
+    "lora_r": ("train", "lora_rank"),
+    "load_in_4bit": ("train", "base_precision"),
+    "load_in_8bit": ("train", "base_precision"),
+    "sample_packing": ("train", "packing"),
+    "bf16": ("train", "precision"),
+    "fp16": ("train", "precision"),
+    "params": ("model", "params"),
+    "layers": ("model", "layers"),
+    "hidden": ("model", "hidden"),
+    "heads": ("model", "heads"),
+    "seq_len": ("train", "seq_len"),
+    "micro_batch": ("train", "micro_batch"),
+    "framework": ("train", "framework"),
+    "base_precision": ("train", "base_precision"),
+    "avg_tokens": ("train", "avg_tokens"),
+    "offload_optimizer": ("train", "offload"),
+    "offload_param": ("train", "offload"),
+    "cpu_offload": ("train", "offload"),
+    "use_liger_kernel": ("train", "fused_kernels"),
+}
+# What to write for a HF key whose gpuwise value is not the same number.
+_HF_VALUE_HINT = {
+    "gradient_checkpointing": 'activation_checkpointing = "full"',
+    "load_in_4bit": 'base_precision = "nf4"',
+    "load_in_8bit": 'base_precision = "int8"',
+    "bf16": 'precision = "bf16"',
+    "fp16": 'precision = "fp16"',
+    "offload_optimizer": 'offload = "optimizer"',
+    "offload_param": 'offload = "optimizer+params"',
+    "cpu_offload": 'offload = "optimizer+params"',
+    "use_liger_kernel": "fused_kernels = true",
+}
+
+_SECTIONS: dict[str, type[BaseModel]] = {
+    "model": ModelSpec,
+    "train": TrainSpec,
+    "inference": InferenceSpec,
+    "data": DataSpec,
+    "constraints": Constraints,
+}
+_MODEL_USER_KEYS = [k for k in ModelSpec.model_fields if k != "source"]
+
+
+def _check_keys(data: dict[str, Any], source: str) -> None:
+    """Unknown keys first, so a misspelling gets "did you mean" rather than a missing-field message."""
+    top = ["name", "task", *_SECTIONS]
+    for key, value in data.items():
+        if key not in top:
+            _unknown(source, key, top)
+        if key in _SECTIONS:
+            if not isinstance(value, dict):
+                raise ConfigError(
+                    f"Workload file {source}: key '{key}' must be a table [{key}], "
+                    f"got {type(value).__name__}",
+                    fix=f"write it as a section: [{key}] followed by key = value lines",
+                )
+            allowed = _MODEL_USER_KEYS if key == "model" else list(_SECTIONS[key].model_fields)
+            for sub in value:
+                if sub not in allowed:
+                    _unknown(source, f"{key}.{sub}", allowed, section=key)
+
+
+def _unknown(source: str, path: str, allowed: list[str], section: str = "") -> None:
+    leaf = path.rsplit(".", 1)[-1]
+    if leaf in HF_KEYS:
+        home, key = HF_KEYS[leaf]
+        write = _HF_VALUE_HINT.get(leaf, f"{key} = …")
+        same = leaf == key
+        raise ConfigError(
+            f"Workload file {source}: key '{path}' "
+            + (
+                f"belongs in [{home}], not {'[' + section + ']' if section else 'the top level'}"
+                if same
+                else "is a Hugging Face config/training-argument name, not a workload key"
+            ),
+            why=f"gpuwise reads '{key}' from the [{home}] section",
+            fix=f"move it: under [{home}] write {write}"
+            + ("" if same else f" (the value of {leaf}); remove '{path}'"),
+        )
+    hint = close_matches(leaf, allowed)
+    where = f"[{section}]" if section else "the top level"
+    message = f"Workload file {source}: unknown key '{path}'"
+    if hint:
+        message += f" (did you mean '{(section + '.') if section else ''}{hint[0]}'?)"
+    raise ConfigError(
+        message,
+        why=f"keys allowed in {where}: " + ", ".join(allowed),
+        fix="correct or remove the key (`gpuwise schema workload` lists every key)",
+    )
+
+
+def _merge_preset(data: dict[str, Any], source: str) -> dict[str, Any]:
+    from gpuwise.workload.presets import get_preset
+
+    model = data.get("model")
+    if not isinstance(model, dict) or "preset" not in model:
+        return data
+    name = model["preset"]
+    if not isinstance(name, str):
+        raise ConfigError(
+            f"Workload file {source}: key 'model.preset' must be a string, got {type(name).__name__}",
+            fix='write e.g. preset = "llama-3-8b" (gpuwise lists presets in the error for an unknown name)',
+        )
+    try:
+        base = get_preset(name)
+    except NotFoundError as exc:
+        hint = f" (did you mean {' or '.join(repr(m) for m in exc.matches)}?)" if exc.matches else ""
+        raise ConfigError(
+            f"Workload file {source}: key 'model.preset': unknown preset {name!r}{hint}",
+            fix="use one of: " + ", ".join(sorted(_preset_names())),
+        ) from exc
+    merged = {**base, **model}
+    merged["preset"] = base.get("preset", name)
+    return {**data, "model": merged}
+
+
+def _preset_names() -> list[str]:
+    from gpuwise.workload.presets import preset_names
+
+    return preset_names()
+
+
+def _describe_error(err: dict[str, Any]) -> tuple[str, str]:
+    loc = ".".join(str(p) for p in err.get("loc", ()) if not str(p).startswith("function-after"))
+    typ = err.get("type", "")
+    msg = str(err.get("msg", "")).removeprefix("Value error, ")
+    given = err.get("input")
+    if typ == "missing":
+        return loc, "is required but missing"
+    if typ == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        return loc, f"must be one of {expected}, got {given!r}"
+    if typ in ("int_parsing", "int_type", "int_from_float"):
+        return loc, f"must be a whole number, got {given!r}"
+    if typ in ("float_parsing", "float_type"):
+        return loc, f"must be a number, got {given!r}"
+    if typ in ("bool_parsing", "bool_type"):
+        return loc, f"must be true or false, got {given!r}"
+    if typ in ("string_type",):
+        return loc, f"must be a string, got {given!r}"
+    if typ in ("list_type",):
+        return loc, f'must be a list, e.g. ["a", "b"], got {given!r}'
+    if typ == "greater_than":
+        return loc, f"must be greater than {err.get('ctx', {}).get('gt')}, got {given!r}"
+    if typ == "greater_than_equal":
+        return loc, f"must be at least {err.get('ctx', {}).get('ge')}, got {given!r}"
+    return loc, f"{msg}" + (f" (got {given!r})" if typ != "value_error" and given is not None else "")
+
+
+def parse_workload(data: dict[str, Any], source: str) -> Workload:
+    """Validate a workload dict (as read from TOML); `source` names the file in messages."""
+    _check_keys(data, source)
+    merged = _merge_preset(data, source)
+    if "name" not in merged:
+        merged = {"name": Path(source).stem, **merged}
+    try:
+        return Workload.model_validate(merged)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors()[:5]:
+            loc, what = _describe_error(dict(err))
+            problems.append((f"key '{loc}' " if loc else "") + what)
+        more = f"; and {len(exc.errors()) - 5} more" if len(exc.errors()) > 5 else ""
+        raise ConfigError(
+            f"Workload file {source}: " + "; ".join(problems) + more,
+            fix="correct the value (`gpuwise schema workload` lists every key, its type and its default)",
+        ) from exc
+
+
+def load_workload(path: Path) -> Workload:
+    """Read and validate a workload TOML file. Raises ConfigError (exit 2) for any problem: a missing,
+    binary, oversized or too deeply nested file included (gpuwise.safe_read)."""
+    from gpuwise.safe_read import load_toml
+
+    data = load_toml(
+        path,
+        what="Workload file",
+        fix="correct the file (TOML: key = value, [section], strings in quotes; see examples/)",
+    )
+    return parse_workload(data, str(path))
