@@ -2,7 +2,8 @@
 
 Pure: data in (Workload, GpuSpec, count, nodes, Calibration), an `Estimate` out; no files, clock or
 printing. Fast (a few hundred calls per plan): plain arithmetic, no allocation-heavy structures.
-Every constant comes from `constants.py` and is named in the estimate's assumptions.
+Every constant comes from the cited tables (constants.py, memory_constants.py,
+interconnect_constants.py, stacks.py) and is named in the estimate's assumptions.
 
 Must not import the CLI, the planner or the catalog loaders (only `catalog.models`).
 """
@@ -17,6 +18,9 @@ from functools import lru_cache
 from gpuwise.catalog.models import GpuSpec
 from gpuwise.errors import ConfigError
 from gpuwise.estimate import constants as K  # noqa: N812 - K is the constants table, read everywhere
+from gpuwise.estimate import interconnect_constants as NET  # noqa: N812 - the links table
+from gpuwise.estimate import memory_constants as MEM  # noqa: N812 - the memory constants table
+from gpuwise.estimate import stacks as S  # noqa: N812 - the training stacks table
 from gpuwise.estimate.calibration import Calibration
 from gpuwise.estimate.models import Estimate, MemoryBreakdown
 from gpuwise.units import GIB
@@ -76,7 +80,7 @@ def _bandwidth(gpu: GpuSpec, notes: _Notes) -> float | None:
 
 def _intra_node_bytes_per_s(gpu: GpuSpec, notes: _Notes) -> float:
     """Per-GPU, per-direction bandwidth to the other GPUs of its node."""
-    eff = notes.const(K.LINK_EFFICIENCY)
+    eff = notes.const(NET.LINK_EFFICIENCY)
     nvlink = gpu.nvlink_bidir_gbs.value
     if nvlink and gpu.form_factor.upper().startswith(("SXM", "OAM", "HGX")):
         notes.add(
@@ -84,8 +88,8 @@ def _intra_node_bytes_per_s(gpu: GpuSpec, notes: _Notes) -> float:
         )
         return nvlink / 2 * 1e9 * eff
     gen = gpu.pcie_gen or 4
-    notes.const(K.PCIE_SOURCE)
-    pcie = K.PCIE_GBS_PER_DIRECTION.get(gen, 32.0)
+    notes.const(NET.PCIE_SOURCE)
+    pcie = NET.PCIE_GBS_PER_DIRECTION.get(gen, 32.0)
     notes.add(f"intra-node: PCIe gen {gen} x16, {pcie:g} GB/s per direction (no NVLink switch assumed)")
     return pcie * 1e9 * eff
 
@@ -94,20 +98,20 @@ def _inter_node_bytes_per_s(
     gpu: GpuSpec, gpus_per_node: int, notes: _Notes, network_gbps: float | None = None
 ) -> float:
     """Network bandwidth of one node (all NICs together), per direction."""
-    eff = K.LINK_EFFICIENCY.value
+    eff = NET.LINK_EFFICIENCY.value
     if network_gbps is not None:
         notes.add(
             f"inter-node: {network_gbps:g} Gb/s per node (given: --network-gbps or the instance's network)"
         )
         return network_gbps / 8 * 1e9 * eff
-    per_gpu = K.INTERNODE_GBPS_PER_GPU.get(gpu.name)
-    notes.const(K.INTERNODE_SOURCE)
+    per_gpu = NET.INTERNODE_GBPS_PER_GPU.get(gpu.name)
+    notes.const(NET.INTERNODE_SOURCE)
     if per_gpu is not None:
         notes.add(
             f"inter-node: {gpus_per_node}×{per_gpu:g} Gb/s InfiniBand/EFA per node assumed for {gpu.name}"
         )
         return gpus_per_node * per_gpu / 8 * 1e9 * eff
-    default = notes.const(K.INTERNODE_CONSERVATIVE_GBPS)
+    default = notes.const(NET.INTERNODE_CONSERVATIVE_GBPS)
     notes.add(f"inter-node: {default:g} Gb/s Ethernet per node assumed for {gpu.name} (network unknown)")
     return default / 8 * 1e9 * eff
 
@@ -195,7 +199,7 @@ def _train_memory(
     tp: int,
     pp: int,
     count: int,
-    stack: K.Stack,
+    stack: S.Stack,
     seq_mem: float,
     notes: _Notes,
 ) -> tuple[MemoryBreakdown, float]:
@@ -205,8 +209,8 @@ def _train_memory(
     shard = tp * pp
     mixed = t.precision not in ("fp32", "tf32") and not t.pure_low_precision
     compute_b = K.BYTES[t.precision] if t.precision != "fp8" else 2.0
-    opt_state = K.OPTIMIZER_STATE_BYTES[t.optimizer_kind]
-    notes.const(K.OPTIMIZER_SOURCE)
+    opt_state = MEM.OPTIMIZER_STATE_BYTES[t.optimizer_kind]
+    notes.const(MEM.OPTIMIZER_SOURCE)
     if t.pure_low_precision and t.precision not in ("fp32", "tf32"):
         opt_state = opt_state / 2 if t.optimizer_kind in ("adamw", "sgd") else opt_state
         notes.add(
@@ -217,9 +221,9 @@ def _train_memory(
     if t.method == "full":
         weights = n / shard * compute_b
         grads = n / shard * compute_b
-        optimizer = n / shard * (opt_state + (K.MASTER_WEIGHT_BYTES if mixed else 0.0))
+        optimizer = n / shard * (opt_state + (MEM.MASTER_WEIGHT_BYTES if mixed else 0.0))
         if mixed:
-            per_param = 2 * compute_b + opt_state + K.MASTER_WEIGHT_BYTES
+            per_param = 2 * compute_b + opt_state + MEM.MASTER_WEIGHT_BYTES
             notes.add(
                 f"mixed precision: {t.precision} weights and gradients + fp32 master weights and "
                 f"{t.optimizer} states = {per_param:g} B/param before sharding (ZeRO paper accounting)"
@@ -240,8 +244,8 @@ def _train_memory(
         base_dtype = t.base_dtype
         if t.quantized_base:
             if base_dtype == "nf4":
-                notes.const(K.NF4_BYTES_PER_PARAM)
-            qb = K.BASE_BYTES_PER_PARAM[base_dtype]
+                notes.const(MEM.NF4_BYTES_PER_PARAM)
+            qb = MEM.BASE_BYTES_PER_PARAM[base_dtype]
             emb = m.embedding_params * (1 if m.tied_embeddings else 2)
             base = ((n - emb) * qb + emb * 2) / shard
             notes.add(
@@ -249,7 +253,7 @@ def _train_memory(
                 "kept in 16-bit (bitsandbytes / GPTQ / AWQ)"
             )
         else:
-            base = n / shard * K.BASE_BYTES_PER_PARAM.get(base_dtype, compute_b)
+            base = n / shard * MEM.BASE_BYTES_PER_PARAM.get(base_dtype, compute_b)
         if zero >= 3 and base_dtype in ("int8", "gptq-4bit", "awq-4bit"):
             # FSDP/ZeRO-3 flatten and shard floating-point tensors only: an integer-stored base (LLM.int8
             # Int8Params, GPTQ/AWQ packed int32) stays whole on every GPU. NF4 shards since bitsandbytes'
@@ -290,9 +294,9 @@ def _train_memory(
         # DeepSpeed's engine adds what FSDP does not: an fp32 gradient partition for the step (on the CPU
         # with ZeRO-Offload) and its communication buckets.
         if t.offload == "none":
-            part = trainable_local if zero < 3 else min(trainable_local, K.DEEPSPEED_SUBGROUP_ELEMENTS)
-            grads += part * notes.const(K.DEEPSPEED_FP32_GRAD_BYTES)
-        buckets = (2 if zero < 3 else 1) * notes.const(K.DEEPSPEED_BUCKET_BYTES)
+            part = trainable_local if zero < 3 else min(trainable_local, MEM.DEEPSPEED_SUBGROUP_ELEMENTS)
+            grads += part * notes.const(MEM.DEEPSPEED_FP32_GRAD_BYTES)
+        buckets = (2 if zero < 3 else 1) * notes.const(MEM.DEEPSPEED_BUCKET_BYTES)
         grads += buckets
         notes.add(
             f"DeepSpeed ZeRO-{zero}: fp32 gradient partition for the optimizer step"
@@ -306,7 +310,7 @@ def _train_memory(
         b = t.micro_batch
         layers = m.layers or 1
         linear, quad = _act_bytes_per_token_layer(m, t, seq, tp)
-        notes.const(K.ACTIVATIONS_SOURCE)
+        notes.const(MEM.ACTIVATIONS_SOURCE)
         tokens = b * seq
         # 1F1B pipeline: the first stage holds pp micro batches of L/pp layers = L layers' worth.
         layer_count = layers / pp * min(pp, 10**9)
@@ -329,15 +333,15 @@ def _train_memory(
             # The fused SwiGLU recomputes silu(gate) in the backward: 2·ffn bytes per token per layer fewer.
             acts -= layer_count * 2 * m.n_ffn * m.experts_per_token / tp * tokens
         if m.vocab and fused:
-            lb = notes.const(K.FUSED_LOSS_BYTES_PER_ELEMENT)
+            lb = notes.const(MEM.FUSED_LOSS_BYTES_PER_ELEMENT)
             loss_acts = tokens * m.vocab * lb / tp
             notes.add("fused kernels: chunked cross-entropy on the 16-bit logits, SwiGLU recomputed")
         elif m.vocab and stack.hf_loss:
             # Counted after the fp32 doubling below: the figure already holds the fp32 copies.
-            lb = notes.const(K.HF_LOSS_BYTES_PER_ELEMENT)
+            lb = notes.const(MEM.HF_LOSS_BYTES_PER_ELEMENT)
             loss_acts = tokens * m.vocab * lb / tp
         elif m.vocab:
-            lb = notes.const(K.LOGITS_BYTES_PER_ELEMENT)
+            lb = notes.const(MEM.LOGITS_BYTES_PER_ELEMENT)
             acts += tokens * m.vocab * lb / tp
         if t.precision in ("fp32", "tf32"):
             acts *= 2
@@ -345,9 +349,9 @@ def _train_memory(
         if t.quantized_base:
             acts += 2 * (m.hidden or 0) * m.n_ffn * 2 / tp  # one dequantized BF16 weight matrix at a time
     else:
-        notes.const(K.ACT_BYTES_PER_FLOP)
-        per_flop = K.ACT_BYTES_PER_FLOP_BY_KIND[m.kind]
-        keep = K.NON_TRANSFORMER_CHECKPOINT_KEEP[t.activation_checkpointing]
+        notes.const(MEM.ACT_BYTES_PER_FLOP)
+        per_flop = MEM.ACT_BYTES_PER_FLOP_BY_KIND[m.kind]
+        keep = MEM.NON_TRANSFORMER_CHECKPOINT_KEEP[t.activation_checkpointing]
         acts = (m.flops_per_sample or 0) * per_flop * t.micro_batch * keep
         if keep < 1:
             mode = t.activation_checkpointing
@@ -363,9 +367,9 @@ def _train_memory(
         "reserved exceeds allocated by ~5% with fixed shapes, 8-15% with variable-length batches, as "
         "torch.cuda.memory_summary reports in user threads)"
     )
-    overhead = notes.const(K.CUDA_CONTEXT_GIB) * GIB + allocated * frag
+    overhead = notes.const(MEM.CUDA_CONTEXT_GIB) * GIB + allocated * frag
     if count > 1:
-        overhead += notes.const(K.NCCL_BUFFERS_GIB) * GIB
+        overhead += notes.const(MEM.NCCL_BUFFERS_GIB) * GIB
     return MemoryBreakdown(weights, grads, optimizer, acts, 0.0, overhead), offloaded
 
 
@@ -460,7 +464,7 @@ def _dequant_seconds(w: Workload, t: TrainSpec, gpu: GpuSpec, *, accum: int, not
 
 
 def _offload_seconds(
-    w: Workload, t: TrainSpec, stack: K.Stack, *, dp: int, accum: int, gpn: int, notes: _Notes
+    w: Workload, t: TrainSpec, stack: S.Stack, *, dp: int, accum: int, gpn: int, notes: _Notes
 ) -> float:
     """Seconds per optimizer step that CPU offload adds: PCIe copies and the optimizer step on the CPU.
 
@@ -474,15 +478,15 @@ def _offload_seconds(
     trainable = m.n_params if t.method == "full" else _lora_params(m, t.lora_rank, t.lora_targets)
     local_trainable = trainable / shard / dp
     b = 2.0 if t.precision not in ("fp32", "tf32") else 4.0
-    pcie = notes.const(K.PCIE_HOST_GBS) * 1e9
+    pcie = notes.const(NET.PCIE_HOST_GBS) * 1e9
     moved = local_trainable * b * (accum + 1)
     if t.offload == "optimizer+params":
         passes = 3 if t.activation_checkpointing == "full" else 2
         moved += m.n_params / shard / dp * b * passes * accum
-    host = notes.const(K.HOST_MEMORY_GBS) * 1e9 / max(gpn, 1)
+    host = notes.const(NET.HOST_MEMORY_GBS) * 1e9 / max(gpn, 1)
     cpu_s = local_trainable * K.OPTIMIZER_STEP_BYTES.value / host
     if stack.name != "deepspeed":
-        cpu_s *= notes.const(K.TORCH_CPU_ADAM_SLOWDOWN)
+        cpu_s *= notes.const(NET.TORCH_CPU_ADAM_SLOWDOWN)
     notes.add(
         f"CPU offload: {moved / 1e9:.1f} GB over PCIe per GPU per step ({moved / pcie:.1f} s) and the "
         f"optimizer step on the CPU ({cpu_s:.1f} s"
@@ -506,7 +510,7 @@ def _train_estimate(
     assert t is not None
     m = w.model
     stack_name = default_framework(w.task, t, m.kind)
-    stack = K.STACKS[stack_name]
+    stack = S.STACKS[stack_name]
     if t.framework is None:
         what = f"{t.method} {'fine-tune' if w.task == 'finetune' else 'training'}"
         notes.add(
@@ -633,7 +637,7 @@ def _train_estimate(
         # Memory roofline: a CNN step also moves its activations through HBM several times.
         bw = _bandwidth(gpu, notes)
         if bw:
-            act_b = (m.flops_per_sample or 0) * K.ACT_BYTES_PER_FLOP_BY_KIND["cnn"]
+            act_b = (m.flops_per_sample or 0) * MEM.ACT_BYTES_PER_FLOP_BY_KIND["cnn"]
             act_b *= 2 if t.precision in ("fp32", "tf32") else 1
             traffic_s = notes.const(K.CNN_TRAIN_TRAFFIC) * act_b * units_per_step_replica / bw
             if traffic_s > compute_s:
@@ -708,7 +712,7 @@ def _train_estimate(
         if t.zero_stage >= 3:
             # Sharded weights (frozen ones too) are all-gathered for the forward and the backward of every
             # micro batch; gradients are reduce-scattered once per step.
-            weight_b = K.BASE_BYTES_PER_PARAM[t.base_dtype] if t.quantized_base else min(grad_b, 2.0)
+            weight_b = MEM.BASE_BYTES_PER_PARAM[t.base_dtype] if t.quantized_base else min(grad_b, 2.0)
             if t.precision in ("fp32", "tf32"):
                 weight_b = 4.0
             gathered = m.n_params / (tp * pp) * weight_b * 2 * accum
@@ -725,7 +729,7 @@ def _train_estimate(
     if dp > 1:
         overlap = stack.comm_overlap
         if stack.name == "tuned":
-            notes.const(K.COMM_OVERLAP)
+            notes.const(NET.COMM_OVERLAP)
     step_s = max(compute_s, dp_s) + (1 - overlap) * min(compute_s, dp_s) + tp_s + fixed_s
 
     # Throughput in real tokens (padding is work, not progress).
@@ -799,7 +803,7 @@ def _train_estimate(
 
 def _weights_bytes_per_param(precision: str, notes: _Notes) -> float:
     if precision == "int4":
-        return notes.const(K.INT4_BYTES_PER_PARAM)
+        return notes.const(MEM.INT4_BYTES_PER_PARAM)
     return K.BYTES[precision]
 
 
@@ -841,11 +845,11 @@ def _inference_estimate(
         acts = chunk * ((m.hidden or 0) * 8 + m.n_ffn * 6) / tp + c * (m.vocab or 0) * 4
     else:
         # Inference keeps one layer's activations at a time: a third of the training figure is generous.
-        acts = (m.flops_per_sample or 0) * K.ACT_BYTES_PER_FLOP_BY_KIND[m.kind] / 3 * c
+        acts = (m.flops_per_sample or 0) * MEM.ACT_BYTES_PER_FLOP_BY_KIND[m.kind] / 3 * c
     allocated = weights + kv + acts
-    overhead = notes.const(K.CUDA_CONTEXT_GIB) * GIB + allocated * notes.const(K.FRAGMENTATION)
+    overhead = notes.const(MEM.CUDA_CONTEXT_GIB) * GIB + allocated * notes.const(MEM.FRAGMENTATION)
     if tp > 1:
-        overhead += notes.const(K.NCCL_BUFFERS_GIB) * GIB
+        overhead += notes.const(MEM.NCCL_BUFFERS_GIB) * GIB
     mem = MemoryBreakdown(weights, 0.0, 0.0, acts, kv, overhead)
 
     dtype = {"int8": "int8", "fp8": "fp8", "int4": "int4"}.get(inf.weights_precision, inf.weights_precision)
@@ -1044,7 +1048,7 @@ def _impossible(
 
 def default_nodes(count: int) -> int:
     """The fewest nodes of 8 GPUs that hold `count` GPUs (docs/json.md)."""
-    return max(1, math.ceil(count / K.GPUS_PER_NODE))
+    return max(1, math.ceil(count / NET.GPUS_PER_NODE))
 
 
 def estimate(  # noqa: PLR0917 - the positional (workload, gpu, count, nodes, calibration) is public API
@@ -1103,27 +1107,29 @@ def _finish(est: Estimate, w: Workload, stack_name: str, notes: _Notes) -> Estim
     host_ram = 0.0
     t = w.train
     if t is not None:
-        stack = K.STACKS[stack_name]
+        stack = S.STACKS[stack_name]
         meta = t.low_cpu_mem_usage if t.low_cpu_mem_usage is not None else stack.meta_init
-        weights_b = w.model.n_params * K.BASE_BYTES_PER_PARAM.get(t.base_dtype, 2.0)
+        weights_b = w.model.n_params * MEM.BASE_BYTES_PER_PARAM.get(t.base_dtype, 2.0)
         gpn = math.ceil(est.count / est.nodes)
         if t.zero_stage >= 3 and t.low_cpu_mem_usage is False:
-            load_peak = weights_b / (t.tensor_parallel * t.pipeline_parallel) + K.CUDA_CONTEXT_GIB.value * GIB
+            load_peak = (
+                weights_b / (t.tensor_parallel * t.pipeline_parallel) + MEM.CUDA_CONTEXT_GIB.value * GIB
+            )
             notes.add(
                 "low_cpu_mem_usage = false with FSDP/ZeRO-3: every rank holds the full model on its GPU "
                 f"before sharding ({load_peak / GIB:.1f} GiB peak while loading); meta-device init or "
                 "low_cpu_mem_usage = true avoids it"
             )
         copies = 1 if meta else gpn
-        host_ram = copies * weights_b + gpn * notes.const(K.HOST_RAM_PER_RANK_GIB) * GIB
+        host_ram = copies * weights_b + gpn * notes.const(MEM.HOST_RAM_PER_RANK_GIB) * GIB
         host_ram += gpn * est.details.get("offloaded_bytes_per_gpu", 0.0)
         notes.add(
             f"host RAM per node ≈ {host_ram / GIB:.0f} GiB: {copies} full copy of the weights while loading "
             + ("(meta-device / rank-0 loading)" if meta else f"(every one of the {gpn} ranks loads its own)")
-            + f" + {K.HOST_RAM_PER_RANK_GIB.value:g} GiB per rank"
+            + f" + {MEM.HOST_RAM_PER_RANK_GIB.value:g} GiB per rank"
         )
     need = max(est.memory.total, load_peak)
-    margin = notes.const(K.TIGHT_MARGIN)
+    margin = notes.const(MEM.TIGHT_MARGIN)
     if capacity <= 0 or (est.infeasible_reason is not None and est.memory.total <= 0):
         verdict = "unknown"
     elif need > capacity:
@@ -1140,12 +1146,12 @@ def _finish(est: Estimate, w: Workload, stack_name: str, notes: _Notes) -> Estim
     bottleneck = est.bottleneck
     if not fits and bottleneck != "memory_capacity" and est.infeasible_reason is None:
         bottleneck = "memory_capacity"
-    low_mult, high_mult = K.HOURS_RANGE.get(stack_name, K.HOURS_RANGE_POOLED)
-    src = "its own" if stack_name in K.HOURS_RANGE else "the pooled"
-    notes.const(K.RANGE_SOURCE)
+    low_mult, high_mult = S.HOURS_RANGE.get(stack_name, S.HOURS_RANGE_POOLED)
+    src = "its own" if stack_name in S.HOURS_RANGE else "the pooled"
+    notes.const(S.RANGE_SOURCE)
     notes.add(f"range {low_mult:.2f}-{high_mult:.2f}× the estimate from {src} residual spread ({stack_name})")
-    hours_low = est.hours * min(1.0 - K.RANGE_MIN_HALF_WIDTH, low_mult)
-    hours_high = est.hours * max(1.0 + K.RANGE_MIN_HALF_WIDTH, high_mult)
+    hours_low = est.hours * min(1.0 - S.RANGE_MIN_HALF_WIDTH, low_mult)
+    hours_high = est.hours * max(1.0 + S.RANGE_MIN_HALF_WIDTH, high_mult)
     return replace(
         est,
         fits=fits,
