@@ -1,7 +1,7 @@
 """How big a workload's checkpoint is: the one home for it (plan stores and uploads it, `run` will sync it).
 
 Pure; it reads the same tables the memory estimate uses (estimate/constants.py, memory_constants.py and
-core.py), so the optimizer states, LoRA targets and dtypes of a checkpoint can never disagree with
+model_math.py), so the optimizer states, LoRA targets and dtypes of a checkpoint can never disagree with
 those of the GPU memory breakdown. Must not import the CLI or the planner.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gpuwise.estimate import constants as K  # noqa: N812 - the constants table, as in the estimator
 from gpuwise.estimate import memory_constants as MEM  # noqa: N812 - the memory constants table
-from gpuwise.estimate.core import _lora_params
+from gpuwise.estimate.model_math import lora_params
 from gpuwise.workload.spec import Workload
 
 ADAPTER_BYTES_PER_PARAM = 4.0 + 8.0  # fp32 adapter weights + AdamW's two fp32 moments, as PEFT saves them
@@ -36,7 +36,7 @@ def checkpoint_size(workload: Workload) -> CheckpointSize:
         size = params * per
         return CheckpointSize(size, 1, f"storage holds the model weights once ({size / 1e9:,.1f} GB)")
     if t.method in ("lora", "qlora") and m.hidden:
-        adapters = _lora_params(m, t.lora_rank, t.lora_targets)
+        adapters = lora_params(m, t.lora_rank, t.lora_targets)
         size = adapters * ADAPTER_BYTES_PER_PARAM
         return CheckpointSize(
             size,
