@@ -112,7 +112,7 @@ def _memory(row: dict[str, Any], est: Any) -> float:
     if kind == "nvidia-smi":
         return float(m.total) / GIB
     # overhead = CUDA context (+ NCCL buffers) + fragmentation; reserved = allocated + fragmentation.
-    from gpuwise.estimate import constants as k
+    from gpuwise.estimate import memory_constants as k
 
     context = k.CUDA_CONTEXT_GIB.value * GIB + (k.NCCL_BUFFERS_GIB.value * GIB if est.count > 1 else 0.0)
     allocated = m.total - m.overhead
@@ -468,7 +468,7 @@ def fit_report(user_path: Path = USER_TABLE) -> None:
         print("no user table")
         return
     results = [r for r in evaluate_table(rows, "user") if not r.held_out]
-    from gpuwise.estimate import constants as k
+    from gpuwise.estimate import stacks as k
 
     pooled: list[float] = []
     print("\nfit rows only: ln(true/estimated time) by stack family")

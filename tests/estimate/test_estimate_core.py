@@ -297,7 +297,7 @@ def test_plain_1f1b_pipeline_has_a_larger_bubble_than_interleaved() -> None:
 def test_checkpoint_size_reads_the_estimators_own_tables() -> None:
     """plan kept its own checkpoint table: Adafactor 0 B/param there vs 0.5 here, LoRA targets ignored, and
     8-bit AdamW's new spellings fell back to 8 B/param. There is one home now."""
-    from gpuwise.estimate import constants as K  # noqa: N812 - the constants table
+    from gpuwise.estimate import memory_constants as K  # noqa: N812 - the memory constants table
     from gpuwise.estimate.checkpoint import checkpoint_size
     from gpuwise.workload.loading import parse_workload
 

@@ -1,16 +1,17 @@
 """How big a workload's checkpoint is: the one home for it (plan stores and uploads it, `run` will sync it).
 
-Pure; it reads the same tables the memory estimate uses (estimate/constants.py), so the optimizer states,
-LoRA targets and dtypes of a checkpoint can never disagree with those of the GPU memory breakdown. Must not
-import the CLI or the planner.
+Pure; it reads the same tables the memory estimate uses (estimate/constants.py, memory_constants.py and
+model_math.py), so the optimizer states, LoRA targets and dtypes of a checkpoint can never disagree with
+those of the GPU memory breakdown. Must not import the CLI or the planner.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwise.estimate import constants as K  # noqa: N812 - the constants table, as in core.py
-from gpuwise.estimate.core import _lora_params
+from gpuwise.estimate import constants as K  # noqa: N812 - the constants table, as in the estimator
+from gpuwise.estimate import memory_constants as MEM  # noqa: N812 - the memory constants table
+from gpuwise.estimate.model_math import lora_params
 from gpuwise.workload.spec import Workload
 
 ADAPTER_BYTES_PER_PARAM = 4.0 + 8.0  # fp32 adapter weights + AdamW's two fp32 moments, as PEFT saves them
@@ -31,11 +32,11 @@ def checkpoint_size(workload: Workload) -> CheckpointSize:
     if t is None:
         assert workload.inference is not None
         precision = workload.inference.weights_precision
-        per = K.INT4_BYTES_PER_PARAM.value if precision == "int4" else K.BYTES[precision]
+        per = MEM.INT4_BYTES_PER_PARAM.value if precision == "int4" else K.BYTES[precision]
         size = params * per
         return CheckpointSize(size, 1, f"storage holds the model weights once ({size / 1e9:,.1f} GB)")
     if t.method in ("lora", "qlora") and m.hidden:
-        adapters = _lora_params(m, t.lora_rank, t.lora_targets)
+        adapters = lora_params(m, t.lora_rank, t.lora_targets)
         size = adapters * ADAPTER_BYTES_PER_PARAM
         return CheckpointSize(
             size,
@@ -45,11 +46,11 @@ def checkpoint_size(workload: Workload) -> CheckpointSize:
             "2 kept",
         )
     w = K.BYTES[t.precision]
-    opt = K.OPTIMIZER_STATE_BYTES[t.optimizer_kind]
+    opt = MEM.OPTIMIZER_STATE_BYTES[t.optimizer_kind]
     if t.pure_low_precision:  # no master copy; optimizer states in the compute dtype
         per_param = w + opt * w / 4.0
     else:
-        per_param = w + (0.0 if w >= K.MASTER_WEIGHT_BYTES else K.MASTER_WEIGHT_BYTES) + opt
+        per_param = w + (0.0 if w >= MEM.MASTER_WEIGHT_BYTES else MEM.MASTER_WEIGHT_BYTES) + opt
     size = params * per_param
     return CheckpointSize(
         size,

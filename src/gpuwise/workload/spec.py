@@ -191,7 +191,7 @@ class TrainSpec(BaseModel):
     # and many PEFT examples' default). Changes the trainable parameters, their optimizer states and
     # gradients.
     lora_targets: LoraTargets = "all"
-    # extension: the training stack (estimate/constants.py STACKS: its efficiencies and what it stores).
+    # extension: the training stack (estimate/stacks.py STACKS: its efficiencies and what it stores).
     # None = the common stack for the task and method (`default_framework`), named in the assumptions.
     framework: Framework | None = None
     # extension: mean tokens per sample (with `samples`); None = every sample fills seq_len.

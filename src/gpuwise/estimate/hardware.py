@@ -1,0 +1,116 @@
+"""What a GPU configuration offers the estimator: dense peak FLOP/s per dtype, memory bandwidth, the
+links to the other GPUs of its node and to other nodes, and the sustained share of peak it reaches.
+
+Pure: reads the GPU's datasheet figures (`GpuSpec`), the constants tables and an optional calibration;
+every figure it uses or falls back on is named in the notes.
+"""
+
+from __future__ import annotations
+
+from gpuwise.catalog.models import GpuSpec
+from gpuwise.estimate import constants as K  # noqa: N812 - K is the constants table, read everywhere
+from gpuwise.estimate import interconnect_constants as NET  # noqa: N812 - the links table
+from gpuwise.estimate.calibration import Calibration
+from gpuwise.estimate.notes import Notes
+
+
+def peak_flops(gpu: GpuSpec, dtype: str, notes: Notes) -> tuple[float | None, str]:
+    """Dense tensor peak FLOP/s for the compute dtype, with honest fallbacks. Returns (peak, dtype used)."""
+    order = {
+        "bf16": ["bf16", "fp16"],
+        "fp16": ["fp16", "bf16"],
+        "fp8": ["fp8"],
+        "int8": ["int8", "fp8"],
+        "tf32": ["tf32", "fp32"],
+        "fp32": ["fp32"],
+        "int4": ["fp16", "bf16"],  # weight-only int4: the GEMMs run in 16-bit
+    }[dtype]
+    for i, d in enumerate(order):
+        value = gpu.peak_tflops(d)
+        if value:
+            if i > 0:
+                notes.add(f"{gpu.name} publishes no dense {dtype.upper()} peak: using its {d.upper()} peak")
+            else:
+                src = gpu.tflops[d].source
+                notes.add(f"{gpu.name} dense {d.upper()} peak {value:g} TFLOPS ({src})")
+            return value * 1e12, d
+    return None, dtype
+
+
+def bandwidth(gpu: GpuSpec, notes: Notes) -> float | None:
+    """Datasheet memory bandwidth in bytes/s, or None where the GPU publishes none."""
+    value = gpu.memory_bandwidth_gbs.value
+    if value:
+        notes.add(f"{gpu.name} memory bandwidth {value:g} GB/s ({gpu.memory_bandwidth_gbs.source})")
+        return value * 1e9
+    return None
+
+
+def intra_node_bytes_per_s(gpu: GpuSpec, notes: Notes) -> float:
+    """Per-GPU, per-direction bandwidth to the other GPUs of its node."""
+    eff = notes.const(NET.LINK_EFFICIENCY)
+    nvlink = gpu.nvlink_bidir_gbs.value
+    if nvlink and gpu.form_factor.upper().startswith(("SXM", "OAM", "HGX")):
+        notes.add(
+            f"intra-node: NVLink {nvlink / 2:g} GB/s per direction per GPU ({gpu.nvlink_bidir_gbs.source})"
+        )
+        return nvlink / 2 * 1e9 * eff
+    gen = gpu.pcie_gen or 4
+    notes.const(NET.PCIE_SOURCE)
+    pcie = NET.PCIE_GBS_PER_DIRECTION.get(gen, 32.0)
+    notes.add(f"intra-node: PCIe gen {gen} x16, {pcie:g} GB/s per direction (no NVLink switch assumed)")
+    return pcie * 1e9 * eff
+
+
+def inter_node_bytes_per_s(
+    gpu: GpuSpec, gpus_per_node: int, notes: Notes, network_gbps: float | None = None
+) -> float:
+    """Network bandwidth of one node (all NICs together), per direction."""
+    eff = NET.LINK_EFFICIENCY.value
+    if network_gbps is not None:
+        notes.add(
+            f"inter-node: {network_gbps:g} Gb/s per node (given: --network-gbps or the instance's network)"
+        )
+        return network_gbps / 8 * 1e9 * eff
+    per_gpu = NET.INTERNODE_GBPS_PER_GPU.get(gpu.name)
+    notes.const(NET.INTERNODE_SOURCE)
+    if per_gpu is not None:
+        notes.add(
+            f"inter-node: {gpus_per_node}×{per_gpu:g} Gb/s InfiniBand/EFA per node assumed for {gpu.name}"
+        )
+        return gpus_per_node * per_gpu / 8 * 1e9 * eff
+    default = notes.const(NET.INTERNODE_CONSERVATIVE_GBPS)
+    notes.add(f"inter-node: {default:g} Gb/s Ethernet per node assumed for {gpu.name} (network unknown)")
+    return default / 8 * 1e9 * eff
+
+
+def arch_efficiency(gpu: GpuSpec, dtype: str, calibration: Calibration | None, notes: Notes) -> float:
+    """Sustained share of dense peak for large-GEMM training: a calibration measured on this GPU, a public
+    measurement of a power-capped card, or the architecture's default, in that order."""
+    if calibration is not None and calibration.applies_to(gpu.name):
+        frac = calibration.gemm_fraction.get(dtype) or calibration.gemm_fraction.get("bf16")
+        if frac:
+            ratio = notes.const(K.TRAIN_EFF_PER_GEMM_FRACTION)
+            notes.add(
+                f"calibration {calibration.source}: measured GEMM {frac:.0%} of peak replaces the default"
+            )
+            return frac * ratio
+    if calibration is not None and not calibration.applies_to(gpu.name):
+        notes.add(f"calibration {calibration.source} is for {calibration.gpu}, not {gpu.name}: not used")
+    measured = K.MEASURED_GEMM_FRACTION.get(gpu.name)
+    if measured is not None and dtype in ("bf16", "fp16"):
+        ratio = notes.const(K.TRAIN_EFF_PER_GEMM_FRACTION)
+        frac = notes.const(measured)
+        notes.add(
+            f"{gpu.name}: sustained large-GEMM {frac:.0%} of the datasheet peak (power-capped card, public "
+            "measurement) replaces the architecture default"
+        )
+        return frac * ratio
+    notes.const(K.ARCH_EFFICIENCY_SOURCE)
+    arch = gpu.architecture.lower()
+    if arch in K.ARCH_EFFICIENCY:
+        return K.ARCH_EFFICIENCY[arch]
+    notes.add(
+        f"no efficiency figure for architecture {gpu.architecture!r}: using {K.ARCH_EFFICIENCY_DEFAULT}"
+    )
+    return K.ARCH_EFFICIENCY_DEFAULT
