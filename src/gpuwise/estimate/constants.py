@@ -2,8 +2,8 @@
 
 An estimate lists `Constant.describe()` of every constant it used in its `assumptions`. Efficiencies
 marked "calibrated" were fitted on the rows of tests/estimate/validation.toml named in `calibrated_on`;
-those rows are not independent evidence (benchmarks/estimate_accuracy.py reports them apart). Every
-calibrated figure lives in this module (tests/estimate/test_estimate_accuracy.py reads its table).
+those rows are not independent evidence (benchmarks/estimate_accuracy.py reports them apart);
+tests/estimate/test_estimate_accuracy.py reads every table below for them.
 
 The other tables, by subject: memory_constants.py (bytes the memory model counts), interconnect_constants.py
 (links between GPUs, nodes and the host) and stacks.py (the training stacks and the time ranges).
