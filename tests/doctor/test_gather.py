@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwise.doctor import gather
+from gpuwise.doctor import framework_probe, gather
 from gpuwise.doctor.facts import ListeningSocket
 
 HERE = Path(__file__).resolve().parent
@@ -278,7 +278,7 @@ def stub_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_framework_probe_in_a_subprocess(stub_torch: Path) -> None:
-    frameworks, unreadable = gather.gather_frameworks(
+    frameworks, unreadable = framework_probe.gather_frameworks(
         sys.executable, 20.0, is_installed=lambda module: module == "torch"
     )
     assert unreadable == []
@@ -298,19 +298,21 @@ def test_framework_probe_in_a_subprocess(stub_torch: Path) -> None:
 def test_hung_framework_cannot_hang_the_doctor(stub_torch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STUB_TORCH_HANG", "1")
     started = time.monotonic()
-    (torch,), _ = gather.gather_frameworks(sys.executable, 1.0, is_installed=lambda module: module == "torch")
+    (torch,), _ = framework_probe.gather_frameworks(
+        sys.executable, 1.0, is_installed=lambda module: module == "torch"
+    )
     assert time.monotonic() - started < 10
     assert torch.error is not None and "took over 1 s" in torch.error
 
 
 def test_frameworks_not_installed_are_not_probed() -> None:
-    frameworks, unreadable = gather.gather_frameworks(None, 5.0, is_installed=lambda _module: False)
+    frameworks, unreadable = framework_probe.gather_frameworks(None, 5.0, is_installed=lambda _module: False)
     assert frameworks == () and unreadable == []
 
 
 def test_another_interpreter_reports_only_what_it_has(stub_torch: Path) -> None:
     """With --python every framework is asked; the ones that interpreter lacks are left out, not failures."""
-    frameworks, unreadable = gather.gather_frameworks(sys.executable, 20.0)
+    frameworks, unreadable = framework_probe.gather_frameworks(sys.executable, 20.0)
     assert [f.name for f in frameworks] == ["pytorch"]
     assert unreadable == []
 
@@ -332,7 +334,7 @@ def test_a_torch_py_in_the_working_directory_never_runs(
         (repo / f"{module}.py").write_text(payload)
     monkeypatch.chdir(repo)
     monkeypatch.setenv("PYTHONPATH", ".")
-    frameworks, _ = gather.gather_frameworks(
+    frameworks, _ = framework_probe.gather_frameworks(
         sys.executable, 20.0, is_installed=lambda module: module == "torch"
     )
     assert not marker.exists(), marker.read_text()
@@ -346,7 +348,7 @@ def test_a_torch_py_in_the_working_directory_never_runs(
 def test_the_users_pythonpath_still_finds_their_framework(stub_torch: Path, tmp_path: Path) -> None:
     """The isolation must not hide a framework the user's job would import (an absolute PYTHONPATH entry,
     a --user install): `python -I` would have reported PyTorch as missing here."""
-    frameworks, _ = gather.gather_frameworks(
+    frameworks, _ = framework_probe.gather_frameworks(
         sys.executable, 20.0, is_installed=lambda module: module == "torch"
     )
     assert [f.version for f in frameworks] == ["2.5.1+cu124"]
@@ -360,7 +362,7 @@ def test_a_relative_python_is_found_from_where_the_user_stands(
     venv_bin.mkdir(parents=True)
     (venv_bin / "python").symlink_to(sys.executable)
     monkeypatch.chdir(tmp_path / "project")
-    frameworks, unreadable = gather.gather_frameworks(
+    frameworks, unreadable = framework_probe.gather_frameworks(
         ".venv/bin/python", 20.0, is_installed=lambda module: module == "torch"
     )
     assert unreadable == []
