@@ -192,6 +192,45 @@ def test_http_status_on_a_closed_port_is_none() -> None:
     assert gather.http_status(f"http://127.0.0.1:{port}/api/status", 0.5) is None
 
 
+def _serve_once(reply: bytes) -> int:
+    """A loopback server that answers one connection with ``reply`` (raw bytes) and closes; its port."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    server.settimeout(5)
+
+    def answer() -> None:
+        with server:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(4096)
+                conn.sendall(reply)
+
+    threading.Thread(target=answer, daemon=True).start()
+    return int(server.getsockname()[1])
+
+
+@pytest.mark.parametrize("status", [200, 403])
+def test_http_status_reads_the_answer_of_a_real_server(status: int) -> None:
+    body = b'{"started": "2026-01-01T00:00:00Z"}'
+    head = f"HTTP/1.1 {status} X\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    port = _serve_once(head.encode() + body)
+    assert gather.http_status(f"http://127.0.0.1:{port}/api/status", 2.0) == status
+
+
+def test_a_service_that_does_not_speak_http_is_no_answer_not_a_crash() -> None:
+    """Something else on a Jupyter port (an SSH banner on 8888) made http.client raise BadStatusLine, which
+    is no OSError: the live doctor stopped with a traceback instead of saying it could not ask."""
+    port = _serve_once(b"SSH-2.0-OpenSSH_9.6\r\n")
+    assert gather.http_status(f"http://127.0.0.1:{port}/api/status", 2.0) is None
+
+
 # ------------------------------------------------------------------------------------------ sshd / keys
 
 

@@ -20,12 +20,11 @@ import re
 import shutil
 import stat
 import subprocess
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from gpuwise import httpclient
 from gpuwise.doctor.facts import (
     ContainerFacts,
     DriverFacts,
@@ -268,14 +267,11 @@ HttpStatus = Callable[[str, float], int | None]
 
 
 def http_status(url: str, timeout_s: float) -> int | None:
-    """The HTTP status of a GET (None when nothing answers). Used only on loopback URLs."""
-    request = urllib.request.Request(url, headers={"User-Agent": "gpuwise-doctor"})
+    """The HTTP status of a GET (None when nothing answers, or what answers does not speak HTTP). Used only
+    on loopback URLs. One try through gpuwise.httpclient, ``timeout_s`` for the whole request."""
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as exc:
-        return int(exc.code)
-    except (OSError, ValueError):
+        return httpclient.request("GET", url, timeout_s=timeout_s, user_agent="gpuwise-doctor").status
+    except httpclient.HttpError:
         return None
 
 
