@@ -15,7 +15,7 @@ from gpuwise.doctor.rules.driver import driver_version
 from gpuwise.doctor.rules.finding import Finding, ok_finding
 from gpuwise.doctor.rules.fixes import FIX
 from gpuwise.doctor.rules.gpu_health import gpu_label
-from gpuwise.doctor.tables import Tables
+from gpuwise.doctor.tables import CudaCompat, Tables
 from gpuwise.doctor.versions import Version, at_least, format_version, major_minor, parse_version
 
 
@@ -84,36 +84,9 @@ def check_cuda_driver(facts: Facts, tables: Tables) -> list[Finding]:
                 )
             continue
         checked.append(label)
-        if not at_least(driver, req.min_driver_minor_compat):
-            found.append(
-                Finding(
-                    "cuda.driver_too_old",
-                    "error",
-                    f"The driver is too old for {label}",
-                    f"driver {driver_text} < {format_version(req.min_driver_minor_compat)}, the "
-                    "minimum for CUDA "
-                    f"{format_version(major_minor(runtime))} (even with minor-version compatibility); "
-                    "the toolkit's "
-                    f"own driver is {format_version(req.min_driver)}",
-                    f"upgrade the NVIDIA driver to >= {format_version(req.min_driver)} (Ubuntu: sudo "
-                    "apt install "
-                    f"nvidia-driver-{req.min_driver[0]}-server, then reboot){alt}",
-                )
-            )
-        elif not at_least(driver, req.min_driver):
-            found.append(
-                Finding(
-                    "cuda.driver_too_old",
-                    "info",
-                    f"{label} runs on driver {driver_text} only through minor-version compatibility",
-                    f"driver {driver_text} < {format_version(req.min_driver)} (CUDA "
-                    f"{format_version(req.cuda_version)}'s own driver) but >= "
-                    f"{format_version(req.min_driver_minor_compat)} (minor-version compatibility)",
-                    f"works, except features of newer drivers and JIT of newer PTX; for full support "
-                    "upgrade the "
-                    f"driver to >= {format_version(req.min_driver)}",
-                )
-            )
+        finding = _against_table(label, runtime, req, driver=driver, driver_text=driver_text, alt=alt)
+        if finding is not None:
+            found.append(finding)
     if found or not checked:
         return found
     return [
@@ -123,6 +96,37 @@ def check_cuda_driver(facts: Facts, tables: Tables) -> list[Finding]:
             f"driver {driver_text}; " + ", ".join(checked),
         )
     ]
+
+
+def _against_table(
+    label: str, runtime: Version, req: CudaCompat, *, driver: Version, driver_text: str, alt: str
+) -> Finding | None:
+    """A CUDA runtime the table knows: an error below the minor-version-compatibility minimum, a note
+    between that and the toolkit's own driver, nothing at or above it. ``alt`` is an extra fix (an older
+    build) appended to the error's."""
+    if not at_least(driver, req.min_driver_minor_compat):
+        return Finding(
+            "cuda.driver_too_old",
+            "error",
+            f"The driver is too old for {label}",
+            f"driver {driver_text} < {format_version(req.min_driver_minor_compat)}, the minimum for CUDA "
+            f"{format_version(major_minor(runtime))} (even with minor-version compatibility); the toolkit's "
+            f"own driver is {format_version(req.min_driver)}",
+            f"upgrade the NVIDIA driver to >= {format_version(req.min_driver)} (Ubuntu: sudo apt install "
+            f"nvidia-driver-{req.min_driver[0]}-server, then reboot){alt}",
+        )
+    if not at_least(driver, req.min_driver):
+        return Finding(
+            "cuda.driver_too_old",
+            "info",
+            f"{label} runs on driver {driver_text} only through minor-version compatibility",
+            f"driver {driver_text} < {format_version(req.min_driver)} (CUDA "
+            f"{format_version(req.cuda_version)}'s own driver) but >= "
+            f"{format_version(req.min_driver_minor_compat)} (minor-version compatibility)",
+            "works, except features of newer drivers and JIT of newer PTX; for full support upgrade the "
+            f"driver to >= {format_version(req.min_driver)}",
+        )
+    return None
 
 
 def arch_supported(capability: str, arch_list: Iterable[str]) -> bool:
