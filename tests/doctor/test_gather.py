@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwise.doctor import gather
+from gpuwise.doctor import framework_probe, gather
 from gpuwise.doctor.facts import ListeningSocket
 
 HERE = Path(__file__).resolve().parent
@@ -192,6 +192,45 @@ def test_http_status_on_a_closed_port_is_none() -> None:
     assert gather.http_status(f"http://127.0.0.1:{port}/api/status", 0.5) is None
 
 
+def _serve_once(reply: bytes) -> int:
+    """A loopback server that answers one connection with ``reply`` (raw bytes) and closes; its port."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    server.settimeout(5)
+
+    def answer() -> None:
+        with server:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(4096)
+                conn.sendall(reply)
+
+    threading.Thread(target=answer, daemon=True).start()
+    return int(server.getsockname()[1])
+
+
+@pytest.mark.parametrize("status", [200, 403])
+def test_http_status_reads_the_answer_of_a_real_server(status: int) -> None:
+    body = b'{"started": "2026-01-01T00:00:00Z"}'
+    head = f"HTTP/1.1 {status} X\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    port = _serve_once(head.encode() + body)
+    assert gather.http_status(f"http://127.0.0.1:{port}/api/status", 2.0) == status
+
+
+def test_a_service_that_does_not_speak_http_is_no_answer_not_a_crash() -> None:
+    """Something else on a Jupyter port (an SSH banner on 8888) made http.client raise BadStatusLine, which
+    is no OSError: the live doctor stopped with a traceback instead of saying it could not ask."""
+    port = _serve_once(b"SSH-2.0-OpenSSH_9.6\r\n")
+    assert gather.http_status(f"http://127.0.0.1:{port}/api/status", 2.0) is None
+
+
 # ------------------------------------------------------------------------------------------ sshd / keys
 
 
@@ -278,7 +317,7 @@ def stub_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_framework_probe_in_a_subprocess(stub_torch: Path) -> None:
-    frameworks, unreadable = gather.gather_frameworks(
+    frameworks, unreadable = framework_probe.gather_frameworks(
         sys.executable, 20.0, is_installed=lambda module: module == "torch"
     )
     assert unreadable == []
@@ -298,19 +337,21 @@ def test_framework_probe_in_a_subprocess(stub_torch: Path) -> None:
 def test_hung_framework_cannot_hang_the_doctor(stub_torch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STUB_TORCH_HANG", "1")
     started = time.monotonic()
-    (torch,), _ = gather.gather_frameworks(sys.executable, 1.0, is_installed=lambda module: module == "torch")
+    (torch,), _ = framework_probe.gather_frameworks(
+        sys.executable, 1.0, is_installed=lambda module: module == "torch"
+    )
     assert time.monotonic() - started < 10
     assert torch.error is not None and "took over 1 s" in torch.error
 
 
 def test_frameworks_not_installed_are_not_probed() -> None:
-    frameworks, unreadable = gather.gather_frameworks(None, 5.0, is_installed=lambda _module: False)
+    frameworks, unreadable = framework_probe.gather_frameworks(None, 5.0, is_installed=lambda _module: False)
     assert frameworks == () and unreadable == []
 
 
 def test_another_interpreter_reports_only_what_it_has(stub_torch: Path) -> None:
     """With --python every framework is asked; the ones that interpreter lacks are left out, not failures."""
-    frameworks, unreadable = gather.gather_frameworks(sys.executable, 20.0)
+    frameworks, unreadable = framework_probe.gather_frameworks(sys.executable, 20.0)
     assert [f.name for f in frameworks] == ["pytorch"]
     assert unreadable == []
 
@@ -332,7 +373,7 @@ def test_a_torch_py_in_the_working_directory_never_runs(
         (repo / f"{module}.py").write_text(payload)
     monkeypatch.chdir(repo)
     monkeypatch.setenv("PYTHONPATH", ".")
-    frameworks, _ = gather.gather_frameworks(
+    frameworks, _ = framework_probe.gather_frameworks(
         sys.executable, 20.0, is_installed=lambda module: module == "torch"
     )
     assert not marker.exists(), marker.read_text()
@@ -346,7 +387,7 @@ def test_a_torch_py_in_the_working_directory_never_runs(
 def test_the_users_pythonpath_still_finds_their_framework(stub_torch: Path, tmp_path: Path) -> None:
     """The isolation must not hide a framework the user's job would import (an absolute PYTHONPATH entry,
     a --user install): `python -I` would have reported PyTorch as missing here."""
-    frameworks, _ = gather.gather_frameworks(
+    frameworks, _ = framework_probe.gather_frameworks(
         sys.executable, 20.0, is_installed=lambda module: module == "torch"
     )
     assert [f.version for f in frameworks] == ["2.5.1+cu124"]
@@ -360,7 +401,7 @@ def test_a_relative_python_is_found_from_where_the_user_stands(
     venv_bin.mkdir(parents=True)
     (venv_bin / "python").symlink_to(sys.executable)
     monkeypatch.chdir(tmp_path / "project")
-    frameworks, unreadable = gather.gather_frameworks(
+    frameworks, unreadable = framework_probe.gather_frameworks(
         ".venv/bin/python", 20.0, is_installed=lambda module: module == "torch"
     )
     assert unreadable == []

@@ -19,7 +19,10 @@ from gpuwise.doctor.facts import (
     WebService,
     XidFact,
 )
-from gpuwise.doctor.rules import FINDING_IDS, Finding, arch_supported, classify_error, diagnose, verdict
+from gpuwise.doctor.rules import FINDING_IDS, diagnose, verdict
+from gpuwise.doctor.rules.driver import classify_error
+from gpuwise.doctor.rules.finding import Finding
+from gpuwise.doctor.rules.frameworks import arch_supported
 from gpuwise.doctor.tables import Tables, load_tables
 from gpuwise.gpu.sample import Failed, Snapshot
 from gpuwise.units import MIB

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pynvml
 import pytest
 
-from gpuwise.doctor import rules
+from gpuwise.doctor.rules import gpu_health as rules
 from gpuwise.gpu import throttle
 from gpuwise.monitor import alerts, hints
 from gpuwise.monitor.record import throttle_mask

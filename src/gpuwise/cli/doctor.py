@@ -15,7 +15,7 @@ import typer
 if TYPE_CHECKING:
     from gpuwise.doctor.facts import Facts
     from gpuwise.doctor.fingerprint import Difference
-    from gpuwise.doctor.rules import Finding
+    from gpuwise.doctor.rules.finding import Finding
 
 
 def doctor(  # noqa: PLR0917 - typer passes each option as a parameter

@@ -2,7 +2,7 @@
 
 The GPU reader (gpuwise.gpu.probe: NVML, then nvidia-smi) runs in a daemon thread with a deadline, so a
 driver that never answers is reported instead of hanging the doctor. Frameworks run in child processes
-(gather.gather_frameworks). Nothing here needs root; what could not be read is listed in
+(framework_probe.gather_frameworks). Nothing here needs root; what could not be read is listed in
 `Facts.unreadable`.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpuwise.doctor import gather
+from gpuwise.doctor import framework_probe, gather
 from gpuwise.doctor.facts import DriverFacts, Facts, GpuFacts, SpaceFacts
 
 
@@ -83,7 +83,9 @@ def gather_facts(options: LiveOptions) -> Facts:
             "gpus": lambda: read_gpus(options.gpu_timeout_s),
             "driver": lambda: gather.gather_driver(proc, sys_root),
             "xids": gather.gather_kernel_xids,
-            "frameworks": lambda: gather.gather_frameworks(options.python, options.framework_timeout_s),
+            "frameworks": lambda: framework_probe.gather_frameworks(
+                options.python, options.framework_timeout_s
+            ),
             "container": lambda: gather.gather_container(root),
             "listening": lambda: gather.gather_listening(proc),
             "keys": lambda: gather.gather_ssh_keys(options.home),
