@@ -30,7 +30,7 @@ from gpuwise.idle.actions import MetadataEndpoints
 from gpuwise.run.manifest import Candidate, newest, run_id_from
 from gpuwise.run.store import CheckpointStore, scan_local
 from gpuwise.run.syncer import Syncer, SyncStats
-from gpuwise.run.watchers import Notice, WatchThread
+from gpuwise.run.watchers import Notice, WatchThread, approve_azure_event
 
 log = logging.getLogger("gpuwise.run")
 
@@ -253,6 +253,16 @@ class Supervisor:
                 forward(signal.SIGKILL, None)
                 kill_at = float("inf")
 
+    def _approve_notices(self, flushed: bool) -> None:
+        """Azure lets a VM approve its eviction early; that is safe only once the final checkpoint landed."""
+        for n in self._notices:
+            if n.event_id is None:
+                continue
+            if flushed:
+                approve_azure_event(self.opts.endpoints, n.event_id)
+            else:
+                log.warning("not approving Azure event %s early: the checkpoint is only local", n.event_id)
+
     def _result(
         self, rc: int, resumed: str | None, st: SyncStats, flushed: bool, elapsed_s: float
     ) -> RunResult:
@@ -295,6 +305,7 @@ class Supervisor:
             if watch is not None:
                 watch.stop()
         flushed = syncer.flush() if self.store is not None else True
+        self._approve_notices(flushed)
         if pid_file is not None:
             pid_file.unlink(missing_ok=True)
         return self._result(rc, resumed, syncer.stats, flushed, time.monotonic() - started)
