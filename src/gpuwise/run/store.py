@@ -248,14 +248,9 @@ def open_filesystem(url: str, endpoint_url: str | None = None) -> tuple[Any, str
         if endpoint:
             options["endpoint_url"] = endpoint
         options["skip_instance_cache"] = True
-        # No CRC32 per request on top of our own check: every file's ETag (or read-back SHA-256) is compared
-        # with what was read locally before the manifest is written, so botocore's checksum (on by default
-        # since 1.36) would be a third pass over the bytes for no added safety. It also keeps S3-compatible
-        # stores working that reject those headers (MinIO, Backblaze B2, Huawei OBS: boto/boto3#4392).
-        options["config_kwargs"] = {
-            "read_timeout": S3_READ_TIMEOUT_S,
-            "request_checksum_calculation": "when_required",
-        }
+        # botocore's default CRC32 header stays on: over HTTPS it is what spares each part a SHA-256 payload
+        # signature (botocore.auth.S3SigV4Auth._should_sha256_sign_payload), a far dearer pass.
+        options["config_kwargs"] = {"read_timeout": S3_READ_TIMEOUT_S}
     try:
         fs, root = fsspec.core.url_to_fs(url, **options)
     except (ValueError, ImportError) as exc:
