@@ -8,8 +8,16 @@
    with `use_threads=False`). The two alternate, --repeats times each, each into a fresh bucket that is
    emptied afterwards, so machine load and the server's state hit both alike. It prints the median rates in
    MiB/s, their ratio (target >= 1.0), and the CPU seconds per GiB each side spent (client and server):
-   on a busy machine the rates swing, the CPU seconds much less. moto keeps objects in temporary files,
-   so this needs about --gib of free disk under $TMPDIR besides the checkpoint itself.
+   on a busy machine the rates swing, the CPU seconds much less. moto joins a multipart upload's parts
+   in memory: its server peaked at 7.2 GiB of RAM with --gib 2 (the benchmark itself at 1.2 GiB), and it
+   needs about --gib of free disk under $TMPDIR besides the checkpoint itself.
+   What limits the ratio (measured on a shared 2-core machine, see `upload CPU s per GiB`): moto handles
+   requests under one interpreter lock, about 15 CPU s per GiB whoever sends them, so parallel streams do
+   not make it faster (gpuwise with one stream uploads at the same rate as with eight). gpuwise does more
+   client work per byte than a bare upload: SHA-256 for the manifest and one MD5 for the ETag check
+   (about 3 s per GiB there) and s3fs's own overhead (about 2 s per GiB more than boto3's). With cores to
+   spare that work runs beside the server's and the ratio nears 1; where none are spare, it falls short
+   by about that work.
 2. Overhead: a CPU-bound job that times its own work runs directly and then under
    `gpuwise run --preemption off --no-ledger` with its checkpoint folder watched. It prints the slowdown of
    the job's own timing (target < 1 %) and, separately, the fixed start-up and exit time gpuwise adds.
