@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -89,6 +90,7 @@ class FakeMetadata:
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     url: str = ""
     token: str = "tok-123"
+    posts: list[tuple[float, str, bytes]] = field(default_factory=list)  # (time.time(), path, body)
 
 
 @pytest.fixture
@@ -127,6 +129,11 @@ def metadata() -> Iterator[FakeMetadata]:
 
         def do_PUT(self) -> None:
             self._answer("PUT")
+
+        def do_POST(self) -> None:  # Azure's StartRequests: recorded with its arrival time, then answered
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            state.posts.append((time.time(), self.path, body))
+            self._answer("POST")
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -15,7 +15,7 @@ from run_fakes import TRAINER, job, json_last_line, start_gpuwise
 from conftest import FakeMetadata
 from gpuwise.idle.actions import MetadataEndpoints, MetadataError
 from gpuwise.run.manifest import MANIFEST_NAME
-from gpuwise.run.watchers import AwsSpotWatcher, AzureWatcher, GcpWatcher
+from gpuwise.run.watchers import AwsSpotWatcher, AzureWatcher, GcpWatcher, approve_azure_event
 
 AWS_ACTION = "/latest/meta-data/spot/instance-action"
 AWS_REBALANCE = "/latest/meta-data/events/recommendations/rebalance"
@@ -96,6 +96,17 @@ def test_azure_freeze_is_not_a_preemption_and_garbage_is_an_error(metadata: Fake
         w.poll()
 
 
+def test_an_azure_approval_nobody_takes_is_a_warning_not_a_failure(metadata: FakeMetadata) -> None:
+    """The approval only shortens the wait: a metadata service that refuses it (or is gone) must not
+    turn a clean exit into an error."""
+    ep = MetadataEndpoints.all_at(metadata.url)
+    metadata.routes[AZURE_EVENTS] = (400, "bad request")
+    assert approve_azure_event(ep, "A1") is False
+    metadata.routes[AZURE_EVENTS] = (200, "")
+    assert approve_azure_event(ep, "A1") is True
+    assert [json.loads(b) for _, _, b in metadata.posts] == [{"StartRequests": [{"EventId": "A1"}]}] * 2
+
+
 @pytest.mark.parametrize("provider", ["aws", "gcp", "azure"])
 def test_a_notice_stops_the_job_and_its_final_checkpoint_lands_before_exit(
     provider: str, metadata: FakeMetadata, tmp_path: Path
@@ -131,3 +142,11 @@ def test_a_notice_stops_the_job_and_its_final_checkpoint_lands_before_exit(
     assert summary["preemptions"] == 1 and summary["terminated_by"] == f"{provider} preemption notice"
     assert summary["flushed"] is True
     assert elapsed < grace_s
+    if provider == "azure":  # the event is approved early, and only once the final checkpoint has landed
+        landed_at = (vol / "pre" / f"step-{final}" / MANIFEST_NAME).stat().st_mtime
+        ((acked_at, path, body),) = metadata.posts
+        assert path == AZURE_EVENTS and json.loads(body) == {"StartRequests": [{"EventId": "A1"}]}
+        assert acked_at >= landed_at
+        assert any(r[0] == "POST" and r[2].get("metadata") == "true" for r in metadata.requests)
+    else:
+        assert not metadata.posts

@@ -9,8 +9,10 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -154,6 +156,66 @@ def test_missing_credentials_do_not_stop_the_job(
     assert "credentials" in r.stderr and "To fix:" in r.stderr
     assert "the newest checkpoint is only local" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+# moto's server checks credentials against its own IAM once INITIAL_NO_AUTH_ACTION_COUNT requests have gone
+# unchecked; a process of its own, so the check cannot reach the shared server above.
+STRICT_MOTO = """
+import logging, sys
+from moto.server import ThreadedMotoServer
+logging.getLogger("werkzeug").setLevel(logging.ERROR)
+server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+server.start()
+print("%s:%d" % server.get_host_and_port(), flush=True)
+sys.stdin.read()
+server.stop()
+"""
+
+
+@pytest.fixture
+def strict_s3() -> Iterator[str]:
+    """An S3 endpoint on 127.0.0.1 that lets one request (creating bucket `locked`) through and then
+    rejects any key it did not issue, as AWS rejects a wrong or revoked key."""
+    import boto3
+
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STRICT_MOTO], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        endpoint = "http://" + proc.stdout.readline().strip()
+        boto3.client(
+            "s3", endpoint_url=endpoint, region_name="us-east-1",
+            aws_access_key_id=FAKE_KEY_ID, aws_secret_access_key=FAKE_SECRET,
+        ).create_bucket(Bucket="locked")  # fmt: skip
+        yield endpoint
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+
+
+def test_wrong_credentials_are_one_clear_warning_and_the_job_goes_on(
+    strict_s3: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gw: Callable[..., Result]
+) -> None:
+    """Rejected keys are found when the first checkpoint goes up, not at start: gpuwise does not probe the
+    bucket first (credentials that expire and are renewed mid-run take the same path, and a job must not
+    die of them). The job runs on; the error says access was denied and how to fix it, and never shows
+    the key."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", FAKE_KEY_ID)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", FAKE_SECRET)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    r = gw(
+        "run", "--preemption", "off", "--sync", "s3://locked/runs", "--endpoint-url", strict_s3,
+        "--run-id", "r7", "--poll-s", "0.2", "--checkpoint-dir", str(tmp_path / "ck"), "--", *job(TRAINER),
+    )  # fmt: skip
+    assert r.returncode == 0 and "DONE 3" in r.stdout  # the job ran to its end, with its own exit code
+    assert "access denied" in r.stderr and "To fix: check AWS_ACCESS_KEY_ID" in r.stderr
+    assert "the newest checkpoint is only local" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert FAKE_SECRET not in r.stdout + r.stderr
 
 
 def test_an_unreachable_endpoint_is_retried_and_reported(

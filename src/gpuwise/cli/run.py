@@ -18,7 +18,7 @@ import typer
 if TYPE_CHECKING:
     from gpuwise.run.ledger import LedgerStore
     from gpuwise.run.manifest import Manifest
-    from gpuwise.run.runner import RunResult
+    from gpuwise.run.runner import RunOptions, RunResult, Supervisor
 
 PREEMPTION_CHOICES = ("auto", "aws", "gcp", "azure", "off")
 
@@ -119,6 +119,141 @@ def _result_json(r: RunResult) -> dict[str, Any]:
     return out
 
 
+def _check_run_options(command: list[str], preemption: str, grace_s: float, keep: int) -> None:
+    """Bad option values are bad input (exit 2) before anything starts."""
+    from gpuwise.cli.output import check_at_least
+    from gpuwise.errors import ConfigError, NotFoundError
+
+    if preemption not in PREEMPTION_CHOICES:
+        raise NotFoundError(
+            "--preemption value", preemption, PREEMPTION_CHOICES, fix="use auto, aws, gcp, azure or off"
+        )
+    check_at_least(grace_s, 0, "--grace-s", example="--grace-s 30")
+    check_at_least(keep, 1, "--keep", example="--keep 3")
+    if not command:
+        raise ConfigError(
+            "No command to run", fix="put the command after `--`: gpuwise run -- python train.py"
+        )
+
+
+def _run_options(  # noqa: PLR0917 - one value per `run` option
+    command: list[str],
+    checkpoint_dir: Path | None,
+    sync: str | None,
+    endpoint_url: str | None,
+    resume: bool,
+    grace_s: float,
+    keep: int,
+    run_id: str | None,
+    poll_s: float,
+    preemption: str,
+    metadata_url: str | None,
+) -> RunOptions:
+    """The supervisor's options from the command line (defaults from the environment filled in)."""
+    from gpuwise import paths
+    from gpuwise.idle.actions import MetadataEndpoints
+    from gpuwise.run.runner import RunOptions
+
+    ckpt_dir = checkpoint_dir or Path(os.environ.get("GPUWISE_CHECKPOINT_DIR") or "checkpoints")
+    endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
+    return RunOptions(
+        command=tuple(command),
+        checkpoint_dir=ckpt_dir,
+        pid_dir=paths.data_dir() / "run",
+        sync_url=sync,
+        endpoint_url=endpoint_url,
+        resume=resume,
+        grace_s=grace_s,
+        keep=keep,
+        run_id=run_id,
+        poll_s=poll_s,
+        preemption=preemption,
+        endpoints=endpoints,
+    )
+
+
+def _ledger_row(
+    ledger: LedgerStore, sup: Supervisor, machine: dict[str, Any], project: str | None, tags: tuple[str, ...]
+) -> int:
+    """Record the run's start (GPU from the probe, price and provider from config.toml [machine])."""
+    from gpuwise.run.ledger import RunStart
+
+    gpu, gpus = _gpus()
+    price = machine.get("price_usd_per_hour")
+    price = float(price) if isinstance(price, int | float) and not isinstance(price, bool) else None
+    return ledger.start(
+        RunStart(
+            run_id=sup.run_id,
+            project=project,
+            tags=tags,
+            command=sup.opts.command,
+            started_at=time.time(),
+            gpu=gpu,
+            gpus=gpus,
+            provider=machine.get("provider"),
+            instance_type=machine.get("instance_type"),
+            price_usd_per_hour=price,
+            price_source="config.toml [machine]" if price is not None else None,
+        )
+    )
+
+
+def _run_recorded(
+    sup: Supervisor,
+    ledger: LedgerStore | None,
+    machine: dict[str, Any],
+    project: str | None,
+    tags: tuple[str, ...],
+) -> RunResult:
+    """Run the job under the supervisor with its ledger row opened before and closed after (exit code 2
+    when gpuwise itself failed)."""
+    row = None if ledger is None else _ledger_row(ledger, sup, machine, project, tags)
+    try:
+        result = sup.run()
+    except BaseException:
+        if ledger is not None and row is not None:
+            ledger.finish(row, time.time(), 2, 0, 0, 0)
+            ledger.close()
+        raise
+    if ledger is not None and row is not None:
+        try:
+            ledger.finish(
+                row,
+                time.time(),
+                result.exit_code,
+                result.preemptions,
+                result.checkpoints_uploaded,
+                result.bytes_uploaded,
+            )
+        finally:
+            ledger.close()
+    return result
+
+
+def _report(result: RunResult, sync: str | None, json_out: bool) -> None:
+    """The run's summary: one JSON line on stdout, or a line (and a warning if a checkpoint stayed local)
+    on stderr."""
+    from gpuwise.cli.output import err_console
+
+    if json_out:
+        sys.stdout.write(json.dumps(_result_json(result)) + "\n")
+        sys.stdout.flush()
+        return
+    uploaded = f", {result.checkpoints_uploaded} checkpoint(s) uploaded" if sync else ""
+    err_console.print(
+        f"gpuwise run: {result.run_id} ended with exit code {result.exit_code} after "
+        f"{result.elapsed_s:.0f} s{uploaded}.",
+        soft_wrap=True,
+        highlight=False,
+    )
+    if sync and not result.flushed:
+        err_console.print(
+            f"[yellow]Warning:[/] the newest checkpoint is only local: {result.newest_local}. "
+            f"Last error: {result.upload_error}",
+            soft_wrap=True,
+        )
+
+
 def run(  # noqa: PLR0917 - typer passes each option as a parameter
     command: Annotated[
         list[str], typer.Argument(help="The job, after `--`: gpuwise run -- python train.py --lr 3e-4")
@@ -198,103 +333,21 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
     --sync in the background and verified. On SIGTERM or a spot/preemption notice (AWS, GCP, Azure) the job
     gets SIGTERM and --grace-s seconds, then the newest complete checkpoint is uploaded before exit.
     """
-    from gpuwise import paths
-    from gpuwise.cli.output import check_at_least, err_console, setup_logging
-    from gpuwise.errors import ConfigError, NotFoundError
-    from gpuwise.idle.actions import MetadataEndpoints
-    from gpuwise.run.ledger import RunStart
-    from gpuwise.run.runner import RunOptions, Supervisor
+    from gpuwise.cli.output import setup_logging
+    from gpuwise.run.runner import Supervisor, resolve_executable
 
-    if preemption not in PREEMPTION_CHOICES:
-        raise NotFoundError(
-            "--preemption value", preemption, PREEMPTION_CHOICES, fix="use auto, aws, gcp, azure or off"
-        )
-    check_at_least(grace_s, 0, "--grace-s", example="--grace-s 30")
-    check_at_least(keep, 1, "--keep", example="--keep 3")
-    if not command:
-        raise ConfigError(
-            "No command to run", fix="put the command after `--`: gpuwise run -- python train.py"
-        )
+    _check_run_options(command, preemption, grace_s, keep)
     setup_logging()
-    ckpt_dir = checkpoint_dir or Path(os.environ.get("GPUWISE_CHECKPOINT_DIR") or "checkpoints")
-    endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
-    opts = RunOptions(
-        command=tuple(command),
-        checkpoint_dir=ckpt_dir,
-        pid_dir=paths.data_dir() / "run",
-        sync_url=sync,
-        endpoint_url=endpoint_url,
-        resume=resume,
-        grace_s=grace_s,
-        keep=keep,
-        run_id=run_id,
-        poll_s=poll_s,
-        preemption=preemption,
-        endpoints=endpoints,
-    )
+    opts = _run_options(
+        command, checkpoint_dir, sync, endpoint_url, resume, grace_s, keep, run_id, poll_s, preemption,
+        metadata_url,
+    )  # fmt: skip
     sup = Supervisor(opts)
-    from gpuwise.run.runner import resolve_executable
-
     resolve_executable(opts.command, sup.env)  # a missing command is bad input before anything is recorded
     machine = _config_machine(config)
     _check_budget(project, budget_usd, force)
-    ledger = None if no_ledger else _ledger()
-    row = None
-    if ledger is not None:
-        gpu, gpus = _gpus()
-        price = machine.get("price_usd_per_hour")
-        price = float(price) if isinstance(price, int | float) and not isinstance(price, bool) else None
-        row = ledger.start(
-            RunStart(
-                run_id=sup.run_id,
-                project=project,
-                tags=tuple(tag or ()),
-                command=opts.command,
-                started_at=time.time(),
-                gpu=gpu,
-                gpus=gpus,
-                provider=machine.get("provider"),
-                instance_type=machine.get("instance_type"),
-                price_usd_per_hour=price,
-                price_source="config.toml [machine]" if price is not None else None,
-            )
-        )
-    try:
-        result = sup.run()
-    except BaseException:
-        if ledger is not None and row is not None:
-            ledger.finish(row, time.time(), 2, 0, 0, 0)
-            ledger.close()
-        raise
-    if ledger is not None and row is not None:
-        try:
-            ledger.finish(
-                row,
-                time.time(),
-                result.exit_code,
-                result.preemptions,
-                result.checkpoints_uploaded,
-                result.bytes_uploaded,
-            )
-        finally:
-            ledger.close()
-    if json_out:
-        sys.stdout.write(json.dumps(_result_json(result)) + "\n")
-        sys.stdout.flush()
-    else:
-        uploaded = f", {result.checkpoints_uploaded} checkpoint(s) uploaded" if sync else ""
-        err_console.print(
-            f"gpuwise run: {result.run_id} ended with exit code {result.exit_code} after "
-            f"{result.elapsed_s:.0f} s{uploaded}.",
-            soft_wrap=True,
-            highlight=False,
-        )
-        if sync and not result.flushed:
-            err_console.print(
-                f"[yellow]Warning:[/] the newest checkpoint is only local: {result.newest_local}. "
-                f"Last error: {result.upload_error}",
-                soft_wrap=True,
-            )
+    result = _run_recorded(sup, None if no_ledger else _ledger(), machine, project, tuple(tag or ()))
+    _report(result, sync, json_out)
     raise typer.Exit(result.exit_code)
 
 

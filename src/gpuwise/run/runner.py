@@ -20,7 +20,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -29,8 +29,8 @@ from gpuwise.errors import GpuwiseError, StorageError, UsageError
 from gpuwise.idle.actions import MetadataEndpoints
 from gpuwise.run.manifest import Candidate, newest, run_id_from
 from gpuwise.run.store import CheckpointStore, scan_local
-from gpuwise.run.syncer import Syncer
-from gpuwise.run.watchers import Notice, WatchThread
+from gpuwise.run.syncer import Syncer, SyncStats
+from gpuwise.run.watchers import Notice, WatchThread, approve_azure_event
 
 log = logging.getLogger("gpuwise.run")
 
@@ -169,9 +169,7 @@ class Supervisor:
             return None
         return path
 
-    def run(self) -> RunResult:
-        started = time.monotonic()
-        exe = resolve_executable(self.opts.command, self.env)
+    def _make_checkpoint_dir(self) -> None:
         try:
             self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -179,8 +177,9 @@ class Supervisor:
                 f"Cannot create the checkpoint directory {self.checkpoint_dir}: {exc.strerror}",
                 fix="give a --checkpoint-dir on a writable disk",
             ) from exc
-        self.open_store()
-        resumed = self.find_resume() if self.opts.resume else None
+
+    def _child_env(self, resumed: str | None) -> dict[str, str]:
+        """The job's environment: ours, plus where to write checkpoints, the run id and what to resume."""
         env = dict(self.env)
         env["GPUWISE_CHECKPOINT_DIR"] = str(self.checkpoint_dir)
         env["GPUWISE_RUN_ID"] = self.run_id
@@ -188,6 +187,9 @@ class Supervisor:
         if resumed:
             env["GPUWISE_RESUME_FROM"] = resumed
             log.info("resuming from %s", resumed)
+        return env
+
+    def _make_syncer(self) -> Syncer:
         syncer = Syncer(
             self.checkpoint_dir, self.store, self.run_id, keep=self.opts.keep, poll_s=self.opts.poll_s
         )
@@ -195,16 +197,19 @@ class Supervisor:
         if self.store is not None:
             with contextlib.suppress(GpuwiseError):
                 syncer.remember_remote(self.store.checkpoints(self.run_id))
+        return syncer
 
-        previous = {s: signal.getsignal(s) for s in (*FORWARDED, signal.SIGTERM)}
+    def _spawn(self, exe: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
         try:
-            proc = subprocess.Popen([exe, *self.opts.command[1:]], env=env, start_new_session=True)
+            return subprocess.Popen([exe, *self.opts.command[1:]], env=env, start_new_session=True)
         except OSError as exc:
             raise UsageError(
                 f"Cannot start {self.opts.command[0]!r}: {exc.strerror}", fix="check the command"
             ) from exc
-        pid_file = self._write_pid_file(proc.pid)
-        pgid = proc.pid
+
+    def _install_signal_handlers(self, pgid: int) -> Callable[[int, FrameType | None], None]:
+        """Forward the usual signals to the job's group; SIGTERM starts the shutdown. Returns the forwarder
+        (it sends a signal to the group)."""
 
         def forward(signum: int, _frame: FrameType | None) -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -216,42 +221,51 @@ class Supervisor:
         for s in FORWARDED:
             signal.signal(s, forward)
         signal.signal(signal.SIGTERM, on_term)
-        watch = None
-        if self.opts.preemption != "off":
-            watch = WatchThread(
-                self.opts.preemption, self.opts.endpoints, self._on_notice, poll_s=self.opts.watch_poll_s
-            )
-            watch.start()
-        syncer.start()
+        return forward
+
+    def _start_watch(self) -> WatchThread | None:
+        if self.opts.preemption == "off":
+            return None
+        watch = WatchThread(
+            self.opts.preemption, self.opts.endpoints, self._on_notice, poll_s=self.opts.watch_poll_s
+        )
+        watch.start()
+        return watch
+
+    def _wait(self, proc: subprocess.Popen[bytes], forward: Callable[[int, FrameType | None], None]) -> int:
+        """Wait for the job; once a shutdown is requested it gets SIGTERM, then SIGKILL after the grace."""
         kill_at: float | None = None
-        try:
-            while True:
-                try:
-                    rc = proc.wait(timeout=0.2)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                if self._terminate.is_set() and kill_at is None:
-                    log.warning(
-                        "%s: sending SIGTERM to the job; %g s to write a final checkpoint",
-                        self._terminate_reason,
-                        self.opts.grace_s,
-                    )
-                    forward(signal.SIGTERM, None)
-                    kill_at = time.monotonic() + self.opts.grace_s
-                if kill_at is not None and time.monotonic() >= kill_at:
-                    log.warning("the job did not exit within %g s: SIGKILL", self.opts.grace_s)
-                    forward(signal.SIGKILL, None)
-                    kill_at = float("inf")
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
-            if watch is not None:
-                watch.stop()
-        flushed = syncer.flush() if self.store is not None else True
-        if pid_file is not None:
-            pid_file.unlink(missing_ok=True)
-        st = syncer.stats
+        while True:
+            try:
+                return proc.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                pass
+            if self._terminate.is_set() and kill_at is None:
+                log.warning(
+                    "%s: sending SIGTERM to the job; %g s to write a final checkpoint",
+                    self._terminate_reason,
+                    self.opts.grace_s,
+                )
+                forward(signal.SIGTERM, None)
+                kill_at = time.monotonic() + self.opts.grace_s
+            if kill_at is not None and time.monotonic() >= kill_at:
+                log.warning("the job did not exit within %g s: SIGKILL", self.opts.grace_s)
+                forward(signal.SIGKILL, None)
+                kill_at = float("inf")
+
+    def _approve_notices(self, flushed: bool) -> None:
+        """Azure lets a VM approve its eviction early; that is safe only once the final checkpoint landed."""
+        for n in self._notices:
+            if n.event_id is None:
+                continue
+            if flushed:
+                approve_azure_event(self.opts.endpoints, n.event_id)
+            else:
+                log.warning("not approving Azure event %s early: the checkpoint is only local", n.event_id)
+
+    def _result(
+        self, rc: int, resumed: str | None, st: SyncStats, flushed: bool, elapsed_s: float
+    ) -> RunResult:
         return RunResult(
             run_id=self.run_id,
             run_id_source=self.run_id_source,
@@ -265,5 +279,33 @@ class Supervisor:
             newest_local=st.newest_local,
             upload_error=st.last_error,
             flushed=flushed,
-            elapsed_s=time.monotonic() - started,
+            elapsed_s=elapsed_s,
         )
+
+    def run(self) -> RunResult:
+        """Prepare (checkpoint dir, store, resume), start the job, supervise it, flush, and report."""
+        started = time.monotonic()
+        exe = resolve_executable(self.opts.command, self.env)
+        self._make_checkpoint_dir()
+        self.open_store()
+        resumed = self.find_resume() if self.opts.resume else None
+        env = self._child_env(resumed)
+        syncer = self._make_syncer()
+        previous = {s: signal.getsignal(s) for s in (*FORWARDED, signal.SIGTERM)}
+        proc = self._spawn(exe, env)
+        pid_file = self._write_pid_file(proc.pid)
+        forward = self._install_signal_handlers(proc.pid)
+        watch = self._start_watch()
+        syncer.start()
+        try:
+            rc = self._wait(proc, forward)
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            if watch is not None:
+                watch.stop()
+        flushed = syncer.flush() if self.store is not None else True
+        self._approve_notices(flushed)
+        if pid_file is not None:
+            pid_file.unlink(missing_ok=True)
+        return self._result(rc, resumed, syncer.stats, flushed, time.monotonic() - started)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from gpuwise.errors import ConfigError, StorageError
 from gpuwise.run.manifest import (
@@ -41,6 +41,13 @@ from gpuwise.run.manifest import (
 )
 
 PART_BYTES = 64 * 1024 * 1024  # multipart part size for S3 uploads (the ETag check needs to know it)
+# s3fs reads every part it sends at once into memory: at most this many parts in flight over all files
+# (512 MiB) rather than its default 10 per file (2.5 GiB with 4 files at a time) on a host short of RAM.
+PARTS_IN_FLIGHT = 8
+# botocore's own default read timeout; s3fs lowers it to 15 s, after which a busy endpoint (MinIO on a small
+# box; moto in the benchmark) gets the same 64 MiB part, or the same multipart completion, sent again while
+# it still works on the first: double the work just when it is short of time.
+S3_READ_TIMEOUT_S = 60.0
 _READ_BYTES = 8 * 1024 * 1024
 _SECRET_VARS = (
     "AWS_SECRET_ACCESS_KEY",
@@ -131,44 +138,72 @@ def scan_local(directory: Path) -> list[LocalCheckpoint]:
 
 @dataclass(frozen=True)
 class FileDigest:
+    """What the upload check needs of one local file: its SHA-256 (for the manifest) and the one MD5 form
+    its S3 ETag will take (`md5` for a single PUT, `part_md5s` for a multipart upload; the other is empty)."""
+
     sha256: str
     md5: str
     part_md5s: tuple[bytes, ...]
     size_bytes: int
 
 
-def digest_file(path: Path, part_bytes: int = PART_BYTES) -> FileDigest:
-    sha, whole = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
-    parts: list[bytes] = []
-    part = hashlib.md5(usedforsecurity=False)
-    in_part = 0
+def sent_whole(size_bytes: int, part_bytes: int = PART_BYTES) -> bool:
+    """Whether s3fs sends a file of this size as one PUT rather than in parts (its rule in `_put_file`:
+    under two parts' worth)."""
+    return size_bytes < 2 * part_bytes
+
+
+def _hash_whole(fh: BinaryIO, sha: Any) -> tuple[str, int]:
+    """(MD5 hex of the rest of `fh`, bytes read), feeding `sha` the same bytes."""
+    md5 = hashlib.md5(usedforsecurity=False)
     size = 0
-    with path.open("rb") as fh:
-        while chunk := fh.read(_READ_BYTES):
+    while chunk := fh.read(_READ_BYTES):
+        sha.update(chunk)
+        md5.update(chunk)
+        size += len(chunk)
+    return md5.hexdigest(), size
+
+
+def _hash_parts(fh: BinaryIO, sha: Any, part_bytes: int) -> tuple[tuple[bytes, ...], int]:
+    """(MD5 of each `part_bytes` part of the rest of `fh`, bytes read), feeding `sha` the same bytes."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        md5, left = hashlib.md5(usedforsecurity=False), part_bytes
+        while left and (chunk := fh.read(min(_READ_BYTES, left))):
             sha.update(chunk)
-            whole.update(chunk)
-            size += len(chunk)
-            view = memoryview(chunk)
-            while view:
-                take = min(len(view), part_bytes - in_part)
-                part.update(view[:take])
-                in_part += take
-                view = view[take:]
-                if in_part == part_bytes:
-                    parts.append(part.digest())
-                    part, in_part = hashlib.md5(usedforsecurity=False), 0
-    if in_part:
-        parts.append(part.digest())
-    return FileDigest(sha.hexdigest(), whole.hexdigest(), tuple(parts), size)
+            md5.update(chunk)
+            left -= len(chunk)
+        if left == part_bytes:
+            return tuple(parts), size  # the end of the file
+        parts.append(md5.digest())
+        size += part_bytes - left
+        if left:
+            return tuple(parts), size  # a short last part
+
+
+def digest_file(path: Path, part_bytes: int = PART_BYTES) -> FileDigest:
+    """SHA-256 plus one MD5 pass, not two: MD5 is the slowest hash here (about half SHA-256's speed with
+    SHA-NI), and a file's ETag is either its whole MD5 or its parts' MD5s, never both, so only that one is
+    computed. Should the guess of how it is sent be wrong, `etag_matches` says "cannot tell" and the file is
+    read back instead."""
+    sha = hashlib.sha256()
+    with path.open("rb") as fh:
+        if sent_whole(os.fstat(fh.fileno()).st_size, part_bytes):
+            md5, size = _hash_whole(fh, sha)
+            return FileDigest(sha.hexdigest(), md5, (), size)
+        parts, size = _hash_parts(fh, sha, part_bytes)
+    return FileDigest(sha.hexdigest(), "", parts, size)
 
 
 def etag_matches(etag: str, d: FileDigest) -> bool | None:
-    """True/False when `etag` is an MD5 ETag we can check; None when it is not one (SSE-KMS, other stores)."""
+    """True/False when `etag` is an MD5 ETag we can check; None when it is not one (SSE-KMS, other stores)
+    or not the form the digest holds."""
     tag = etag.strip('"').lower()
     if "-" not in tag:
-        return tag == d.md5 if len(tag) == 32 else None
+        return tag == d.md5 if len(tag) == 32 and d.md5 else None
     body, _, count = tag.partition("-")
-    if not count.isdigit() or int(count) != len(d.part_md5s):
+    if not count.isdigit() or int(count) != len(d.part_md5s) or not d.part_md5s:
         return None  # another part size than ours: cannot tell from the ETag
     expected = hashlib.md5(b"".join(d.part_md5s), usedforsecurity=False).hexdigest()
     return body == expected
@@ -213,6 +248,9 @@ def open_filesystem(url: str, endpoint_url: str | None = None) -> tuple[Any, str
         if endpoint:
             options["endpoint_url"] = endpoint
         options["skip_instance_cache"] = True
+        # botocore's default CRC32 header stays on: over HTTPS it is what spares each part a SHA-256 payload
+        # signature (botocore.auth.S3SigV4Auth._should_sha256_sign_payload), a far dearer pass.
+        options["config_kwargs"] = {"read_timeout": S3_READ_TIMEOUT_S}
     try:
         fs, root = fsspec.core.url_to_fs(url, **options)
     except (ValueError, ImportError) as exc:
@@ -260,10 +298,13 @@ def storage_error(action: str, url: str, exc: BaseException) -> StorageError:
 class CheckpointStore:
     """Checkpoints of one or more runs under one fsspec URL."""
 
-    def __init__(self, url: str, *, endpoint_url: str | None = None, workers: int = 4) -> None:
+    def __init__(
+        self, url: str, *, endpoint_url: str | None = None, workers: int = 4, part_bytes: int = PART_BYTES
+    ) -> None:
         self.url = url.rstrip("/")
         self.fs, self.root, self.protocol = open_filesystem(url, endpoint_url)
         self.workers = workers
+        self.part_bytes = part_bytes  # S3 multipart part size (tests use S3's 5 MiB minimum)
 
     def _path(self, *parts: str) -> str:
         return "/".join([self.root, *parts])
@@ -327,8 +368,11 @@ class CheckpointStore:
         files = ckpt.files()
         if not files:
             raise StorageError(f"Checkpoint {ckpt.path} has no files", fix="check what the job wrote there")
+        part_streams = max(1, PARTS_IN_FLIGHT // min(self.workers, len(files)))
         with self._translated("upload to"), ThreadPoolExecutor(max_workers=self.workers) as pool:
-            futures = [pool.submit(self._upload_one, run_id, ckpt.name, rel, p) for rel, p in files]
+            futures = [
+                pool.submit(self._upload_one, run_id, ckpt.name, rel, p, part_streams) for rel, p in files
+            ]
             entries = [f.result() for f in futures]
             manifest = Manifest(
                 run_id=run_id,
@@ -342,12 +386,12 @@ class CheckpointStore:
             self._write_manifest(manifest)
         return manifest
 
-    def _upload_one(self, run_id: str, name: str, rel: str, path: Path) -> FileEntry:
+    def _upload_one(self, run_id: str, name: str, rel: str, path: Path, part_streams: int) -> FileEntry:
         target = self._path(run_id, name, rel)
         with ThreadPoolExecutor(max_workers=1) as hasher:
-            digest_future = hasher.submit(digest_file, path)  # hashing overlaps the upload
+            digest_future = hasher.submit(digest_file, path, self.part_bytes)  # overlaps the upload
             if self.protocol in ("s3", "s3a"):
-                self.fs.put_file(str(path), target, chunksize=PART_BYTES)
+                self.fs.put_file(str(path), target, chunksize=self.part_bytes, max_concurrency=part_streams)
             else:
                 parent = target.rsplit("/", 1)[0]
                 self.fs.makedirs(parent, exist_ok=True)

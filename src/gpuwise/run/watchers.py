@@ -8,7 +8,9 @@
   docs, "Preemption process"); `instance/maintenance-event` says `TERMINATE_ON_HOST_MAINTENANCE` before a
   host event that stops the VM (`MIGRATE_ON_HOST_MAINTENANCE` is logged only).
 * Azure: Scheduled Events list a `Preempt` event (Spot eviction, at least 30 s ahead) or `Terminate`
-  (Azure docs, "Azure Metadata Service: Scheduled Events for Linux VMs").
+  (Azure docs, "Azure Metadata Service: Scheduled Events for Linux VMs"). Once the final checkpoint has
+  landed, gpuwise approves the event (a POST of `{"StartRequests": [{"EventId": …}]}` to the same URL, same
+  docs), so Azure need not hold the VM until NotBefore.
 
 RunPod and most GPU marketplaces give no notice at all: there only the checkpoint interval protects the
 work (see docs/run.md). The metadata HTTP code is the idle stopper's (`gpuwise.idle.actions`); base URLs are
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from gpuwise import httpclient
 from gpuwise.idle.actions import (
     MetadataEndpoints,
     MetadataError,
@@ -43,6 +46,7 @@ class Notice:
     provider: str
     kind: str  # "terminate" (the machine goes away) or "rebalance" (elevated risk: sync now)
     detail: str
+    event_id: str | None = None  # Azure's EventId, approved once the final checkpoint has landed
 
 
 class Watcher(Protocol):
@@ -141,8 +145,33 @@ class AzureWatcher:
         for e in events:
             if isinstance(e, dict) and e.get("EventType") in ("Preempt", "Terminate"):
                 when = e.get("NotBefore") or "soon"
-                return Notice("azure", "terminate", f"scheduled event {e.get('EventType')} not before {when}")
+                event_id = e.get("EventId")
+                return Notice(
+                    "azure",
+                    "terminate",
+                    f"scheduled event {e.get('EventType')} not before {when}",
+                    event_id=str(event_id) if event_id else None,
+                )
         return None
+
+
+def approve_azure_event(endpoints: MetadataEndpoints, event_id: str) -> bool:
+    """Tell Azure this VM is ready for scheduled event `event_id` (its StartRequests call), so the eviction
+    may start now rather than at NotBefore. False, with a warning logged, when the service did not take it:
+    the event then simply starts at its time."""
+    url = endpoints.azure + f"/metadata/scheduledevents?api-version={AZURE_EVENTS_API}"
+    body = json.dumps({"StartRequests": [{"EventId": event_id}]}).encode("utf-8")
+    headers = {"Metadata": "true", "Content-Type": "application/json"}
+    try:
+        answer = httpclient.request("POST", url, body=body, headers=headers, timeout_s=endpoints.timeout_s)
+    except httpclient.HttpError as exc:
+        log.warning("cannot approve Azure scheduled event %s early: %s", event_id, exc)
+        return False
+    if not 200 <= answer.status < 300:
+        log.warning("Azure did not take the approval of scheduled event %s: HTTP %d", event_id, answer.status)
+        return False
+    log.info("approved Azure scheduled event %s: the final checkpoint is safe, the VM may go now", event_id)
+    return True
 
 
 WATCHERS: dict[str, Callable[[MetadataEndpoints], Watcher]] = {
