@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,24 @@ NOTICE = {
     },
 }
 WATCHER = {"aws": AwsSpotWatcher, "gcp": GcpWatcher, "azure": AzureWatcher}
+
+
+def test_the_azure_approval_is_never_sent_through_a_proxy(
+    metadata: FakeMetadata, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy in the environment (common on corporate VMs) must not swallow the approval: the metadata
+    service is link-local and answers only direct requests. The proxy named here refuses connections."""
+    for name in ("http_proxy", "HTTP_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    urllib.request.install_opener(None)  # urllib reads the proxy variables when it builds its opener
+    try:
+        metadata.routes[AZURE_EVENTS] = (200, "")
+        assert approve_azure_event(MetadataEndpoints.all_at(metadata.url), "A2") is True
+    finally:
+        urllib.request.install_opener(None)
+    assert [json.loads(b) for _, _, b in metadata.posts] == [{"StartRequests": [{"EventId": "A2"}]}]
 
 
 @pytest.mark.parametrize("provider", ["aws", "gcp", "azure"])

@@ -163,7 +163,10 @@ def approve_azure_event(endpoints: MetadataEndpoints, event_id: str) -> bool:
     body = json.dumps({"StartRequests": [{"EventId": event_id}]}).encode("utf-8")
     headers = {"Metadata": "true", "Content-Type": "application/json"}
     try:
-        answer = httpclient.request("POST", url, body=body, headers=headers, timeout_s=endpoints.timeout_s)
+        # never through a proxy: the metadata service is link-local (as every other metadata call)
+        answer = httpclient.request(
+            "POST", url, body=body, headers=headers, timeout_s=endpoints.timeout_s, use_proxy=False
+        )
     except httpclient.HttpError as exc:
         log.warning("cannot approve Azure scheduled event %s early: %s", event_id, exc)
         return False
