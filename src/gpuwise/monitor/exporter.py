@@ -1,4 +1,4 @@
-"""The Prometheus exporter (docs/metrics.md): a custom collector, its WSGI app and its server.
+"""The Prometheus exporter (docs/metrics.md): a custom collector and its server.
 
 `GpuCollector.collect()` reads the probe afresh on every scrape and yields new metric families, so a
 process that ended or a GPU that vanished leaves no stale series. GPU metrics use NVIDIA
@@ -9,41 +9,36 @@ with `gpuwise_`; `gpuwise_up` and friends report the background sampler's health
 The collector is registered in an injected `CollectorRegistry`, never in prometheus-client's global
 default one.
 
-`ExporterApp` serves it with prometheus-client's own WSGI app (text format or OpenMetrics, gzip)
-behind a bearer-token check made before any work; `ExporterServer` runs that app on the bounded
-server of `monitor.httpserver` (timeouts, a connection cap that idle clients cannot exhaust).
-Tokens and headers are never logged.
+`ExporterServer` serves it: `monitor.scrape.ExporterApp` (the bearer token checked before any work,
+coalesced collections, text format or OpenMetrics, gzip, HEAD) on the bounded server of
+`monitor.httpserver` (one I/O thread, timeouts, a connection cap that idle clients cannot exhaust).
 """
 
 from __future__ import annotations
 
-import gzip
-import hmac
 import logging
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
 
-from prometheus_client import CollectorRegistry, generate_latest, make_wsgi_app
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import choose_encoder, gzip_accepted
 from prometheus_client.registry import Collector
 
 from gpuwise.errors import GpuwiseError
 from gpuwise.gpu.sample import Sample, Snapshot, value_or_none
 from gpuwise.monitor.dcgm import DCGM_METRICS, DRIVER_LABEL, LABELS, num
+from gpuwise.monitor.exposition import render_text
 from gpuwise.monitor.health import SamplerHealth
 from gpuwise.monitor.hints import Hint
-from gpuwise.monitor.httpserver import RECEIVED_AT, BoundedHTTPServer, Limits, WsgiStartResponse, call_wsgi
+from gpuwise.monitor.httpserver import BoundedHTTPServer, Limits
+from gpuwise.monitor.scrape import COUNTERS, ExporterApp
 from gpuwise.monitor.source import Probe
 
 __all__ = [  # LABELS and DRIVER_LABEL live in monitor.dcgm; served from here for callers and tests
     "DRIVER_LABEL",
     "LABELS",
-    "ExporterApp",
     "ExporterServer",
     "GpuCollector",
     "exposition",
@@ -79,7 +74,7 @@ def served_metric_names() -> set[str]:
 def _family(name: str, kind: str, doc: str, labels: list[str]) -> Metric:
     if kind == "counter":
         # dcgm-exporter serves counters without the `_total` suffix prometheus-client would add to a
-        # CounterMetricFamily; an `unknown` Metric keeps the exact name (see _COUNTER_TYPE_FIXES).
+        # CounterMetricFamily; an `unknown` Metric keeps the exact name (see monitor.scrape.COUNTERS).
         return Metric(name, doc, "unknown")
     return GaugeMetricFamily(name, doc, labels=labels)
 
@@ -260,9 +255,6 @@ class GpuCollector(Collector):
         return out
 
 
-# dcgm-exporter's counters keep their names without `_total`. OpenMetrics requires `_total` on a counter's
-# samples, so the collector types them `unknown` (valid in both formats under their exact names); the
-# text format, which dcgm-exporter speaks, gets its `counter` TYPE line back here.
 def _health_families(health: SamplerHealth) -> list[Metric]:
     view = health.view()
     out: list[Metric] = []
@@ -288,142 +280,16 @@ def _health_families(health: SamplerHealth) -> list[Metric]:
     return [*out, errors, age]
 
 
-_COUNTER_TYPE_FIXES = [
-    (f"# TYPE {name} untyped\n".encode(), f"# TYPE {name} counter\n".encode())
-    for name, kind, *_ in DCGM_METRICS
-    if kind == "counter"
-]
-
-
-def _counter_types(body: bytes) -> bytes:
-    for old, new in _COUNTER_TYPE_FIXES:
-        body = body.replace(old, new)
-    return body
-
-
 def exposition(registry: CollectorRegistry) -> bytes:
     """The Prometheus text format for ``registry``, as served: dcgm-exporter's counters typed `counter`
     under their exact names."""
-    return _counter_types(generate_latest(registry))
+    return render_text(registry.collect(), COUNTERS)
 
 
 def make_registry(collector: Collector) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
     return registry
-
-
-Response = tuple[str, list[tuple[str, str]], bytes]
-_TEXT = "text/plain; charset=utf-8"
-_ALLOW = ("Allow", "GET, HEAD, OPTIONS")
-
-
-@dataclass(frozen=True)
-class _Done:
-    started: float  # time.monotonic() when the collection began
-    response: Response
-
-
-class ExporterApp:
-    """The exporter's WSGI app: `/` says where the metrics are, `/metrics` serves them.
-
-    `/metrics` is prometheus-client's `make_wsgi_app` (content negotiation between the Prometheus text
-    format and OpenMetrics, gzip, the `name[]` filter) behind three small layers:
-
-    * the bearer token, checked before anything else (no probe read, no metric built without it);
-    * HEAD answered as GET without the body (the server drops it; prometheus-client refuses HEAD);
-    * coalescing: concurrent scrapes asking for the same encoding share one collection, provided it
-      began after their request arrived, so every answer is still a fresh read of the GPUs while 50
-      clients cost about one probe read per collection rather than 50 queued ones.
-    """
-
-    _MAX_CACHED = 16  # distinct (format, gzip, query) answers kept for coalescing
-
-    def __init__(self, registry: CollectorRegistry, token: str | None) -> None:
-        self._token = token.encode() if token else None
-        self._metrics = make_wsgi_app(registry)
-        self._cond = threading.Condition()
-        self._running: set[tuple[str, bool, str]] = set()
-        self._done: dict[tuple[str, bool, str], _Done] = {}
-
-    def authorized(self, header: str | None) -> bool:
-        if self._token is None:
-            return True
-        if not header or not header.startswith("Bearer "):
-            return False
-        return hmac.compare_digest(header[len("Bearer ") :].strip().encode(), self._token)
-
-    def __call__(self, environ: dict[str, Any], start_response: WsgiStartResponse) -> list[bytes]:
-        status, headers, body = self._route(environ)
-        start_response(status, headers)
-        return [body]
-
-    def _route(self, environ: dict[str, Any]) -> Response:
-        path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "GET")
-        if path == "/":
-            return "200 OK", [("Content-Type", _TEXT)], b"gpuwise exporter: metrics at /metrics\n"
-        if path != "/metrics":
-            return "404 Not Found", [("Content-Type", _TEXT)], b"not found\n"
-        if not self.authorized(environ.get("HTTP_AUTHORIZATION")):
-            headers = [("Content-Type", _TEXT), ("WWW-Authenticate", 'Bearer realm="gpuwise"')]
-            return "401 Unauthorized", headers, b"unauthorized: send Authorization: Bearer <token>\n"
-        if method == "OPTIONS":
-            return "200 OK", [_ALLOW], b""
-        if method not in ("GET", "HEAD"):
-            return "405 Method Not Allowed", [_ALLOW, ("Content-Type", _TEXT)], b"use GET or HEAD\n"
-        return self._coalesced(environ)
-
-    def _coalesced(self, environ: dict[str, Any]) -> Response:
-        _, content_type = choose_encoder(environ.get("HTTP_ACCEPT") or "")
-        key = (
-            content_type,
-            gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING") or ""),
-            environ.get("QUERY_STRING", ""),
-        )
-        arrived = float(environ.get(RECEIVED_AT, time.monotonic()))
-        with self._cond:
-            while True:
-                done = self._done.get(key)
-                if done is not None and done.started >= arrived:
-                    return done.response
-                if key not in self._running:
-                    self._running.add(key)
-                    started = time.monotonic()
-                    break
-                self._cond.wait()
-        response: Response | None = None
-        try:
-            response = self._render(environ, key[0], key[1])
-            return response
-        finally:
-            with self._cond:
-                self._running.discard(key)
-                if response is not None:
-                    if len(self._done) >= self._MAX_CACHED:
-                        self._done.clear()
-                    self._done[key] = _Done(started, response)
-                self._cond.notify_all()
-
-    def _render(self, environ: dict[str, Any], content_type: str, gzipped: bool) -> Response:
-        env = {**environ, "REQUEST_METHOD": "GET"}
-        text_format = not content_type.startswith("application/openmetrics-text")
-        if text_format:  # the counter TYPE fix needs the plain text; compress after it
-            env.pop("HTTP_ACCEPT_ENCODING", None)
-        try:
-            status, headers, body = call_wsgi(self._metrics, env)
-        except Exception:  # a collector fault must not kill the server; Prometheus marks the scrape failed
-            log.exception("scrape failed")
-            return (
-                "500 Internal Server Error",
-                [("Content-Type", _TEXT)],
-                b"scrape failed; see the exporter log\n",
-            )
-        if text_format and status.startswith("200"):
-            body = _counter_types(body)
-            if gzipped:
-                body = gzip.compress(body)
-                headers.append(("Content-Encoding", "gzip"))
-        return status, headers, body
 
 
 class ExporterServer(BoundedHTTPServer):
