@@ -153,59 +153,31 @@ class GpuCollector(Collector):
         # dcgm-exporter puts the driver version on every GPU series; unknown -> no such label at all
         driver = value_or_none(snapshot.driver_version)
         names, tail = ([*LABELS, DRIVER_LABEL], [driver]) if driver else (LABELS, [])
-        families = {name: _family(name, kind, doc, names) for name, kind, doc, _ in DCGM_METRICS}
-        up = GaugeMetricFamily(
-            "gpuwise_gpu_up", "1 when the GPU answered this scrape, 0 when lost.", labels=names
-        )
-        throttled = GaugeMetricFamily(
-            "gpuwise_throttled",
-            "1 while a clock-event (throttle) reason is active, per reason.",
-            labels=[*names, "reason"],
-        )
-        proc_mem = GaugeMetricFamily(
-            "gpuwise_process_gpu_memory_bytes",
-            "GPU memory used by a process (bytes).",
-            labels=[*names, "pid", "name"],
-        )
-        nprocs = GaugeMetricFamily("gpuwise_gpu_processes", "Processes using the GPU.", labels=names)
+        series = _GpuSeries(names)
         present: set[int] = set()
         busy = False
         for s in snapshot.samples:
             present.add(s.index)
             self._known[s.index] = self._labels(s)
-            labels = self._known[s.index] + tail
-            up.add_metric(labels, 0.0 if s.lost else 1.0)
-            if s.lost:
-                continue
-            for name, kind, _, getter in DCGM_METRICS:
-                value = getter(s)
-                if value is None:
-                    continue
-                fam = families[name]
-                if kind == "counter":
-                    fam.add_sample(name, dict(zip(names, labels, strict=True)), value)
-                else:
-                    fam.add_metric(labels, value)  # type: ignore[attr-defined]  # a GaugeMetricFamily
-            reasons = value_or_none(s.throttle_reasons)
-            if reasons is not None:
-                for r in reasons:
-                    throttled.add_metric([*labels, r], 1.0)
-            procs = value_or_none(s.processes)
-            if procs is not None:
-                nprocs.add_metric(labels, float(len(procs)))
-                for p in procs:
-                    mem = value_or_none(p.used_memory_bytes)
-                    if mem is not None:
-                        proc_mem.add_metric([*labels, str(p.pid), p.name], float(mem))
-            util = num(s.util_gpu_pct)
-            enc = max(num(s.util_encoder_pct) or 0.0, num(s.util_decoder_pct) or 0.0)
-            if (util is not None and util > self.idle_threshold_pct) or enc > self.idle_threshold_pct:
-                busy = True
+            series.add(s, self._known[s.index] + tail)
+            busy = busy or (not s.lost and self._is_busy(s))
         for index, known in self._known.items():
             if index not in present:
-                up.add_metric(known + tail, 0.0)
+                series.up.add_metric(known + tail, 0.0)
         if busy:
             self._last_busy_s = now
+        out = series.families()
+        out += [self._idle_family(now), _probe_up_family(snapshot), self._hint_family(names, tail, present)]
+        if self.price_usd_per_hour is not None:
+            out += _price_families(self.price_usd_per_hour, max(0.0, now - self.started_s))
+        return out
+
+    def _is_busy(self, s: Sample) -> bool:
+        util = num(s.util_gpu_pct)
+        enc = max(num(s.util_encoder_pct) or 0.0, num(s.util_decoder_pct) or 0.0)
+        return (util is not None and util > self.idle_threshold_pct) or enc > self.idle_threshold_pct
+
+    def _idle_family(self, now: float) -> Metric:
         policy_idle = self.idle_seconds() if self.idle_seconds is not None else None
         if policy_idle is not None:
             idle = GaugeMetricFamily(
@@ -214,14 +186,17 @@ class GpuCollector(Collector):
                 " and signals), counted from exporter start.",
             )
             idle.add_metric([], max(0.0, policy_idle))
-        else:
-            idle = GaugeMetricFamily(
-                "gpuwise_idle_seconds",
-                f"Seconds since any GPU was last above {self.idle_threshold_pct:g}% utilization "
-                "(or its video engines were busy), counted from exporter start.",
-            )
-            idle.add_metric([], max(0.0, now - self._last_busy_s))
-        hint_family = GaugeMetricFamily(
+            return idle
+        idle = GaugeMetricFamily(
+            "gpuwise_idle_seconds",
+            f"Seconds since any GPU was last above {self.idle_threshold_pct:g}% utilization "
+            "(or its video engines were busy), counted from exporter start.",
+        )
+        idle.add_metric([], max(0.0, now - self._last_busy_s))
+        return idle
+
+    def _hint_family(self, names: list[str], tail: list[str], present: set[int]) -> Metric:
+        family = GaugeMetricFamily(
             "gpuwise_hint",
             "1 while a bottleneck hint holds for a GPU (hint: input_bound, throttled, memory_nearly_full, "
             "pcie_below_max, gpu_idle_while_peers_busy, encoder_bound).",
@@ -232,27 +207,81 @@ class GpuCollector(Collector):
             gpu_labels = self._known.get(h.gpu) if h.gpu is not None else None
             if gpu_labels is not None and h.gpu in present and (h.gpu, h.id) not in shown:
                 shown.add((h.gpu, h.id))
-                hint_family.add_metric([*gpu_labels, *tail, h.id, h.severity], 1.0)
-        probe_up = GaugeMetricFamily(
-            "gpuwise_probe_up",
-            "1 when the last read of the GPUs succeeded without errors "
-            "(0: NVML or nvidia-smi failed, or found no GPU).",
+                family.add_metric([*gpu_labels, *tail, h.id, h.severity], 1.0)
+        return family
+
+
+class _GpuSeries:
+    """The per-GPU families of one scrape: dcgm-exporter's metrics, up, throttle reasons, processes."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.dcgm = {name: _family(name, kind, doc, names) for name, kind, doc, _ in DCGM_METRICS}
+        self.up = GaugeMetricFamily(
+            "gpuwise_gpu_up", "1 when the GPU answered this scrape, 0 when lost.", labels=names
         )
-        probe_up.add_metric([], 0.0 if snapshot.errors or not snapshot.samples else 1.0)
-        out: list[Metric] = [f for f in families.values() if f.samples]
-        out += [up, throttled, proc_mem, nprocs, idle, probe_up, hint_family]
-        if self.price_usd_per_hour is not None:
-            price = GaugeMetricFamily(
-                "gpuwise_price_usd_per_hour", "Configured price of this machine (USD/hour)."
-            )
-            price.add_metric([], self.price_usd_per_hour)
-            cost = CounterMetricFamily(
-                "gpuwise_cost_usd",
-                "Cost accumulated at the configured price since the exporter started (USD).",
-            )
-            cost.add_metric([], self.price_usd_per_hour * max(0.0, now - self.started_s) / 3600.0)
-            out += [price, cost]
-        return out
+        self.throttled = GaugeMetricFamily(
+            "gpuwise_throttled",
+            "1 while a clock-event (throttle) reason is active, per reason.",
+            labels=[*names, "reason"],
+        )
+        self.proc_mem = GaugeMetricFamily(
+            "gpuwise_process_gpu_memory_bytes",
+            "GPU memory used by a process (bytes).",
+            labels=[*names, "pid", "name"],
+        )
+        self.nprocs = GaugeMetricFamily("gpuwise_gpu_processes", "Processes using the GPU.", labels=names)
+
+    def add(self, s: Sample, labels: list[str]) -> None:
+        self.up.add_metric(labels, 0.0 if s.lost else 1.0)
+        if s.lost:
+            return
+        for name, kind, _, getter in DCGM_METRICS:
+            value = getter(s)
+            if value is None:
+                continue
+            fam = self.dcgm[name]
+            if kind == "counter":
+                fam.add_sample(name, dict(zip(self.names, labels, strict=True)), value)
+            else:
+                fam.add_metric(labels, value)  # type: ignore[attr-defined]  # a GaugeMetricFamily
+        reasons = value_or_none(s.throttle_reasons)
+        if reasons is not None:
+            for r in reasons:
+                self.throttled.add_metric([*labels, r], 1.0)
+        procs = value_or_none(s.processes)
+        if procs is not None:
+            self.nprocs.add_metric(labels, float(len(procs)))
+            for p in procs:
+                mem = value_or_none(p.used_memory_bytes)
+                if mem is not None:
+                    self.proc_mem.add_metric([*labels, str(p.pid), p.name], float(mem))
+
+    def families(self) -> list[Metric]:
+        """In the order served: the dcgm families that have samples, then gpuwise's per-GPU ones."""
+        out: list[Metric] = [f for f in self.dcgm.values() if f.samples]
+        return [*out, self.up, self.throttled, self.proc_mem, self.nprocs]
+
+
+def _probe_up_family(snapshot: Snapshot) -> Metric:
+    probe_up = GaugeMetricFamily(
+        "gpuwise_probe_up",
+        "1 when the last read of the GPUs succeeded without errors "
+        "(0: NVML or nvidia-smi failed, or found no GPU).",
+    )
+    probe_up.add_metric([], 0.0 if snapshot.errors or not snapshot.samples else 1.0)
+    return probe_up
+
+
+def _price_families(price_usd_per_hour: float, running_s: float) -> list[Metric]:
+    price = GaugeMetricFamily("gpuwise_price_usd_per_hour", "Configured price of this machine (USD/hour).")
+    price.add_metric([], price_usd_per_hour)
+    cost = CounterMetricFamily(
+        "gpuwise_cost_usd",
+        "Cost accumulated at the configured price since the exporter started (USD).",
+    )
+    cost.add_metric([], price_usd_per_hour * running_s / 3600.0)
+    return [price, cost]
 
 
 def _health_families(health: SamplerHealth) -> list[Metric]:
