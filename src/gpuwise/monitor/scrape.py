@@ -134,7 +134,8 @@ class ExporterApp:
         return got
 
     def _collect(self, key: Key, request: Request) -> None:
-        """On the collector thread: collect until no parked request is older than the last collection."""
+        """On the collector thread: collect again until every parked request has been answered by a
+        collection that began after it arrived."""
         more = True
         while more:
             started = time.monotonic()
