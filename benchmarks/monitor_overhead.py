@@ -12,7 +12,8 @@ time series in tests/fixtures/monitor) and measures:
   per scrape), and how many of 200 parallel scrapes succeed while 1,024 idle connections are open.
   Python clients share the server's 2 CPUs and the GIL; where `wrk` (a C load generator: apt-get install
   wrk) is installed, the 50-client keep-alive run is also made with it, and its p99 is the one judged,
-  since it measures the server rather than the clients.
+  since it measures the server rather than the clients. The server's CPU time per scrape under wrk is
+  printed too: on a shared machine it moves far less than latency does.
 
 On a machine with an NVIDIA GPU it also times one NVML sample against one
 `nvidia-smi --query-gpu` call. Exits 1 when the median scrape takes 10 ms or more, when p99 at 50
