@@ -281,7 +281,7 @@ def test_scrapes_waiting_on_a_slow_gpu_read_block_nothing_else() -> None:
         assert root.startswith(b"HTTP/1.1 200 ") and denied.startswith(b"HTTP/1.1 401 ")
         assert took < 0.5, f"/ and a 401 took {took:.2f} s behind the parked scrapes"
         assert all(a.startswith(b"HTTP/1.1 200 ") for a in answers)
-        assert probe.reads <= 2  # 16 scrapes, one or two collections
+        assert probe.reads <= 3  # 16 scrapes share a few collections (two, unless a thread starts late)
 
 
 def test_a_client_that_does_not_read_its_answer_is_cut_off_at_the_write_deadline() -> None:
