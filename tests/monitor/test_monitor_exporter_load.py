@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from monitor_fakes import FakeProbe, gpu, snap
@@ -253,3 +254,48 @@ def test_failing_alert_delivery_is_visible_as_gpuwise_up_0() -> None:
     run_watched(sampler, health, interval_s=0.0, stop=threading.Event(), max_ticks=1)
     view = health.view()
     assert view.up is False and view.errors_total == 1
+
+
+def test_scrapes_waiting_on_a_slow_gpu_read_block_nothing_else() -> None:
+    """Before the single I/O loop, every scrape waiting for a collection held one of 8 worker threads:
+    with 16 scrapes parked on a 1 s GPU read, even `/` and 401 answers waited for the read."""
+
+    class SlowProbe(CountingProbe):
+        def read(self) -> Snapshot:
+            time.sleep(1.0)
+            return super().read()
+
+    probe = SlowProbe([snap(gpu(0))])
+    server = ExporterServer(("127.0.0.1", 0), make_registry(GpuCollector(probe, hostname="h")), token="t")
+    for addr in serve(server):
+        with ThreadPoolExecutor(16) as pool:
+            auth = "Authorization: Bearer t\r\n"
+            scrapes = [pool.submit(raw_get, addr, "/metrics", auth) for _ in range(16)]
+            deadline = time.monotonic() + 10
+            while server.open_connections() < 16 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            started = time.monotonic()
+            root, denied = raw_get(addr, "/"), raw_get(addr, "/metrics")
+            took = time.monotonic() - started
+            answers = [s.result() for s in scrapes]
+        assert root.startswith(b"HTTP/1.1 200 ") and denied.startswith(b"HTTP/1.1 401 ")
+        assert took < 0.5, f"/ and a 401 took {took:.2f} s behind the parked scrapes"
+        assert all(a.startswith(b"HTTP/1.1 200 ") for a in answers)
+        assert probe.reads <= 3  # 16 scrapes share a few collections (two, unless a thread starts late)
+
+
+def test_a_client_that_does_not_read_its_answer_is_cut_off_at_the_write_deadline() -> None:
+    probe = CountingProbe([snap(*(gpu(i) for i in range(256)))])  # answers of about 1.3 MB
+    limits = Limits(write_timeout_s=0.5)
+    server = ExporterServer(("127.0.0.1", 0), make_registry(GpuCollector(probe, hostname="h")), None, limits)
+    for addr in serve(server):
+        with socket.socket() as stuck:
+            stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stuck.connect(("127.0.0.1", server.server_address[1]))
+            stuck.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 4)  # and never reads
+            deadline = time.monotonic() + 10
+            while server.timed_out == 0 and time.monotonic() < deadline:
+                assert raw_get(addr, "/").startswith(b"HTTP/1.1 200 ")  # others are served meanwhile
+                time.sleep(0.1)
+            assert server.timed_out == 1
+            assert server.open_connections() == 0

@@ -5,7 +5,6 @@ Top-level imports stay cheap (typer/stdlib); prometheus-client and the monitor r
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import signal
@@ -98,18 +97,65 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
       gpuwise exporter --bind 0.0.0.0 --token-file ~/.config/gpuwise/exporter.token
     """
     from gpuwise import paths
-    from gpuwise.cli.output import check_at_least, check_input_file
     from gpuwise.config import load_config
-    from gpuwise.idle.policy import IdlePolicy
     from gpuwise.idle.settings import load_settings
-    from gpuwise.idle.tracker import IdleTracker
-    from gpuwise.monitor.alerts import AlertDelivery, AlertEngine, alerts_config
-    from gpuwise.monitor.exporter import ExporterServer, GpuCollector, is_loopback, make_registry
-    from gpuwise.monitor.health import SamplerHealth, run_watched
-    from gpuwise.monitor.history import HistoryStore
-    from gpuwise.monitor.sampler import Sampler
+    from gpuwise.monitor.alerts import alerts_config
+    from gpuwise.monitor.exporter import is_loopback
+    from gpuwise.monitor.serve import ExporterSetup, serve_exporter
     from gpuwise.monitor.settings import ExporterSettings, MachineSettings, MonitorSettings, section
-    from gpuwise.monitor.source import open_source
+
+    _check_options(port, price_usd_per_hour, replay, config, token_file)
+    cfg = load_config(config)
+    ex = section(cfg, "exporter", ExporterSettings)
+    mon = section(cfg, "monitor", MonitorSettings)
+    machine = section(cfg, "machine", MachineSettings)
+    alerts_cfg = alerts_config(cfg.section("alerts"), str(cfg.path or "config"))
+    host = bind if bind is not None else ex.bind
+    token = read_token(token_file if token_file is not None else ex.token_file)
+    if not is_loopback(host) and token is None and not no_auth:
+        raise ConfigError(
+            f"Refusing to serve GPU metrics on {host} without a token",
+            why="any host that can reach this address could read them",
+            fix=f"pass --token-file FILE (or set ${TOKEN_ENV}), or --no-auth to serve openly on purpose",
+        )
+    price = price_usd_per_hour if price_usd_per_hour is not None else machine.price_usd_per_hour
+    write_history = history if history is not None else (mon.history and replay is None)
+    setup = ExporterSetup(
+        host=host,
+        port=port if port is not None else ex.port,
+        token=token,
+        replay=replay,
+        price_usd_per_hour=price,
+        history_db=paths.history_db() if write_history else None,
+        exporter=ex,
+        monitor=mon,
+        alerts=alerts_cfg,
+        # gpuwise_idle_seconds follows the same idle policy (and [idle] thresholds) as `gpuwise idle`.
+        idle_policy=load_settings(cfg.sections).policy,
+    )
+    setup_logging()
+    stop = threading.Event()
+
+    def _stop(signum: int, _frame: Any) -> None:
+        log.info("signal %d: shutting down", signum)
+        stop.set()
+
+    previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        serve_exporter(setup, stop)
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _check_options(
+    port: int | None,
+    price_usd_per_hour: float | None,
+    replay: Path | None,
+    config: Path | None,
+    token_file: Path | None,
+) -> None:
+    from gpuwise.cli.output import check_at_least, check_input_file
 
     check_at_least(port, 0, "--port", example="--port 9400")
     if port is not None and port > 65535:  # the largest TCP port
@@ -123,121 +169,3 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
         check_input_file(
             token_file, "Token file", fix="write the token on the first line of a file", text=True
         )
-    cfg = load_config(config)
-    ex = section(cfg, "exporter", ExporterSettings)
-    mon = section(cfg, "monitor", MonitorSettings)
-    machine = section(cfg, "machine", MachineSettings)
-    alerts_cfg = alerts_config(cfg.section("alerts"), str(cfg.path or "config"))
-    host = bind if bind is not None else ex.bind
-    the_port = port if port is not None else ex.port
-    token = read_token(token_file if token_file is not None else ex.token_file)
-    if not is_loopback(host) and token is None and not no_auth:
-        raise ConfigError(
-            f"Refusing to serve GPU metrics on {host} without a token",
-            why="any host that can reach this address could read them",
-            fix=f"pass --token-file FILE (or set ${TOKEN_ENV}), or --no-auth to serve openly on purpose",
-        )
-    price = price_usd_per_hour if price_usd_per_hour is not None else machine.price_usd_per_hour
-    # gpuwise_idle_seconds follows the same idle policy (and [idle] thresholds) as `gpuwise idle`.
-    idle = IdleTracker(IdlePolicy(load_settings(cfg.sections).policy))
-
-    setup_logging()
-    probe = _LockedProbe(open_source(replay, loop=True))
-    health = SamplerHealth()
-    collector = GpuCollector(
-        probe,
-        price_usd_per_hour=price,
-        idle_threshold_pct=ex.idle_threshold_pct,
-        idle_seconds=idle.seconds,
-        hints=lambda: sampler.last_hints,
-        health=health,
-    )
-    registry = make_registry(collector)
-    try:
-        server = ExporterServer((host, the_port), registry, token)
-    except OSError as exc:
-        probe.close()
-        import socket
-
-        if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
-            # the address, not the port, is wrong: a typo or an address of another machine
-            raise ConfigError(
-                f"Cannot listen on {host}:{the_port}: {exc.strerror}",
-                why=f"{host} is not an address of this machine",
-                fix="use --bind 127.0.0.1 (default), 0.0.0.0 (every interface) or an address `ip addr` lists",
-            ) from exc
-        raise ConfigError(
-            f"Cannot listen on {host}:{the_port}: {exc.strerror}",
-            fix="choose another --port, or stop the program using it",
-        ) from exc
-
-    write_history = history if history is not None else (mon.history and replay is None)
-    store = (
-        HistoryStore(paths.history_db(), retention_s=mon.history_retention_days * 86400)
-        if write_history
-        else None
-    )
-    sampler = Sampler(
-        probe,
-        window=max(3, int(60 / ex.interval_s)),
-        alerts=AlertEngine.from_config(alerts_cfg) if alerts_cfg.enabled else None,
-        delivery=AlertDelivery(alerts_cfg) if alerts_cfg.enabled else None,
-        history=store,
-        history_every_s=mon.history_interval_s,
-        observers=[idle.observe],
-    )
-    stop = threading.Event()
-    background = threading.Thread(
-        target=run_watched,
-        args=(sampler, health),
-        kwargs={"interval_s": ex.interval_s, "stop": stop},
-        daemon=True,
-        name="gpuwise-sampler",
-    )
-
-    def _stop(signum: int, _frame: Any) -> None:
-        log.info("signal %d: shutting down", signum)
-        stop.set()
-
-    previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
-    bound_host, bound_port = server.server_address[:2]
-    log.info(
-        "serving http://%s:%s/metrics (%s, auth %s%s)",
-        bound_host,
-        bound_port,
-        f"replaying {replay}" if replay else "live GPUs",
-        "bearer token" if token else "off",
-        f", price ${price}/h" if price is not None else "",
-    )
-    serving.start()
-    background.start()
-    try:
-        while not stop.wait(0.5):
-            pass
-    finally:
-        server.shutdown()
-        server.server_close()
-        background.join(timeout=10)
-        probe.close()
-        if store is not None:
-            store.close()
-        for s, h in previous.items():
-            signal.signal(s, h)
-        log.info("stopped")
-
-
-class _LockedProbe:
-    """One probe shared by scrapes (server threads) and the background sampler."""
-
-    def __init__(self, probe: Any) -> None:
-        self._probe = probe
-        self._lock = threading.Lock()
-
-    def read(self) -> Any:
-        with self._lock:
-            return self._probe.read()
-
-    def close(self) -> None:
-        with self._lock:
-            self._probe.close()

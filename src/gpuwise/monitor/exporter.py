@@ -1,4 +1,4 @@
-"""The Prometheus exporter (docs/metrics.md): a custom collector, its WSGI app and its server.
+"""The Prometheus exporter (docs/metrics.md): a custom collector and its server.
 
 `GpuCollector.collect()` reads the probe afresh on every scrape and yields new metric families, so a
 process that ended or a GPU that vanished leaves no stale series. GPU metrics use NVIDIA
@@ -9,41 +9,36 @@ with `gpuwise_`; `gpuwise_up` and friends report the background sampler's health
 The collector is registered in an injected `CollectorRegistry`, never in prometheus-client's global
 default one.
 
-`ExporterApp` serves it with prometheus-client's own WSGI app (text format or OpenMetrics, gzip)
-behind a bearer-token check made before any work; `ExporterServer` runs that app on the bounded
-server of `monitor.httpserver` (timeouts, a connection cap that idle clients cannot exhaust).
-Tokens and headers are never logged.
+`ExporterServer` serves it: `monitor.scrape.ExporterApp` (the bearer token checked before any work,
+coalesced collections, text format or OpenMetrics, gzip, HEAD) on the bounded server of
+`monitor.httpserver` (one I/O thread, timeouts, a connection cap that idle clients cannot exhaust).
 """
 
 from __future__ import annotations
 
-import gzip
-import hmac
 import logging
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
 
-from prometheus_client import CollectorRegistry, generate_latest, make_wsgi_app
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import choose_encoder, gzip_accepted
 from prometheus_client.registry import Collector
 
 from gpuwise.errors import GpuwiseError
 from gpuwise.gpu.sample import Sample, Snapshot, value_or_none
 from gpuwise.monitor.dcgm import DCGM_METRICS, DRIVER_LABEL, LABELS, num
+from gpuwise.monitor.exposition import render_text
 from gpuwise.monitor.health import SamplerHealth
 from gpuwise.monitor.hints import Hint
-from gpuwise.monitor.httpserver import RECEIVED_AT, BoundedHTTPServer, Limits, WsgiStartResponse, call_wsgi
+from gpuwise.monitor.httpserver import BoundedHTTPServer, Limits
+from gpuwise.monitor.scrape import COUNTERS, ExporterApp
 from gpuwise.monitor.source import Probe
 
 __all__ = [  # LABELS and DRIVER_LABEL live in monitor.dcgm; served from here for callers and tests
     "DRIVER_LABEL",
     "LABELS",
-    "ExporterApp",
     "ExporterServer",
     "GpuCollector",
     "exposition",
@@ -79,7 +74,7 @@ def served_metric_names() -> set[str]:
 def _family(name: str, kind: str, doc: str, labels: list[str]) -> Metric:
     if kind == "counter":
         # dcgm-exporter serves counters without the `_total` suffix prometheus-client would add to a
-        # CounterMetricFamily; an `unknown` Metric keeps the exact name (see _COUNTER_TYPE_FIXES).
+        # CounterMetricFamily; an `unknown` Metric keeps the exact name (see monitor.scrape.COUNTERS).
         return Metric(name, doc, "unknown")
     return GaugeMetricFamily(name, doc, labels=labels)
 
@@ -158,59 +153,31 @@ class GpuCollector(Collector):
         # dcgm-exporter puts the driver version on every GPU series; unknown -> no such label at all
         driver = value_or_none(snapshot.driver_version)
         names, tail = ([*LABELS, DRIVER_LABEL], [driver]) if driver else (LABELS, [])
-        families = {name: _family(name, kind, doc, names) for name, kind, doc, _ in DCGM_METRICS}
-        up = GaugeMetricFamily(
-            "gpuwise_gpu_up", "1 when the GPU answered this scrape, 0 when lost.", labels=names
-        )
-        throttled = GaugeMetricFamily(
-            "gpuwise_throttled",
-            "1 while a clock-event (throttle) reason is active, per reason.",
-            labels=[*names, "reason"],
-        )
-        proc_mem = GaugeMetricFamily(
-            "gpuwise_process_gpu_memory_bytes",
-            "GPU memory used by a process (bytes).",
-            labels=[*names, "pid", "name"],
-        )
-        nprocs = GaugeMetricFamily("gpuwise_gpu_processes", "Processes using the GPU.", labels=names)
+        series = _GpuSeries(names)
         present: set[int] = set()
         busy = False
         for s in snapshot.samples:
             present.add(s.index)
             self._known[s.index] = self._labels(s)
-            labels = self._known[s.index] + tail
-            up.add_metric(labels, 0.0 if s.lost else 1.0)
-            if s.lost:
-                continue
-            for name, kind, _, getter in DCGM_METRICS:
-                value = getter(s)
-                if value is None:
-                    continue
-                fam = families[name]
-                if kind == "counter":
-                    fam.add_sample(name, dict(zip(names, labels, strict=True)), value)
-                else:
-                    fam.add_metric(labels, value)  # type: ignore[attr-defined]  # a GaugeMetricFamily
-            reasons = value_or_none(s.throttle_reasons)
-            if reasons is not None:
-                for r in reasons:
-                    throttled.add_metric([*labels, r], 1.0)
-            procs = value_or_none(s.processes)
-            if procs is not None:
-                nprocs.add_metric(labels, float(len(procs)))
-                for p in procs:
-                    mem = value_or_none(p.used_memory_bytes)
-                    if mem is not None:
-                        proc_mem.add_metric([*labels, str(p.pid), p.name], float(mem))
-            util = num(s.util_gpu_pct)
-            enc = max(num(s.util_encoder_pct) or 0.0, num(s.util_decoder_pct) or 0.0)
-            if (util is not None and util > self.idle_threshold_pct) or enc > self.idle_threshold_pct:
-                busy = True
+            series.add(s, self._known[s.index] + tail)
+            busy = busy or (not s.lost and self._is_busy(s))
         for index, known in self._known.items():
             if index not in present:
-                up.add_metric(known + tail, 0.0)
+                series.up.add_metric(known + tail, 0.0)
         if busy:
             self._last_busy_s = now
+        out = series.families()
+        out += [self._idle_family(now), _probe_up_family(snapshot), self._hint_family(names, tail, present)]
+        if self.price_usd_per_hour is not None:
+            out += _price_families(self.price_usd_per_hour, max(0.0, now - self.started_s))
+        return out
+
+    def _is_busy(self, s: Sample) -> bool:
+        util = num(s.util_gpu_pct)
+        enc = max(num(s.util_encoder_pct) or 0.0, num(s.util_decoder_pct) or 0.0)
+        return (util is not None and util > self.idle_threshold_pct) or enc > self.idle_threshold_pct
+
+    def _idle_family(self, now: float) -> Metric:
         policy_idle = self.idle_seconds() if self.idle_seconds is not None else None
         if policy_idle is not None:
             idle = GaugeMetricFamily(
@@ -219,14 +186,17 @@ class GpuCollector(Collector):
                 " and signals), counted from exporter start.",
             )
             idle.add_metric([], max(0.0, policy_idle))
-        else:
-            idle = GaugeMetricFamily(
-                "gpuwise_idle_seconds",
-                f"Seconds since any GPU was last above {self.idle_threshold_pct:g}% utilization "
-                "(or its video engines were busy), counted from exporter start.",
-            )
-            idle.add_metric([], max(0.0, now - self._last_busy_s))
-        hint_family = GaugeMetricFamily(
+            return idle
+        idle = GaugeMetricFamily(
+            "gpuwise_idle_seconds",
+            f"Seconds since any GPU was last above {self.idle_threshold_pct:g}% utilization "
+            "(or its video engines were busy), counted from exporter start.",
+        )
+        idle.add_metric([], max(0.0, now - self._last_busy_s))
+        return idle
+
+    def _hint_family(self, names: list[str], tail: list[str], present: set[int]) -> Metric:
+        family = GaugeMetricFamily(
             "gpuwise_hint",
             "1 while a bottleneck hint holds for a GPU (hint: input_bound, throttled, memory_nearly_full, "
             "pcie_below_max, gpu_idle_while_peers_busy, encoder_bound).",
@@ -237,32 +207,83 @@ class GpuCollector(Collector):
             gpu_labels = self._known.get(h.gpu) if h.gpu is not None else None
             if gpu_labels is not None and h.gpu in present and (h.gpu, h.id) not in shown:
                 shown.add((h.gpu, h.id))
-                hint_family.add_metric([*gpu_labels, *tail, h.id, h.severity], 1.0)
-        probe_up = GaugeMetricFamily(
-            "gpuwise_probe_up",
-            "1 when the last read of the GPUs succeeded without errors "
-            "(0: NVML or nvidia-smi failed, or found no GPU).",
+                family.add_metric([*gpu_labels, *tail, h.id, h.severity], 1.0)
+        return family
+
+
+class _GpuSeries:
+    """The per-GPU families of one scrape: dcgm-exporter's metrics, up, throttle reasons, processes."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.dcgm = {name: _family(name, kind, doc, names) for name, kind, doc, _ in DCGM_METRICS}
+        self.up = GaugeMetricFamily(
+            "gpuwise_gpu_up", "1 when the GPU answered this scrape, 0 when lost.", labels=names
         )
-        probe_up.add_metric([], 0.0 if snapshot.errors or not snapshot.samples else 1.0)
-        out: list[Metric] = [f for f in families.values() if f.samples]
-        out += [up, throttled, proc_mem, nprocs, idle, probe_up, hint_family]
-        if self.price_usd_per_hour is not None:
-            price = GaugeMetricFamily(
-                "gpuwise_price_usd_per_hour", "Configured price of this machine (USD/hour)."
-            )
-            price.add_metric([], self.price_usd_per_hour)
-            cost = CounterMetricFamily(
-                "gpuwise_cost_usd",
-                "Cost accumulated at the configured price since the exporter started (USD).",
-            )
-            cost.add_metric([], self.price_usd_per_hour * max(0.0, now - self.started_s) / 3600.0)
-            out += [price, cost]
-        return out
+        self.throttled = GaugeMetricFamily(
+            "gpuwise_throttled",
+            "1 while a clock-event (throttle) reason is active, per reason.",
+            labels=[*names, "reason"],
+        )
+        self.proc_mem = GaugeMetricFamily(
+            "gpuwise_process_gpu_memory_bytes",
+            "GPU memory used by a process (bytes).",
+            labels=[*names, "pid", "name"],
+        )
+        self.nprocs = GaugeMetricFamily("gpuwise_gpu_processes", "Processes using the GPU.", labels=names)
+
+    def add(self, s: Sample, labels: list[str]) -> None:
+        self.up.add_metric(labels, 0.0 if s.lost else 1.0)
+        if s.lost:
+            return
+        for name, kind, _, getter in DCGM_METRICS:
+            value = getter(s)
+            if value is None:
+                continue
+            fam = self.dcgm[name]
+            if kind == "counter":
+                fam.add_sample(name, dict(zip(self.names, labels, strict=True)), value)
+            else:
+                fam.add_metric(labels, value)  # type: ignore[attr-defined]  # a GaugeMetricFamily
+        reasons = value_or_none(s.throttle_reasons)
+        if reasons is not None:
+            for r in reasons:
+                self.throttled.add_metric([*labels, r], 1.0)
+        procs = value_or_none(s.processes)
+        if procs is not None:
+            self.nprocs.add_metric(labels, float(len(procs)))
+            for p in procs:
+                mem = value_or_none(p.used_memory_bytes)
+                if mem is not None:
+                    self.proc_mem.add_metric([*labels, str(p.pid), p.name], float(mem))
+
+    def families(self) -> list[Metric]:
+        """In the order served: the dcgm families that have samples, then gpuwise's per-GPU ones."""
+        out: list[Metric] = [f for f in self.dcgm.values() if f.samples]
+        return [*out, self.up, self.throttled, self.proc_mem, self.nprocs]
 
 
-# dcgm-exporter's counters keep their names without `_total`. OpenMetrics requires `_total` on a counter's
-# samples, so the collector types them `unknown` (valid in both formats under their exact names); the
-# text format, which dcgm-exporter speaks, gets its `counter` TYPE line back here.
+def _probe_up_family(snapshot: Snapshot) -> Metric:
+    probe_up = GaugeMetricFamily(
+        "gpuwise_probe_up",
+        "1 when the last read of the GPUs succeeded without errors "
+        "(0: NVML or nvidia-smi failed, or found no GPU).",
+    )
+    probe_up.add_metric([], 0.0 if snapshot.errors or not snapshot.samples else 1.0)
+    return probe_up
+
+
+def _price_families(price_usd_per_hour: float, running_s: float) -> list[Metric]:
+    price = GaugeMetricFamily("gpuwise_price_usd_per_hour", "Configured price of this machine (USD/hour).")
+    price.add_metric([], price_usd_per_hour)
+    cost = CounterMetricFamily(
+        "gpuwise_cost_usd",
+        "Cost accumulated at the configured price since the exporter started (USD).",
+    )
+    cost.add_metric([], price_usd_per_hour * running_s / 3600.0)
+    return [price, cost]
+
+
 def _health_families(health: SamplerHealth) -> list[Metric]:
     view = health.view()
     out: list[Metric] = []
@@ -288,142 +309,16 @@ def _health_families(health: SamplerHealth) -> list[Metric]:
     return [*out, errors, age]
 
 
-_COUNTER_TYPE_FIXES = [
-    (f"# TYPE {name} untyped\n".encode(), f"# TYPE {name} counter\n".encode())
-    for name, kind, *_ in DCGM_METRICS
-    if kind == "counter"
-]
-
-
-def _counter_types(body: bytes) -> bytes:
-    for old, new in _COUNTER_TYPE_FIXES:
-        body = body.replace(old, new)
-    return body
-
-
 def exposition(registry: CollectorRegistry) -> bytes:
     """The Prometheus text format for ``registry``, as served: dcgm-exporter's counters typed `counter`
     under their exact names."""
-    return _counter_types(generate_latest(registry))
+    return render_text(registry.collect(), COUNTERS)
 
 
 def make_registry(collector: Collector) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
     return registry
-
-
-Response = tuple[str, list[tuple[str, str]], bytes]
-_TEXT = "text/plain; charset=utf-8"
-_ALLOW = ("Allow", "GET, HEAD, OPTIONS")
-
-
-@dataclass(frozen=True)
-class _Done:
-    started: float  # time.monotonic() when the collection began
-    response: Response
-
-
-class ExporterApp:
-    """The exporter's WSGI app: `/` says where the metrics are, `/metrics` serves them.
-
-    `/metrics` is prometheus-client's `make_wsgi_app` (content negotiation between the Prometheus text
-    format and OpenMetrics, gzip, the `name[]` filter) behind three small layers:
-
-    * the bearer token, checked before anything else (no probe read, no metric built without it);
-    * HEAD answered as GET without the body (the server drops it; prometheus-client refuses HEAD);
-    * coalescing: concurrent scrapes asking for the same encoding share one collection, provided it
-      began after their request arrived, so every answer is still a fresh read of the GPUs while 50
-      clients cost about one probe read per collection rather than 50 queued ones.
-    """
-
-    _MAX_CACHED = 16  # distinct (format, gzip, query) answers kept for coalescing
-
-    def __init__(self, registry: CollectorRegistry, token: str | None) -> None:
-        self._token = token.encode() if token else None
-        self._metrics = make_wsgi_app(registry)
-        self._cond = threading.Condition()
-        self._running: set[tuple[str, bool, str]] = set()
-        self._done: dict[tuple[str, bool, str], _Done] = {}
-
-    def authorized(self, header: str | None) -> bool:
-        if self._token is None:
-            return True
-        if not header or not header.startswith("Bearer "):
-            return False
-        return hmac.compare_digest(header[len("Bearer ") :].strip().encode(), self._token)
-
-    def __call__(self, environ: dict[str, Any], start_response: WsgiStartResponse) -> list[bytes]:
-        status, headers, body = self._route(environ)
-        start_response(status, headers)
-        return [body]
-
-    def _route(self, environ: dict[str, Any]) -> Response:
-        path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "GET")
-        if path == "/":
-            return "200 OK", [("Content-Type", _TEXT)], b"gpuwise exporter: metrics at /metrics\n"
-        if path != "/metrics":
-            return "404 Not Found", [("Content-Type", _TEXT)], b"not found\n"
-        if not self.authorized(environ.get("HTTP_AUTHORIZATION")):
-            headers = [("Content-Type", _TEXT), ("WWW-Authenticate", 'Bearer realm="gpuwise"')]
-            return "401 Unauthorized", headers, b"unauthorized: send Authorization: Bearer <token>\n"
-        if method == "OPTIONS":
-            return "200 OK", [_ALLOW], b""
-        if method not in ("GET", "HEAD"):
-            return "405 Method Not Allowed", [_ALLOW, ("Content-Type", _TEXT)], b"use GET or HEAD\n"
-        return self._coalesced(environ)
-
-    def _coalesced(self, environ: dict[str, Any]) -> Response:
-        _, content_type = choose_encoder(environ.get("HTTP_ACCEPT") or "")
-        key = (
-            content_type,
-            gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING") or ""),
-            environ.get("QUERY_STRING", ""),
-        )
-        arrived = float(environ.get(RECEIVED_AT, time.monotonic()))
-        with self._cond:
-            while True:
-                done = self._done.get(key)
-                if done is not None and done.started >= arrived:
-                    return done.response
-                if key not in self._running:
-                    self._running.add(key)
-                    started = time.monotonic()
-                    break
-                self._cond.wait()
-        response: Response | None = None
-        try:
-            response = self._render(environ, key[0], key[1])
-            return response
-        finally:
-            with self._cond:
-                self._running.discard(key)
-                if response is not None:
-                    if len(self._done) >= self._MAX_CACHED:
-                        self._done.clear()
-                    self._done[key] = _Done(started, response)
-                self._cond.notify_all()
-
-    def _render(self, environ: dict[str, Any], content_type: str, gzipped: bool) -> Response:
-        env = {**environ, "REQUEST_METHOD": "GET"}
-        text_format = not content_type.startswith("application/openmetrics-text")
-        if text_format:  # the counter TYPE fix needs the plain text; compress after it
-            env.pop("HTTP_ACCEPT_ENCODING", None)
-        try:
-            status, headers, body = call_wsgi(self._metrics, env)
-        except Exception:  # a collector fault must not kill the server; Prometheus marks the scrape failed
-            log.exception("scrape failed")
-            return (
-                "500 Internal Server Error",
-                [("Content-Type", _TEXT)],
-                b"scrape failed; see the exporter log\n",
-            )
-        if text_format and status.startswith("200"):
-            body = _counter_types(body)
-            if gzipped:
-                body = gzip.compress(body)
-                headers.append(("Content-Encoding", "gzip"))
-        return status, headers, body
 
 
 class ExporterServer(BoundedHTTPServer):

@@ -85,133 +85,173 @@ def compute_hints(
     cpu = _mean([h.cpu_pct for h in host])
     iowait = _mean([h.iowait_pct for h in host])
     utils = {i: mean_util(samples) for i, samples in by_gpu.items()}
-
     for index, samples in sorted(by_gpu.items()):
-        last = samples[-1]
         util = utils[index]
-        enough = len(samples) >= th.min_samples
-
-        # input-bound: the job holds the GPU but the GPU waits, while the host is saturated.
-        if enough and util is not None and util < th.low_util_pct and _holds_memory(last):
-            host_busy = cpu is not None and cpu >= th.high_cpu_pct
-            io_busy = iowait is not None and iowait >= th.high_iowait_pct
-            if host_busy or io_busy:
-                why = []
-                if host_busy:
-                    why.append(f"host CPU {cpu:.0f}%")
-                if io_busy:
-                    why.append(f"I/O wait {iowait:.0f}%")
-                hints.append(
-                    Hint(
-                        "input_bound",
-                        index,
-                        "warn",
-                        f"GPU {index} looks input-bound: it holds a job but is busy only {util:.0f}% "
-                        "of the time while the host is saturated (data loading, decoding or I/O). "
-                        "Try more data-loader workers, pinned memory, or faster storage.",
-                        f"mean GPU util {util:.0f}% over {len(samples)} samples; " + ", ".join(why),
-                    )
-                )
-
-        # throttled, one hint per reason active in most of the window.
-        counts: dict[str, int] = {}
-        seen = 0
-        for s in samples:
-            reasons = value_or_none(s.throttle_reasons)
-            if reasons is None:
-                continue
-            seen += 1
-            for r in reasons:
-                if r in _THROTTLE_SEVERITY:
-                    counts[r] = counts.get(r, 0) + 1
-        for reason, n in sorted(counts.items()):
-            if seen and n / seen >= th.throttle_fraction and (reason != "sw_power_cap" or enough):
-                hints.append(
-                    Hint(
-                        "throttled",
-                        index,
-                        _THROTTLE_SEVERITY[reason],
-                        f"GPU {index} is throttled ({reason.replace('_', ' ')}): its clocks are held "
-                        "below their maximum.",
-                        f"{reason} active in {n} of {seen} samples"
-                        + _fmt(" ; temperature ", value_or_none(last.temperature_c), " C")
-                        + _fmt(" ; power ", value_or_none(last.power_draw_watts), " W"),
-                    )
-                )
-
-        used = value_or_none(last.memory_used_bytes)
-        total = value_or_none(last.memory_total_bytes)
-        if used is not None and total and used / total >= th.memory_full_fraction:
-            hints.append(
-                Hint(
-                    "memory_nearly_full",
-                    index,
-                    "warn",
-                    f"GPU {index} memory is {100 * used / total:.0f}% full: the next allocation may fail "
-                    "(out of memory). Lower the batch size or enable activation checkpointing.",
-                    f"{used / 2**30:.1f} of {total / 2**30:.1f} GiB used",
-                )
-            )
-
-        gen, gen_max = value_or_none(last.pcie_gen_current), value_or_none(last.pcie_gen_max)
-        width, width_max = value_or_none(last.pcie_width_current), value_or_none(last.pcie_width_max)
-        last_util = value_or_none(last.util_gpu_pct)
-        # Generation drops at idle are power saving; only a loaded GPU's link counts.
-        if last_util is not None and last_util >= th.busy_util_pct:
-            slow = (gen is not None and gen_max is not None and gen < gen_max) or (
-                width is not None and width_max is not None and width < width_max
-            )
-            if slow:
-                hints.append(
-                    Hint(
-                        "pcie_below_max",
-                        index,
-                        "warn",
-                        f"GPU {index}'s PCIe link runs below its maximum under load; host-device copies "
-                        "will be slower. Reseat the card or check the slot and BIOS settings.",
-                        f"gen {gen} of {gen_max}, x{width} of x{width_max} at {last_util:.0f}% util",
-                    )
-                )
-
-        enc = _mean([value_or_none(s.util_encoder_pct) for s in samples])
-        dec = _mean([value_or_none(s.util_decoder_pct) for s in samples])
-        video = max((v for v in (enc, dec) if v is not None), default=None)
-        if video is not None and video >= th.encoder_busy_pct:
-            which = "encoder" if enc is not None and enc == video else "decoder"
-            hints.append(
-                Hint(
-                    "encoder_bound",
-                    index,
-                    "info",
-                    f"GPU {index} is busy with video work: its {which} (NVENC/NVDEC) is {video:.0f}% busy "
-                    "while the GPU utilization reads "
-                    + ("nothing" if util is None else f"{util:.0f}%")
-                    + ". GPU utilization understates this load; the video engine is the bottleneck.",
-                    f"mean {which} util {video:.0f}%, mean GPU util "
-                    + ("unknown" if util is None else f"{util:.0f}%"),
-                )
-            )
-
-    # one GPU idle while its peers work (a stuck rank, a wrong CUDA_VISIBLE_DEVICES).
-    known = {i: u for i, u in utils.items() if u is not None and len(by_gpu[i]) >= th.min_samples}
-    if len(known) >= 2:
-        busy = [i for i, u in known.items() if u >= th.busy_util_pct]
-        for index, u in sorted(known.items()):
-            if u <= th.idle_util_pct and busy:
-                hints.append(
-                    Hint(
-                        "gpu_idle_while_peers_busy",
-                        index,
-                        "warn",
-                        f"GPU {index} is idle while GPU(s) {', '.join(map(str, busy))} work: a rank may "
-                        "be stuck, or the job was started on fewer GPUs than the machine has "
-                        "(check CUDA_VISIBLE_DEVICES and the launcher's --nproc_per_node).",
-                        f"mean util GPU {index} {u:.0f}%; peers "
-                        + ", ".join(f"GPU {i} {known[i]:.0f}%" for i in busy),
-                    )
-                )
+        hints += _input_bound(index, samples, util, cpu=cpu, iowait=iowait, th=th)
+        hints += _throttled(index, samples, th)
+        hints += _memory_nearly_full(index, samples[-1], th)
+        hints += _pcie_below_max(index, samples[-1], th)
+        hints += _encoder_bound(index, samples, util, th)
+    hints += _idle_while_peers_busy(by_gpu, utils, th)
     hints.sort(key=lambda h: (-1 if h.gpu is None else h.gpu, h.id))
     return hints
+
+
+def _input_bound(
+    index: int,
+    samples: Sequence[Sample],
+    util: float | None,
+    *,
+    cpu: float | None,
+    iowait: float | None,
+    th: HintThresholds,
+) -> list[Hint]:
+    """The job holds the GPU but the GPU waits, while the host is saturated."""
+    # `not (x < y)` rather than `x >= y`: a NaN reading must not fire a rule, as before the split
+    if len(samples) < th.min_samples or util is None or not util < th.low_util_pct:
+        return []
+    if not _holds_memory(samples[-1]):
+        return []
+    host_busy = cpu is not None and cpu >= th.high_cpu_pct
+    io_busy = iowait is not None and iowait >= th.high_iowait_pct
+    if not (host_busy or io_busy):
+        return []
+    why = []
+    if host_busy:
+        why.append(f"host CPU {cpu:.0f}%")
+    if io_busy:
+        why.append(f"I/O wait {iowait:.0f}%")
+    return [
+        Hint(
+            "input_bound",
+            index,
+            "warn",
+            f"GPU {index} looks input-bound: it holds a job but is busy only {util:.0f}% "
+            "of the time while the host is saturated (data loading, decoding or I/O). "
+            "Try more data-loader workers, pinned memory, or faster storage.",
+            f"mean GPU util {util:.0f}% over {len(samples)} samples; " + ", ".join(why),
+        )
+    ]
+
+
+def _throttled(index: int, samples: Sequence[Sample], th: HintThresholds) -> list[Hint]:
+    """One hint per slowing throttle reason active in most of the window."""
+    counts: dict[str, int] = {}
+    seen = 0
+    for s in samples:
+        reasons = value_or_none(s.throttle_reasons)
+        if reasons is None:
+            continue
+        seen += 1
+        for r in reasons:
+            if r in _THROTTLE_SEVERITY:
+                counts[r] = counts.get(r, 0) + 1
+    enough = len(samples) >= th.min_samples
+    last = samples[-1]
+    return [
+        Hint(
+            "throttled",
+            index,
+            _THROTTLE_SEVERITY[reason],
+            f"GPU {index} is throttled ({reason.replace('_', ' ')}): its clocks are held "
+            "below their maximum.",
+            f"{reason} active in {n} of {seen} samples"
+            + _fmt(" ; temperature ", value_or_none(last.temperature_c), " C")
+            + _fmt(" ; power ", value_or_none(last.power_draw_watts), " W"),
+        )
+        for reason, n in sorted(counts.items())
+        if seen and n / seen >= th.throttle_fraction and (reason != "sw_power_cap" or enough)
+    ]
+
+
+def _memory_nearly_full(index: int, last: Sample, th: HintThresholds) -> list[Hint]:
+    used = value_or_none(last.memory_used_bytes)
+    total = value_or_none(last.memory_total_bytes)
+    if used is None or not total or not used / total >= th.memory_full_fraction:
+        return []
+    return [
+        Hint(
+            "memory_nearly_full",
+            index,
+            "warn",
+            f"GPU {index} memory is {100 * used / total:.0f}% full: the next allocation may fail "
+            "(out of memory). Lower the batch size or enable activation checkpointing.",
+            f"{used / 2**30:.1f} of {total / 2**30:.1f} GiB used",
+        )
+    ]
+
+
+def _pcie_below_max(index: int, last: Sample, th: HintThresholds) -> list[Hint]:
+    gen, gen_max = value_or_none(last.pcie_gen_current), value_or_none(last.pcie_gen_max)
+    width, width_max = value_or_none(last.pcie_width_current), value_or_none(last.pcie_width_max)
+    last_util = value_or_none(last.util_gpu_pct)
+    # Generation drops at idle are power saving; only a loaded GPU's link counts.
+    if last_util is None or not last_util >= th.busy_util_pct:
+        return []
+    slow = (gen is not None and gen_max is not None and gen < gen_max) or (
+        width is not None and width_max is not None and width < width_max
+    )
+    if not slow:
+        return []
+    return [
+        Hint(
+            "pcie_below_max",
+            index,
+            "warn",
+            f"GPU {index}'s PCIe link runs below its maximum under load; host-device copies "
+            "will be slower. Reseat the card or check the slot and BIOS settings.",
+            f"gen {gen} of {gen_max}, x{width} of x{width_max} at {last_util:.0f}% util",
+        )
+    ]
+
+
+def _encoder_bound(
+    index: int, samples: Sequence[Sample], util: float | None, th: HintThresholds
+) -> list[Hint]:
+    enc = _mean([value_or_none(s.util_encoder_pct) for s in samples])
+    dec = _mean([value_or_none(s.util_decoder_pct) for s in samples])
+    video = max((v for v in (enc, dec) if v is not None), default=None)
+    if video is None or not video >= th.encoder_busy_pct:
+        return []
+    which = "encoder" if enc is not None and enc == video else "decoder"
+    return [
+        Hint(
+            "encoder_bound",
+            index,
+            "info",
+            f"GPU {index} is busy with video work: its {which} (NVENC/NVDEC) is {video:.0f}% busy "
+            "while the GPU utilization reads "
+            + ("nothing" if util is None else f"{util:.0f}%")
+            + ". GPU utilization understates this load; the video engine is the bottleneck.",
+            f"mean {which} util {video:.0f}%, mean GPU util "
+            + ("unknown" if util is None else f"{util:.0f}%"),
+        )
+    ]
+
+
+def _idle_while_peers_busy(
+    by_gpu: dict[int, list[Sample]], utils: dict[int, float | None], th: HintThresholds
+) -> list[Hint]:
+    """One GPU idle while its peers work (a stuck rank, a wrong CUDA_VISIBLE_DEVICES)."""
+    known = {i: u for i, u in utils.items() if u is not None and len(by_gpu[i]) >= th.min_samples}
+    if len(known) < 2:
+        return []
+    busy = [i for i, u in known.items() if u >= th.busy_util_pct]
+    if not busy:
+        return []
+    return [
+        Hint(
+            "gpu_idle_while_peers_busy",
+            index,
+            "warn",
+            f"GPU {index} is idle while GPU(s) {', '.join(map(str, busy))} work: a rank may "
+            "be stuck, or the job was started on fewer GPUs than the machine has "
+            "(check CUDA_VISIBLE_DEVICES and the launcher's --nproc_per_node).",
+            f"mean util GPU {index} {u:.0f}%; peers " + ", ".join(f"GPU {i} {known[i]:.0f}%" for i in busy),
+        )
+        for index, u in sorted(known.items())
+        if u <= th.idle_util_pct
+    ]
 
 
 def _fmt(prefix: str, value: float | None, unit: str) -> str:
