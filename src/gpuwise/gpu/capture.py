@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from gpuwise.errors import ReplayError
-from gpuwise.gpu import smi, smi_csv, smi_table
+from gpuwise.gpu import smi_csv, smi_table, smi_text
 from gpuwise.gpu.sample import NotSupported, ParseProblem, Sample, Snapshot
 
 __all__ = ["Capture", "looks_like_capture", "parse_capture", "split_sections"]
@@ -99,8 +99,8 @@ def _state_snapshot(
     table = next((b for k, b in by_kind.items() if k.startswith("nvidia-smi")), None)
     parts: list[Snapshot] = []
     where = f"{source} [{state}]"
-    if qtext and smi.looks_like_query_text(qtext):
-        got = smi.parse_query_text(qtext, source=f"{where} -q")
+    if qtext and smi_text.looks_like_query_text(qtext):
+        got = smi_text.parse_query_text(qtext, source=f"{where} -q")
         parts.append(got.snapshot)
         problems.extend(got.problems)
     csv_samples: list[Sample] = []

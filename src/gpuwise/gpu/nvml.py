@@ -21,7 +21,7 @@ from gpuwise.errors import GpuError
 from gpuwise.gpu._values import drop_impossible, throttle_ids_from_mask
 from gpuwise.gpu.kernel_log import normalize_bus_id
 from gpuwise.gpu.sample import NOT_SUPPORTED, Failed, GpuProcess, NotSupported, Reading, Sample, Snapshot
-from gpuwise.gpu.smi import ErrorKind, lost_sample
+from gpuwise.gpu.smi_errors import ErrorKind, lost_sample
 
 __all__ = ["NvmlInitError", "NvmlProbe", "NvmlUnavailableError"]
 
@@ -51,7 +51,7 @@ class NvmlUnavailableError(Exception):
 
 
 class NvmlInitError(GpuError):
-    """NVML loaded but would not start; `kind` is one of smi.ErrorKind (the doctor maps it to a finding)."""
+    """NVML loaded but would not start; `kind` is one of `ErrorKind` (the doctor maps it to a finding)."""
 
     def __init__(self, message: str, *, kind: str, why: str = "", fix: str = "") -> None:
         super().__init__(message, why=why, fix=fix)
@@ -203,17 +203,42 @@ class NvmlProbe:
         )
 
     def _sample(self, h: Any, index: int, now: float) -> Sample:
+        """Every reading of one GPU, one NVML call (or a few) per reading, in groups."""
+        f: dict[str, Any] = {}
+        for group in (
+            self._identity,
+            self._utilization,
+            self._memory_and_power,
+            self._thermal_and_clocks,
+            self._pcie,
+            self._memory_health,
+            self._modes,
+        ):
+            f.update(group(h))
+        f["processes"] = self._processes(h)
+        if index in self._xid_registered:
+            f["xid_errors"] = self._xid_count.get(index, 0)
+            if index in self._xid_last:
+                f["xid_last"] = self._xid_last[index]
+        # the same rule as the nvidia-smi parsers: a 0 MiB framebuffer or 0 W limit (vGPU guests) is unknown
+        return Sample(timestamp_s=now, index=index, **drop_impossible(f))
+
+    def _identity(self, h: Any) -> dict[str, Any]:
         n = self.nvml
-        c = self._call
         f: dict[str, Any] = {}
         f["name"] = self._call_str(n.nvmlDeviceGetName, h)
         f["uuid"] = self._call_str(n.nvmlDeviceGetUUID, h)
-        pci = c(n.nvmlDeviceGetPciInfo, h)
+        pci = self._call(n.nvmlDeviceGetPciInfo, h)
         if isinstance(pci, NotSupported | Failed):
             f["bus_id"] = pci
         else:
             f["bus_id"] = normalize_bus_id(_text(getattr(pci, "busId", "")))
-        util = c(n.nvmlDeviceGetUtilizationRates, h)
+        return f
+
+    def _utilization(self, h: Any) -> dict[str, Any]:
+        n = self.nvml
+        f: dict[str, Any] = {}
+        util = self._call(n.nvmlDeviceGetUtilizationRates, h)
         if isinstance(util, NotSupported | Failed):
             f["util_gpu_pct"] = f["util_memory_pct"] = util
         else:
@@ -223,8 +248,14 @@ class NvmlProbe:
             ("util_encoder_pct", "nvmlDeviceGetEncoderUtilization"),
             ("util_decoder_pct", "nvmlDeviceGetDecoderUtilization"),
         ):
-            got = c(getattr(n, fn_name), h)
+            got = self._call(getattr(n, fn_name), h)
             f[field_name] = got if isinstance(got, NotSupported | Failed) else float(got[0])
+        return f
+
+    def _memory_and_power(self, h: Any) -> dict[str, Any]:
+        n = self.nvml
+        c = self._call
+        f: dict[str, Any] = {}
         mem = c(n.nvmlDeviceGetMemoryInfo, h)
         if isinstance(mem, NotSupported | Failed):
             f["memory_used_bytes"] = f["memory_total_bytes"] = mem
@@ -236,21 +267,40 @@ class NvmlProbe:
         f["energy_mj"] = self._num(c(energy, h)) if energy is not None else NOT_SUPPORTED
         f["power_limit_watts"] = self._milli(c(n.nvmlDeviceGetEnforcedPowerLimit, h))
         f["power_default_limit_watts"] = self._milli(c(n.nvmlDeviceGetPowerManagementDefaultLimit, h))
-        f["temperature_c"] = self._num(c(n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU))
-        f["fan_speed_pct"] = self._num(c(n.nvmlDeviceGetFanSpeed, h))
-        f["sm_clock_mhz"] = self._num(c(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM))
-        f["memory_clock_mhz"] = self._num(c(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_MEM))
-        f["sm_clock_max_mhz"] = self._num(c(n.nvmlDeviceGetMaxClockInfo, h, n.NVML_CLOCK_SM))
-        f["memory_clock_max_mhz"] = self._num(c(n.nvmlDeviceGetMaxClockInfo, h, n.NVML_CLOCK_MEM))
-        f["throttle_reasons"] = self._throttle(h)
-        f["pcie_gen_current"] = self._int(c(n.nvmlDeviceGetCurrPcieLinkGeneration, h))
-        f["pcie_gen_max"] = self._int(c(n.nvmlDeviceGetMaxPcieLinkGeneration, h))
-        f["pcie_width_current"] = self._int(c(n.nvmlDeviceGetCurrPcieLinkWidth, h))
-        f["pcie_width_max"] = self._int(c(n.nvmlDeviceGetMaxPcieLinkWidth, h))
-        # nvmlDeviceGetPcieThroughput: KB/s over a 20 ms window
-        f["pcie_tx_bytes_per_s"] = self._kb(c(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_TX_BYTES))
-        f["pcie_rx_bytes_per_s"] = self._kb(c(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_RX_BYTES))
-        f["pcie_replay_count"] = self._int(c(n.nvmlDeviceGetPcieReplayCounter, h))
+        return f
+
+    def _thermal_and_clocks(self, h: Any) -> dict[str, Any]:
+        n = self.nvml
+        c = self._call
+        return {
+            "temperature_c": self._num(c(n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU)),
+            "fan_speed_pct": self._num(c(n.nvmlDeviceGetFanSpeed, h)),
+            "sm_clock_mhz": self._num(c(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM)),
+            "memory_clock_mhz": self._num(c(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_MEM)),
+            "sm_clock_max_mhz": self._num(c(n.nvmlDeviceGetMaxClockInfo, h, n.NVML_CLOCK_SM)),
+            "memory_clock_max_mhz": self._num(c(n.nvmlDeviceGetMaxClockInfo, h, n.NVML_CLOCK_MEM)),
+            "throttle_reasons": self._throttle(h),
+        }
+
+    def _pcie(self, h: Any) -> dict[str, Any]:
+        n = self.nvml
+        c = self._call
+        return {
+            "pcie_gen_current": self._int(c(n.nvmlDeviceGetCurrPcieLinkGeneration, h)),
+            "pcie_gen_max": self._int(c(n.nvmlDeviceGetMaxPcieLinkGeneration, h)),
+            "pcie_width_current": self._int(c(n.nvmlDeviceGetCurrPcieLinkWidth, h)),
+            "pcie_width_max": self._int(c(n.nvmlDeviceGetMaxPcieLinkWidth, h)),
+            # nvmlDeviceGetPcieThroughput: KB/s over a 20 ms window
+            "pcie_tx_bytes_per_s": self._kb(c(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_TX_BYTES)),
+            "pcie_rx_bytes_per_s": self._kb(c(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_RX_BYTES)),
+            "pcie_replay_count": self._int(c(n.nvmlDeviceGetPcieReplayCounter, h)),
+        }
+
+    def _memory_health(self, h: Any) -> dict[str, Any]:
+        """ECC mode and counters, retired pages and remapped rows."""
+        n = self.nvml
+        c = self._call
+        f: dict[str, Any] = {}
         ecc = c(n.nvmlDeviceGetEccMode, h)
         f["ecc_mode_enabled"] = ecc if isinstance(ecc, NotSupported | Failed) else bool(ecc[0])
         for field_name, err_type, counter in (
@@ -278,6 +328,13 @@ class NvmlProbe:
             f["remapped_rows_uncorrectable"] = int(unc)
             f["remapped_rows_pending"] = bool(pend)
             f["remapped_rows_failure"] = bool(fail)
+        return f
+
+    def _modes(self, h: Any) -> dict[str, Any]:
+        """Persistence and MIG mode, compute capability, performance state, display."""
+        n = self.nvml
+        c = self._call
+        f: dict[str, Any] = {}
         persist = c(n.nvmlDeviceGetPersistenceMode, h)
         f["persistence_mode"] = persist if isinstance(persist, NotSupported | Failed) else bool(persist)
         mig_fn = self._fn("nvmlDeviceGetMigMode")
@@ -289,13 +346,7 @@ class NvmlProbe:
         f["pstate"] = pstate if isinstance(pstate, NotSupported | Failed) else f"P{int(pstate)}"
         disp = c(n.nvmlDeviceGetDisplayActive, h)
         f["display_active"] = disp if isinstance(disp, NotSupported | Failed) else bool(disp)
-        f["processes"] = self._processes(h)
-        if index in self._xid_registered:
-            f["xid_errors"] = self._xid_count.get(index, 0)
-            if index in self._xid_last:
-                f["xid_last"] = self._xid_last[index]
-        # the same rule as the nvidia-smi parsers: a 0 MiB framebuffer or 0 W limit (vGPU guests) is unknown
-        return Sample(timestamp_s=now, index=index, **drop_impossible(f))
+        return f
 
     @staticmethod
     def _num(got: Any) -> Reading[float]:

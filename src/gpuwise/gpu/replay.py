@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpuwise.errors import ReplayError
-from gpuwise.gpu import capture, kernel_log, smi, smi_csv, smi_table
+from gpuwise.gpu import capture, kernel_log, smi_csv, smi_errors, smi_table, smi_text, smi_xml
 from gpuwise.gpu.kernel_log import XidEvent
 from gpuwise.gpu.sample import NOT_SUPPORTED, ParseProblem, Sample, Snapshot
 
@@ -52,11 +52,11 @@ def _not_a_recording(source: str, detail: str) -> ReplayError:
 
 def detect_format(text: str) -> str | None:
     """The §4 format of a text, or None."""
-    if smi.looks_like_xml(text):
+    if smi_xml.looks_like_xml(text):
         return "xml"
     if capture.looks_like_capture(text):
         return "capture"
-    if smi.looks_like_query_text(text):
+    if smi_text.looks_like_query_text(text):
         return "query-text"
     if smi_table.looks_like_table(text):
         return "table"
@@ -64,7 +64,7 @@ def detect_format(text: str) -> str | None:
         return "csv"
     if kernel_log.looks_like_kernel_log(text):
         return "kernel-log"
-    if smi.looks_like_error_text(text):
+    if smi_errors.looks_like_error_text(text):
         return "error"
     return None
 
@@ -114,10 +114,10 @@ def parse_recording_text(text: str, *, source: str = "<text>") -> Recording:
         events = kernel_log.parse_xid_events(text)
         return Recording("kernel-log", [], xid_events=events, sections={"kernel-log": text}, source=source)
     parse = {
-        "xml": smi.parse_xml,
-        "query-text": smi.parse_query_text,
+        "xml": smi_xml.parse_xml,
+        "query-text": smi_text.parse_query_text,
         "table": smi_table.parse_table,
-        "error": smi.parse_error_text,
+        "error": smi_errors.parse_error_text,
     }[fmt]
     parsed = parse(text, source=source)
     # a pasted bundle (`nvidia-smi; dmesg | grep Xid`) holds Xid lines after the snapshot: keep them

@@ -19,7 +19,8 @@ Timestamps (`2026/08/01 03:59:40.361`, the machine's wall clock without a zone; 
 write it, with or without milliseconds, a zone suffix being ignored) are read *as if* UTC, so
 `format_trace_time(sample.timestamp_s)` gives back the recorded clock text.
 
-Pure: text in, samples out (`read_query_csv` is the one function that opens a file). Standard library only.
+Pure: text in, samples out (`read_query_csv` is the one function that opens a file). What each header
+column means is in `smi_csv_columns`; which rows are one poll, in `smi_csv_polls`. Standard library only.
 """
 
 from __future__ import annotations
@@ -27,12 +28,10 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import math
 import os
 import stat
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,18 @@ from gpuwise.errors import ReplayError
 from gpuwise.gpu import _values as v
 from gpuwise.gpu._values import format_trace_time, parse_trace_time
 from gpuwise.gpu.sample import NOT_SUPPORTED, Failed, NotSupported, Sample
-from gpuwise.gpu.smi import classify_error_text
+from gpuwise.gpu.smi_csv_columns import (
+    FIELD_MAP,
+    WANDB_REQUIRED,
+    ColumnPlan,
+    first_line,
+    header_names,
+    wandb_to_query_csv,
+)
+
+# Where the rows of one poll are grouped; imported from here by the idle room and the tests
+from gpuwise.gpu.smi_csv_polls import busiest_per_gpu, iter_snapshot_groups, number_unindexed_gpus
+from gpuwise.gpu.smi_errors import classify_error_text
 
 __all__ = [
     "FIELD_MAP",
@@ -50,210 +60,42 @@ __all__ = [
     "gunzip_if_gzipped",
     "has_timestamp_column",
     "headerless_error",
+    "iter_snapshot_groups",
     "looks_like_headerless_csv",
     "looks_like_query_csv",
     "names_query_fields",
+    "number_unindexed_gpus",
     "parse_query_csv",
     "parse_trace_time",
     "read_query_csv",
     "read_recording_bytes",
 ]
 
-# `--query-gpu` field (lowercase, without its "[unit]") → (Sample field, converter, priority).
-# A higher priority wins when two columns feed one field (power.draw over power.draw.instant).
-FIELD_MAP: dict[str, tuple[str, v.Converter, int]] = {
-    "uuid": ("uuid", v.to_str, 1),
-    "name": ("name", v.to_str, 1),
-    "pci.bus_id": ("bus_id", v.to_str, 1),
-    "utilization.gpu": ("util_gpu_pct", v.to_float, 1),
-    "utilization.memory": ("util_memory_pct", v.to_float, 1),
-    "utilization.encoder": ("util_encoder_pct", v.to_float, 1),
-    "utilization.decoder": ("util_decoder_pct", v.to_float, 1),
-    "memory.used": ("memory_used_bytes", v.to_bytes, 1),
-    "memory.total": ("memory_total_bytes", v.to_bytes, 1),
-    "memory.reserved": ("memory_reserved_bytes", v.to_bytes, 1),
-    "power.draw": ("power_draw_watts", v.to_float, 3),
-    "power.draw.instant": ("power_draw_watts", v.to_float, 2),
-    "power.draw.average": ("power_draw_watts", v.to_float, 1),
-    "power.limit": ("power_limit_watts", v.to_float, 2),
-    "enforced.power.limit": ("power_limit_watts", v.to_float, 1),
-    "power.default_limit": ("power_default_limit_watts", v.to_float, 1),
-    "temperature.gpu": ("temperature_c", v.to_float, 1),
-    "temperature.memory": ("memory_temperature_c", v.to_float, 1),
-    "fan.speed": ("fan_speed_pct", v.to_float, 1),
-    "clocks.sm": ("sm_clock_mhz", v.to_float, 1),
-    "clocks.current.sm": ("sm_clock_mhz", v.to_float, 1),
-    "clocks.mem": ("memory_clock_mhz", v.to_float, 1),
-    "clocks.current.memory": ("memory_clock_mhz", v.to_float, 1),
-    "clocks.max.sm": ("sm_clock_max_mhz", v.to_float, 1),
-    "clocks.max.memory": ("memory_clock_max_mhz", v.to_float, 1),
-    "clocks.max.mem": ("memory_clock_max_mhz", v.to_float, 1),
-    "pcie.link.gen.current": ("pcie_gen_current", v.to_int, 2),
-    "pcie.link.gen.gpucurrent": ("pcie_gen_current", v.to_int, 1),
-    "pcie.link.gen.max": ("pcie_gen_max", v.to_int, 2),
-    "pcie.link.gen.gpumax": ("pcie_gen_max", v.to_int, 1),
-    "pcie.link.width.current": ("pcie_width_current", v.to_int, 1),
-    "pcie.link.width.max": ("pcie_width_max", v.to_int, 1),
-    "ecc.mode.current": ("ecc_mode_enabled", v.to_bool, 1),
-    "ecc.errors.corrected.volatile.total": ("ecc_corrected_volatile", v.to_int, 1),
-    "ecc.errors.corrected.aggregate.total": ("ecc_corrected_aggregate", v.to_int, 1),
-    "ecc.errors.uncorrected.volatile.total": ("ecc_uncorrected_volatile", v.to_int, 1),
-    "ecc.errors.uncorrected.aggregate.total": ("ecc_uncorrected_aggregate", v.to_int, 1),
-    "retired_pages.pending": ("retired_pages_pending", v.to_bool, 1),
-    "retired_pages.single_bit_ecc.count": ("retired_pages_single_bit", v.to_int, 1),
-    "retired_pages.sbe": ("retired_pages_single_bit", v.to_int, 1),
-    "retired_pages.double_bit.count": ("retired_pages_double_bit", v.to_int, 1),
-    "retired_pages.dbe": ("retired_pages_double_bit", v.to_int, 1),
-    "remapped_rows.correctable": ("remapped_rows_correctable", v.to_int, 1),
-    "remapped_rows.uncorrectable": ("remapped_rows_uncorrectable", v.to_int, 1),
-    "remapped_rows.pending": ("remapped_rows_pending", v.to_bool, 1),
-    "remapped_rows.failure": ("remapped_rows_failure", v.to_bool, 1),
-    "persistence_mode": ("persistence_mode", v.to_bool, 1),
-    "mig.mode.current": ("mig_mode", v.to_bool, 1),
-    "compute_cap": ("compute_capability", v.to_str, 1),
-    "pstate": ("pstate", v.to_str, 1),
-    "compute_mode": ("compute_mode", v.to_str, 1),
-    "display_active": ("display_active", v.to_bool, 1),
-}
-
-# Consecutive rows stamped closer than this are GPUs of one poll (nvidia-smi reads GPUs ~1 ms apart; the
-# fastest loop people record with, `-lms 50`, is far slower).
-_SAME_POLL_S = 0.02
-
 RECORD_HINT = (
     "record with nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv -l 1"
 )
-
-# Per-reason throttle columns, under both names nvidia-smi has used (clocks_throttle_reasons.* before
-# driver 535, clocks_event_reasons.* since).
-_REASON_PREFIXES = ("clocks_event_reasons.", "clocks_throttle_reasons.")
-_REASON_MASK_NAMES = frozenset(p + "active" for p in _REASON_PREFIXES)
-
-
-def _split_header(cell: str) -> tuple[str, str]:
-    """'memory.used [MiB]' -> ('memory.used', 'MiB')."""
-    cell = cell.strip().lstrip("\ufeff")
-    # hand-written headers in front of `noheader` data often drop the space: "memory.used[MiB]"
-    if cell.endswith("]") and "[" in cell:
-        name, _, unit = cell[:-1].rpartition("[")
-        return name.strip().lower(), unit.strip()
-    return cell.lower(), ""
-
-
-def _first_line(text: str) -> str:
-    """The first line that is neither blank nor a `#` comment (logging scripts often write one on top)."""
-    return next((ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")), "")
-
-
-def _header_names(text: str) -> set[str]:
-    return {_split_header(c)[0] for c in _first_line(text).split(",")}
 
 
 def looks_like_query_csv(text: str) -> bool:
     """Whether the first line (after blank and `#` comment lines) is a `--query-gpu` header naming
     `utilization.gpu` (or the header of a Weights & Biases GPU export, which is read by translation)."""
-    names = _header_names(text)
-    return "utilization.gpu" in names or names >= _WANDB_REQUIRED
+    names = header_names(text)
+    return "utilization.gpu" in names or names >= WANDB_REQUIRED
 
 
 def names_query_fields(text: str) -> bool:
     """Whether the first line is a `--query-gpu` header at all (two or more of its field names), with or
     without `utilization.gpu`: such a file gets the CSV parser's own message, not "not a recording"."""
-    known = _header_names(text) & (FIELD_MAP.keys() | {"timestamp", "index", "driver_version"})
+    known = header_names(text) & (FIELD_MAP.keys() | {"timestamp", "index", "driver_version"})
     return len(known) >= 2
 
 
 def has_timestamp_column(text: str) -> bool:
     """Whether the header names a timestamp (nvidia-smi's, or a W&B export's `timestamp_utc`)."""
-    return bool(_header_names(text) & {"timestamp", "timestamp_utc"})
+    return bool(header_names(text) & {"timestamp", "timestamp_utc"})
 
 
-# A Weights & Biases system-metrics export (one row per GPU per sample; the shared traces README shows
-# one) holds the same readings under other names. It is translated to nvidia-smi's columns and read by the
-# same parser, so users can replay the GPU history their training runs already logged.
-_WANDB_REQUIRED = frozenset({"timestamp_utc", "gpu_util_pct"})
-_WANDB_COLUMNS = {
-    "timestamp_utc": "timestamp",
-    "gpu_index": "index",
-    "gpu_util_pct": "utilization.gpu [%]",
-    "gpu_mem_util_pct": "utilization.memory [%]",
-    "gpu_mem_allocated_bytes": "memory.used [MiB]",
-    "power_w": "power.draw [W]",
-    "temp_c": "temperature.gpu",
-}
-
-
-def _wandb_to_query_csv(rows: list[list[str]]) -> str:
-    """Rows of a W&B GPU export -> the text nvidia-smi --query-gpu --format=csv,nounits would have written
-    (empty cells become [N/A]; bytes become MiB; ISO UTC times become nvidia-smi's clock text)."""
-    header = [cell.strip() for cell in rows[0]]
-    keep = [(i, _WANDB_COLUMNS[name]) for i, name in enumerate(header) if name in _WANDB_COLUMNS]
-    out = [", ".join(target for _, target in keep)]
-    for row in rows[1:]:
-        cells = []
-        for i, target in keep:
-            cell = row[i].strip() if i < len(row) else ""
-            if not cell:
-                cells.append("[N/A]")
-            elif target == "timestamp":
-                cells.append(cell.rstrip("Z").replace("T", " ").replace("-", "/"))
-            elif target == "memory.used [MiB]":
-                try:
-                    cells.append(f"{float(cell) / 2**20:.0f}")
-                except ValueError:
-                    cells.append("[N/A]")
-            else:
-                cells.append(cell)
-        out.append(", ".join(cells))
-    return "\n".join(out) + "\n"
-
-
-class _Plan:
-    """What to do with each column of one header, computed once per file (rows are many)."""
-
-    def __init__(self, header: list[str]) -> None:
-        self.names: list[str] = []
-        self.units: list[str] = []
-        self.raw = [cell.strip().lstrip("\ufeff") for cell in header]
-        for cell in header:
-            name, unit = _split_header(cell)
-            self.names.append(name)
-            self.units.append(unit)
-        self.timestamp_col = self._find("timestamp")
-        self.index_col = self._find("index")
-        self.util_col = self._find("utilization.gpu")
-        # (column, field, converter, unit) sorted so that higher priorities are applied last and win
-        fields = []
-        self.reason_cols: list[tuple[int, str]] = []
-        self.mask_col: int | None = None
-        self.extra_cols: list[tuple[int, str]] = []
-        for i, name in enumerate(self.names):
-            if name in ("timestamp", "index"):
-                continue
-            mapped = FIELD_MAP.get(name)
-            if mapped is not None:
-                field, conv, prio = mapped
-                fields.append((prio, i, field, conv, self.units[i]))
-                continue
-            if name in _REASON_MASK_NAMES:
-                self.mask_col = i
-            elif name.startswith(_REASON_PREFIXES) and not name.endswith(".supported"):
-                reason = name.partition(".")[2]
-                if reason in v.THROTTLE_IDS:
-                    self.reason_cols.append((i, reason))
-                    continue
-            self.extra_cols.append((i, self.raw[i]))
-        fields.sort(key=lambda f: f[0])
-        self.fields = [(i, field, conv, unit) for _, i, field, conv, unit in fields]
-
-    def _find(self, name: str) -> int | None:
-        try:
-            return self.names.index(name)
-        except ValueError:
-            return None
-
-
-def _throttle(plan: _Plan, row: list[str]) -> Any:
+def _throttle(plan: ColumnPlan, row: list[str]) -> Any:
     if plan.reason_cols:
         active: list[str] = []
         seen_value = False
@@ -347,16 +189,37 @@ def parse_query_csv(
             f"{source} is empty",
             fix="record one with nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv",
         )
-    if {cell.strip() for cell in header} >= _WANDB_REQUIRED:
-        wandb = [header]
-        for row in rows:
-            wandb.append(row)
-            if len(wandb) > MAX_CSV_ROWS:
-                raise _too_many_rows(source)
-        return parse_query_csv(
-            _wandb_to_query_csv(wandb), source=source, default_timestamp_s=default_timestamp_s
-        )
-    plan = _Plan(header)
+    if {cell.strip() for cell in header} >= WANDB_REQUIRED:
+        translated = wandb_to_query_csv(_all_rows(header, rows, source))
+        return parse_query_csv(translated, source=source, default_timestamp_s=default_timestamp_s)
+    plan = ColumnPlan(header)
+    _check_columns(plan, header, source, default_timestamp_s)
+    parsed = _convert_rows(plan, header, rows, source, default_timestamp_s)
+    if plan.index_col is None:
+        parsed = number_unindexed_gpus(parsed)
+    _check_gpu_indices(parsed, source)
+    # Every row is kept, even one sharing its (timestamp, index) with another: two `nvidia-smi -l` loggers
+    # writing one file give two readings of one GPU at one stamp, and they may disagree. Keeping only the
+    # first once let the idle policy stop a machine whose other reading said 97-100 % busy. What to make of
+    # such readings is the reader's choice (`iter_snapshot_groups` keeps them together; busy wins).
+    parsed.sort(key=lambda s: (s.timestamp_s, s.index))  # stable: file order among equal stamps
+    return parsed
+
+
+def _all_rows(header: list[str], rows: Iterator[list[str]], source: str) -> list[list[str]]:
+    """The header and every row after it, within MAX_CSV_ROWS (a W&B export is translated whole)."""
+    out = [header]
+    for row in rows:
+        out.append(row)
+        if len(out) > MAX_CSV_ROWS:
+            raise _too_many_rows(source)
+    return out
+
+
+def _check_columns(
+    plan: ColumnPlan, header: list[str], source: str, default_timestamp_s: float | None
+) -> None:
+    """ReplayError unless the header names utilization.gpu, and a timestamp (or one is given)."""
     if plan.util_col is None:
         raise _not_query_csv(source, header)
     if plan.timestamp_col is None and default_timestamp_s is None:
@@ -365,6 +228,16 @@ def parse_query_csv(
             why="A replayed time series needs nvidia-smi's timestamp field to know when each sample was read",
             fix=RECORD_HINT,
         )
+
+
+def _convert_rows(
+    plan: ColumnPlan,
+    header: list[str],
+    rows: Iterator[list[str]],
+    source: str,
+    default_timestamp_s: float | None,
+) -> list[Sample]:
+    """A Sample per data row after the header, in file order; rows that are no reading are skipped."""
     width = len(header)
     header_key = [c.strip() for c in header]
     parsed: list[Sample] = []
@@ -384,32 +257,59 @@ def parse_query_csv(
             continue  # the header again: runs appended to one file (`>> trace.csv`) each print it
         # a row cut short (a recording killed mid-write): pad so the known cells still count
         row = cells + [""] * (width - len(cells)) if len(cells) < width else cells
-        if plan.timestamp_col is not None:
-            ts = parse_trace_time(row[plan.timestamp_col])
-            if ts is None:
-                if following is None and lineno > 2:
-                    continue  # the last line of a live recording may be half-written
-                if classify_error_text(",".join(cells)) is not None:
-                    # `-l 1 > trace.csv 2>&1` interleaves nvidia-smi's own messages ("Unable to determine
-                    # the device handle for GPU…") with the rows; they are no readings, the rows around
-                    # them still are
-                    continue
-                cell = row[plan.timestamp_col].strip()
-                raise ReplayError(
-                    f"{source}, row {lineno}: {cell[:80]!r} is not an nvidia-smi timestamp",
-                    why="expected YYYY/MM/DD HH:MM:SS.mmm as nvidia-smi --query-gpu=timestamp writes it",
-                    fix="replay the file nvidia-smi wrote, unedited",
-                )
-        else:
-            assert default_timestamp_s is not None
-            ts = default_timestamp_s
+        ts = _row_time(
+            plan,
+            row,
+            cells,
+            source=source,
+            lineno=lineno,
+            last=following is None,
+            default_timestamp_s=default_timestamp_s,
+        )
+        if ts is None:
+            continue
         index = 0
         if plan.index_col is not None:
             got = v.to_int(row[plan.index_col])
             index = got if isinstance(got, int) else 0
         parsed.append(_sample(plan, row, ts, index))
-    if plan.index_col is None:
-        parsed = number_unindexed_gpus(parsed)
+    return parsed
+
+
+def _row_time(
+    plan: ColumnPlan,
+    row: list[str],
+    cells: list[str],
+    *,
+    source: str,
+    lineno: int,
+    last: bool,
+    default_timestamp_s: float | None,
+) -> float | None:
+    """When the row was read; None for a row that holds no reading; ReplayError for a stamp that is not
+    nvidia-smi's."""
+    if plan.timestamp_col is None:
+        assert default_timestamp_s is not None
+        return default_timestamp_s
+    ts = parse_trace_time(row[plan.timestamp_col])
+    if ts is not None:
+        return ts
+    if last and lineno > 2:
+        return None  # the last line of a live recording may be half-written
+    if classify_error_text(",".join(cells)) is not None:
+        # `-l 1 > trace.csv 2>&1` interleaves nvidia-smi's own messages ("Unable to determine the device
+        # handle for GPU…") with the rows; they are no readings, the rows around them still are
+        return None
+    cell = row[plan.timestamp_col].strip()
+    raise ReplayError(
+        f"{source}, row {lineno}: {cell[:80]!r} is not an nvidia-smi timestamp",
+        why="expected YYYY/MM/DD HH:MM:SS.mmm as nvidia-smi --query-gpu=timestamp writes it",
+        fix="replay the file nvidia-smi wrote, unedited",
+    )
+
+
+def _check_gpu_indices(parsed: list[Sample], source: str) -> None:
+    """ReplayError when a GPU index is negative or over MAX_GPU_INDEX."""
     worst = max((sample.index for sample in parsed), default=0)
     if worst > MAX_GPU_INDEX or any(sample.index < 0 for sample in parsed):
         # every consumer keeps per-GPU state and checks each GPU at each instant: 20,000 distinct indices
@@ -421,43 +321,9 @@ def parse_query_csv(
             "machine (a host has a few dozen at most)",
             fix="replay the file nvidia-smi wrote, unedited",
         )
-    # Every row is kept, even one sharing its (timestamp, index) with another: two `nvidia-smi -l` loggers
-    # writing one file give two readings of one GPU at one stamp, and they may disagree. Keeping only the
-    # first once let the idle policy stop a machine whose other reading said 97-100 % busy. What to make of
-    # such readings is the reader's choice (`iter_snapshot_groups` keeps them together; busy wins).
-    parsed.sort(key=lambda s: (s.timestamp_s, s.index))  # stable: file order among equal stamps
-    return parsed
 
 
-def number_unindexed_gpus(samples: Sequence[Sample]) -> list[Sample]:
-    """Samples in recording order that carry no GPU index (a CSV without an `index` column — NVIDIA's own
-    example query has none — reads every row as GPU 0) get one; keying them all as GPU 0 would drop busy
-    GPUs. A GPU's identity (PCI bus id, else UUID) numbers it in order of first appearance, since
-    nvidia-smi lists GPUs in index order; without one, the rows of one poll (one stamp, or stamps a few ms
-    apart as each GPU is read) are numbered by position."""
-    identities: dict[str, int] = {}
-    rows_at: dict[float, int] = {}
-    prev: tuple[float, int] | None = None  # (timestamp, index) of the previous positional row
-    out: list[Sample] = []
-    for s in samples:
-        identity = s.bus_id if isinstance(s.bus_id, str) and s.bus_id else s.uuid
-        if isinstance(identity, str) and identity:
-            index = identities.setdefault(identity.strip().upper(), len(identities))
-        else:
-            ts = s.timestamp_s
-            if ts in rows_at:
-                index = rows_at[ts]
-            elif prev is not None and 0 < ts - prev[0] < _SAME_POLL_S:
-                index = prev[1] + 1
-            else:
-                index = 0
-            rows_at[ts] = index + 1
-            prev = (ts, index)
-        out.append(s if s.index == index else replace(s, index=index))
-    return out
-
-
-def _sample(plan: _Plan, row: list[str], ts: float, index: int) -> Sample:
+def _sample(plan: ColumnPlan, row: list[str], ts: float, index: int) -> Sample:
     kwargs: dict[str, Any] = {}
     for i, field, conv, unit in plan.fields:
         value = conv(row[i], unit)
@@ -477,7 +343,7 @@ def _sample(plan: _Plan, row: list[str], ts: float, index: int) -> Sample:
 def looks_like_headerless_csv(text: str) -> bool:
     """Whether the first non-blank line is a `--format=csv,noheader` data row: comma-separated cells, one of
     them an nvidia-smi timestamp or most of them numbers (with or without units)."""
-    cells = [c.strip() for c in _first_line(text).split(",")]
+    cells = [c.strip() for c in first_line(text).split(",")]
     if len(cells) < 2:
         return False
     if any(parse_trace_time(c) is not None for c in cells):
@@ -612,46 +478,3 @@ def read_query_csv(path: Path | str, *, default_timestamp_s: float | None = None
     path = Path(path)
     data = gunzip_if_gzipped(read_recording_bytes(path), str(path))
     return parse_query_csv(decode_text(data), source=str(path), default_timestamp_s=default_timestamp_s)
-
-
-def iter_snapshot_groups(samples: Iterable[Sample], *, max_skew_s: float = 0.5) -> list[list[Sample]]:
-    """Split time-ordered samples into one group per instant: a new group starts when an index repeats
-    with another timestamp, or the timestamp moves on by more than ``max_skew_s`` (nvidia-smi stamps each
-    GPU's row separately). Rows repeating a GPU at the very same stamp (two loggers writing one file) are
-    readings of that instant and stay in its group, every one of them: a consumer that shows one row per
-    GPU picks with `busiest_per_gpu`, and the idle policy counts any of them that is busy."""
-    groups: list[list[Sample]] = []
-    current: list[Sample] = []
-    seen: dict[int, float] = {}  # GPU index -> the stamp of its first row in this group
-    for s in samples:
-        repeat = s.index in seen and seen[s.index] != s.timestamp_s
-        if current and (repeat or s.timestamp_s - current[0].timestamp_s > max_skew_s):
-            groups.append(current)
-            current, seen = [], {}
-        current.append(s)
-        seen.setdefault(s.index, s.timestamp_s)
-    if current:
-        groups.append(current)
-    return groups
-
-
-def _activity_rank(s: Sample) -> tuple[int, float, float]:
-    """How much a reading says "busy": a lost GPU, then a missing utilization (missing data counts as
-    busy), then the higher utilization, then the more memory (a missing memory reading counts as held)."""
-    util = s.util_gpu_pct
-    mem = s.memory_used_bytes
-    util_rank = float(util) if isinstance(util, int | float) and not isinstance(util, bool) else 101.0
-    mem_rank = float(mem) if isinstance(mem, int | float) and not isinstance(mem, bool) else math.inf
-    return (1 if s.lost else 0, util_rank, mem_rank)
-
-
-def busiest_per_gpu(samples: Iterable[Sample]) -> list[Sample]:
-    """One reading per GPU index, in order of first appearance: of several readings of one GPU at one
-    instant (two loggers writing one file), the busiest whole row — never a blend of rows, and never the
-    idle one when another says busy."""
-    best: dict[int, Sample] = {}
-    for s in samples:
-        kept = best.get(s.index)
-        if kept is None or _activity_rank(s) > _activity_rank(kept):
-            best[s.index] = s
-    return list(best.values())

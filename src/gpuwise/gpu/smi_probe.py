@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from gpuwise.errors import GpuError
-from gpuwise.gpu import smi
+from gpuwise.gpu import smi_errors, smi_xml
 from gpuwise.gpu.sample import Snapshot
 
 __all__ = ["RunResult", "SmiProbe", "find_nvidia_smi"]
@@ -73,13 +73,13 @@ class SmiProbe:
                 f"cannot run {self.program}", why=str(exc), fix="check the NVIDIA driver install"
             ) from exc
         out = result.stdout
-        if smi.looks_like_xml(out):
-            parsed = smi.parse_xml(out, source="nvidia-smi -q -x", default_timestamp_s=now)
+        if smi_xml.looks_like_xml(out):
+            parsed = smi_xml.parse_xml(out, source="nvidia-smi -q -x", default_timestamp_s=now)
         else:
             text = (
                 out.strip() or result.stderr.strip() or f"nvidia-smi exited with status {result.returncode}"
             )
-            parsed = smi.parse_error_text(text, source="nvidia-smi -q -x", default_timestamp_s=now)
+            parsed = smi_errors.parse_error_text(text, source="nvidia-smi -q -x", default_timestamp_s=now)
         self.last_problems = [str(p) for p in parsed.problems]
         # a live read is stamped with the probe's clock, not nvidia-smi's second-resolution text
         snap = parsed.snapshot

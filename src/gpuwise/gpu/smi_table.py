@@ -10,11 +10,13 @@ are kept as printed. Pure; standard library only.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwise.gpu import _values as v
 from gpuwise.gpu.sample import NOT_SUPPORTED, GpuProcess, MigDevice, ParseProblem, Sample, Snapshot
-from gpuwise.gpu.smi import Parsed, parse_smi_time, with_lost_gpus
+from gpuwise.gpu.smi_errors import with_lost_gpus
+from gpuwise.gpu.smi_fields import Parsed, parse_smi_time
 
 __all__ = ["looks_like_table", "parse_table"]
 
@@ -60,22 +62,48 @@ def _mib_or_missing(text: str) -> Any:
     return v.to_bytes(text.replace("MiB", " MiB"))
 
 
+@dataclass
+class _Sections:
+    """What the table's sections hold: each GPU's block, and the process and MIG rows by GPU index."""
+
+    gpus: list[dict[str, Any]] = field(default_factory=list)
+    processes: dict[int, list[GpuProcess]] = field(default_factory=dict)
+    migs: dict[int, list[MigDevice]] = field(default_factory=dict)
+    unreadable: set[int] = field(default_factory=set)  # GPUs with a process row that cannot be read
+
+
 def parse_table(text: str, *, source: str = "<table>", default_timestamp_s: float = 0.0) -> Parsed:
     problems: list[ParseProblem] = []
     lines = text.splitlines()
     header = _HEADER.search(text)
     driver: Any = header.group("driver") if header else NOT_SUPPORTED
     cuda: Any = v.to_str(header.group("cuda") or "") if header else NOT_SUPPORTED
-    ts = default_timestamp_s
+    ts = _table_time(lines, default_timestamp_s)
+    sections = _scan(lines, source, problems)
+    out = _samples(sections, ts, has_process_table="Processes:" in text)
+    if not out:
+        problems.append(ParseProblem(source, "no GPU rows found in the nvidia-smi table"))
+    snapshot = Snapshot(
+        samples=tuple(out),
+        driver_version=v.to_str(driver) if header else driver,
+        cuda_driver_version=cuda,
+    )
+    return Parsed(with_lost_gpus(snapshot, text, ts), problems)
+
+
+def _table_time(lines: list[str], default_timestamp_s: float) -> float:
+    """The clock line nvidia-smi prints above the table, if one of the first three lines is one."""
     for line in lines[:3]:
         got = parse_smi_time(line.strip()) if line.strip() and not line.startswith(("+", "|")) else None
         if got is not None:
-            ts = got
-            break
-    samples: list[dict[str, Any]] = []
-    processes: dict[int, list[GpuProcess]] = {}
-    migs: dict[int, list[MigDevice]] = {}
-    unreadable: set[int] = set()
+            return got
+    return default_timestamp_s
+
+
+def _scan(lines: list[str], source: str, problems: list[ParseProblem]) -> _Sections:
+    """Each line read as its section says: GPU blocks until "MIG devices:", then MIG rows, then (after
+    "Processes:") process rows."""
+    found = _Sections()
     section = "gpus"
     i = 0
     while i < len(lines):
@@ -91,62 +119,70 @@ def parse_table(text: str, *, source: str = "<table>", default_timestamp_s: floa
             if m1 and len(cells) == 3:
                 parsed = _gpu_block(lines, i, m1, cells, source=source, problems=problems)
                 if parsed is not None:
-                    samples.append(parsed)
+                    found.gpus.append(parsed)
                     i += 3
                     continue
         elif section == "procs":
-            mp = _PROC.match(stripped)
-            odd = None if mp else _PROC_GPU.match(stripped)
-            if odd:
-                # a row for this GPU we cannot read ("|  0   C   Not Supported |" on old GeForce drivers):
-                # its process list is unknown, not empty
-                unreadable.add(int(odd.group("gpu")))
-            if mp:
-                gpu = int(mp.group("gpu"))
-                processes.setdefault(gpu, []).append(
-                    GpuProcess(
-                        pid=int(mp.group("pid")),
-                        name=mp.group("name").strip(),
-                        used_memory_bytes=_mib_or_missing(mp.group("mem")),
-                        kind={"C": "compute", "G": "graphics", "C+G": "compute+graphics"}.get(
-                            mp.group("type"), "compute"
-                        ),
-                    )
-                )
+            _process_row(stripped, found)
         elif section == "mig":
-            mm = _MIG_ROW.match(stripped)
-            if mm:
-                gpu = int(mm.group("gpu"))
-                mem = _MEM.match(mm.group("mem"))
-                sm = mm.group("sm").split()
-                migs.setdefault(gpu, []).append(
-                    MigDevice(
-                        index=int(mm.group("dev")),
-                        gpu_instance_id=int(mm.group("gi")),
-                        compute_instance_id=int(mm.group("ci")),
-                        memory_used_bytes=_mib_or_missing(mem.group("used")) if mem else NOT_SUPPORTED,
-                        memory_total_bytes=_mib_or_missing(mem.group("total")) if mem else NOT_SUPPORTED,
-                        multiprocessor_count=v.to_int(sm[0]) if sm else NOT_SUPPORTED,
-                    )
-                )
+            _mig_row(stripped, found)
         i += 1
-    has_process_table = "Processes:" in text
+    return found
+
+
+def _process_row(stripped: str, found: _Sections) -> None:
+    mp = _PROC.match(stripped)
+    odd = None if mp else _PROC_GPU.match(stripped)
+    if odd:
+        # a row for this GPU we cannot read ("|  0   C   Not Supported |" on old GeForce drivers):
+        # its process list is unknown, not empty
+        found.unreadable.add(int(odd.group("gpu")))
+    if mp:
+        gpu = int(mp.group("gpu"))
+        found.processes.setdefault(gpu, []).append(
+            GpuProcess(
+                pid=int(mp.group("pid")),
+                name=mp.group("name").strip(),
+                used_memory_bytes=_mib_or_missing(mp.group("mem")),
+                kind={"C": "compute", "G": "graphics", "C+G": "compute+graphics"}.get(
+                    mp.group("type"), "compute"
+                ),
+            )
+        )
+
+
+def _mig_row(stripped: str, found: _Sections) -> None:
+    mm = _MIG_ROW.match(stripped)
+    if mm:
+        gpu = int(mm.group("gpu"))
+        mem = _MEM.match(mm.group("mem"))
+        sm = mm.group("sm").split()
+        found.migs.setdefault(gpu, []).append(
+            MigDevice(
+                index=int(mm.group("dev")),
+                gpu_instance_id=int(mm.group("gi")),
+                compute_instance_id=int(mm.group("ci")),
+                memory_used_bytes=_mib_or_missing(mem.group("used")) if mem else NOT_SUPPORTED,
+                memory_total_bytes=_mib_or_missing(mem.group("total")) if mem else NOT_SUPPORTED,
+                multiprocessor_count=v.to_int(sm[0]) if sm else NOT_SUPPORTED,
+            )
+        )
+
+
+def _samples(found: _Sections, ts: float, *, has_process_table: bool) -> list[Sample]:
+    """One Sample per GPU block, with its processes (when the table has a process section) and MIG
+    devices (when MIG mode is on)."""
     out = []
-    for fields in samples:
+    for fields in found.gpus:
         idx = fields.pop("index")
         if has_process_table:
-            fields["processes"] = NOT_SUPPORTED if idx in unreadable else tuple(processes.get(idx, ()))
+            fields["processes"] = (
+                NOT_SUPPORTED if idx in found.unreadable else tuple(found.processes.get(idx, ()))
+            )
         if fields.get("mig_mode") is True:
-            fields["mig_devices"] = tuple(migs.get(idx, ()))
+            fields["mig_devices"] = tuple(found.migs.get(idx, ()))
         out.append(Sample(timestamp_s=ts, index=idx, **v.drop_impossible(fields)))
-    if not out:
-        problems.append(ParseProblem(source, "no GPU rows found in the nvidia-smi table"))
-    snapshot = Snapshot(
-        samples=tuple(out),
-        driver_version=v.to_str(driver) if header else driver,
-        cuda_driver_version=cuda,
-    )
-    return Parsed(with_lost_gpus(snapshot, text, ts), problems)
+    return out
 
 
 def _gpu_block(
