@@ -49,7 +49,10 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         bool, typer.Option("--json", help="Print one JSON object (fields: see README).")
     ] = False,
     html: Annotated[
-        Path | None, typer.Option("--html", help="Also write a self-contained HTML report here.")
+        Path | None,
+        typer.Option(
+            "--html", help="Also write a self-contained HTML report here (needs plotly: gpuwise[html])."
+        ),
     ] = None,
     catalog_dir: Annotated[
         Path | None,
@@ -180,7 +183,10 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
     fx = _parse_pairs(exchange_rate or [], "--exchange-rate", upper=True, example="CNY=0.14")
     overrides = _parse_spot(spot_rate or [])
     if html is not None:
+        from gpuwise.report.plan_html import require_plotly
+
         check_output_file(html, "--html", name="plan.html")
+        require_plotly()  # before any work: an optional extra
     check_input_file(
         workload, "Workload file", fix="give a workload TOML file (examples/ holds some)", text=True
     )
