@@ -397,7 +397,7 @@ def _nothing_message(result: PlanResult, no_estimate_why: dict[str, str], constr
     """What removed the options: first the facts that removed what the constraints allowed (a GPU with no
     estimate, a dtype it cannot run, a currency without a rate, no shared fabric), then the constraints."""
     from gpuwise.plan.models import RELAXABLE
-    from gpuwise.plan.planner import CONSTRAINT_KEYS
+    from gpuwise.plan.relax import CONSTRAINT_KEYS
 
     if not result.rejected:
         return "No offer qualifies: the catalog has no offers"
