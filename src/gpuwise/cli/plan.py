@@ -253,7 +253,6 @@ def _show(
 ) -> None:
     """Print the plan (JSON, one option, or the table), write the HTML report; exit 1 if nothing qualifies."""
     from gpuwise.cli.output import print_json
-    from gpuwise.cli.plan_table import render_pick, render_table
     from gpuwise.errors import GpuwiseError, UsageError
     from gpuwise.plan.nothing import nothing_fix, nothing_message
     from gpuwise.plan.output import groups_with_picks, result_to_dict
@@ -286,8 +285,12 @@ def _show(
             doc["pick"] = doc["options"][pick - 1]
         print_json(doc)
     elif pick is not None:
+        from gpuwise.cli.plan_table import render_pick
+
         render_pick(groups, pick)
     else:
+        from gpuwise.cli.plan_table import render_table  # rich's tables: not needed for --json
+
         render_table(result, top=top, notes=notes, name=work.name or str(request.workload), html=html)
     if not result.options:
         message = nothing_message(result, outcome.no_estimate_why, outcome.constraints)

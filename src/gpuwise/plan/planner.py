@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, NamedTuple
@@ -130,18 +130,41 @@ class _Lookups(NamedTuple):
     network: NetworkLookup | None
 
 
-@dataclass(frozen=True)
 class _Scope:
-    """The constraints and settings in the shape the per-offer and per-node checks read."""
+    """The constraints and settings in the shape the per-offer and per-node checks read (a plain class:
+    a dataclass would cost about 1 ms at import, on every command)."""
 
-    constraints: Constraints
-    providers: frozenset[str] | None
-    region_patterns: tuple[str, ...] | None  # lower case: regions are compared case-blind
-    gpus_allowed: frozenset[str] | None
-    counts_asked: dict[str, set[int | None]] | None  # GPU -> total counts asked for (None: any)
-    pricings: frozenset[str] | None
-    max_nodes: int
-    commitment: float | None  # months of a reservation, when reserved prices are asked for
+    __slots__ = (
+        "commitment",
+        "constraints",
+        "counts_asked",
+        "gpus_allowed",
+        "max_nodes",
+        "pricings",
+        "providers",
+        "region_patterns",
+    )
+
+    def __init__(
+        self,
+        *,
+        constraints: Constraints,
+        providers: frozenset[str] | None,
+        region_patterns: tuple[str, ...] | None,
+        gpus_allowed: frozenset[str] | None,
+        counts_asked: dict[str, set[int | None]] | None,
+        pricings: frozenset[str] | None,
+        max_nodes: int,
+        commitment: float | None,
+    ) -> None:
+        self.constraints = constraints
+        self.providers = providers
+        self.region_patterns = region_patterns  # lower case: regions are compared case-blind
+        self.gpus_allowed = gpus_allowed
+        self.counts_asked = counts_asked  # GPU -> total counts asked for (None: any)
+        self.pricings = pricings
+        self.max_nodes = max_nodes
+        self.commitment = commitment  # months of a reservation, when reserved prices are asked for
 
     @classmethod
     def of(cls, constraints: Constraints, settings: Settings) -> _Scope:
@@ -240,6 +263,7 @@ class _Pass:
         self.lookups = lookups
         self.est_cache = est_cache  # by (gpu, count, nodes, network): estimates do not depend on the offer
         self._rate_cache: dict[tuple[str, str, str], InterruptionRate] = {}
+        self._assumed_cache: dict[str, InterruptionRate] = {}  # provider -> its assumed rate
         self._verdict_cache: dict[str, run_rules.Verdict] = {}
         self._start_cache: dict[str, Startup] = {}
         self.considered = 0
@@ -252,7 +276,8 @@ class _Pass:
         self.dated_providers: set[str] = set()
 
     def add(self, offer: Offer) -> None:
-        """Look at every configuration of one offer."""
+        """Look at every configuration of one offer: the checks that need no estimate here, in
+        `models.REASONS` order; what passes them is estimated (once per node count) and costed."""
         self._note_date(offer)
         scope = self.scope
         reservation = None
@@ -264,6 +289,7 @@ class _Pass:
             self.rejected["no_price"] = self.rejected.get("no_price", 0) + scope.max_nodes
             return
         static, rate_to_usd = scope.offer_fails(offer, self.settings.exchange_rates)
+        verdict = self._verdict(offer.gpu)
         case = _OfferCase(
             offer,
             rate_to_usd,
@@ -272,11 +298,30 @@ class _Pass:
             run_rules.fabric_for(offer.provider, offer.instance_type) if scope.max_nodes > 1 else None,
             reservation,
         )
+        pricings, interruptible = scope.pricings, scope.constraints.interruptible
         single = self.settings.single_gpu_only
         for nodes in range(1, scope.max_nodes + 1):
             node_fails = scope.node_fails(static, offer, nodes, case.fabric, single)
+            est: Estimate | None = None
+            estimated = False
             for pricing, price in prices:
-                self._configuration(case, nodes, pricing, price, node_fails)
+                self.considered += 1
+                fails = node_fails  # copied only when a reason joins (most configurations add none)
+                if pricings is not None and pricing not in pricings:
+                    fails = [*fails, "pricing"]
+                if pricing == "spot" and not interruptible:
+                    fails = [*fails, "spot_not_allowed"]
+                if not verdict.runs:
+                    fails = [*fails, "dtype"]
+                # Stop early once the outcome is settled: a fact about the offer, or two broken constraints.
+                if len(fails) >= 2 or (fails and fails[0] not in _RELAXABLE):
+                    self._reject(fails, offer.gpu)
+                    continue
+                if not estimated:
+                    est, estimated = self._estimate(offer, nodes), True
+                self._configuration(
+                    case, nodes, pricing=pricing, price=price, fails=list(fails), est=est, verdict=verdict
+                )
 
     def _note_date(self, offer: Offer) -> None:
         day = offer.price_as_of
@@ -300,22 +345,19 @@ class _Pass:
                 self.blocked[(fails[0], gpu)] = self.blocked.get((fails[0], gpu), 0) + 1
 
     def _configuration(
-        self, case: _OfferCase, nodes: int, pricing: str, price: float, node_fails: list[str]
+        self,
+        case: _OfferCase,
+        nodes: int,
+        *,
+        pricing: str,
+        price: float,
+        fails: list[str],
+        est: Estimate | None,
+        verdict: run_rules.Verdict,
     ) -> None:
-        """Check, estimate and cost one configuration; keep it or count why not."""
-        self.considered += 1
+        """Judge one configuration on its estimate and cost; keep it or count why not. `fails` holds at
+        most one relaxable reason found so far."""
         offer, scope, constraints = case.offer, self.scope, self.scope.constraints
-        fails = list(node_fails)
-        if scope.pricings is not None and pricing not in scope.pricings:
-            fails.append("pricing")
-        if pricing == "spot" and not constraints.interruptible:
-            fails.append("spot_not_allowed")
-        verdict = self._verdict(offer.gpu, fails)
-        # Stop early once the outcome is settled: a fact about the offer, or two broken constraints.
-        if len(fails) >= 2 or (fails and fails[0] not in _RELAXABLE):
-            self._reject(fails, offer.gpu)
-            return
-        est = self._estimate(offer, nodes)
         if est is None or not (0 < est.hours < math.inf):
             self._reject([*fails, "no_estimate"], offer.gpu)
             return
@@ -374,8 +416,8 @@ class _Pass:
             )
         )
 
-    def _verdict(self, gpu: str, fails: list[str]) -> run_rules.Verdict:
-        """Whether the GPU runs the workload's dtype (appends "dtype" to `fails` when it cannot)."""
+    def _verdict(self, gpu: str) -> run_rules.Verdict:
+        """Whether the GPU runs the workload's dtype (and why not, kept for the nothing-qualifies answer)."""
         runnable = self.lookups.runnable
         if runnable is None:
             return run_rules.OK
@@ -383,7 +425,6 @@ class _Pass:
         if verdict is None:
             verdict = self._verdict_cache[gpu] = runnable(gpu)
         if not verdict.runs:
-            fails.append("dtype")
             self.dtype_why[gpu] = verdict.note or "cannot run the workload's dtype"
         return verdict
 
@@ -429,9 +470,16 @@ class _Pass:
         else:
             lookup = self.lookups.spot
             looked = lookup(offer) if lookup is not None else None
-            rate = looked if looked is not None else assumed_rate(offer.provider)
+            rate = looked if looked is not None else self._assumed_rate(offer.provider)
         self._rate_cache[key] = rate
         return rate
+
+    def _assumed_rate(self, provider: str) -> InterruptionRate:
+        """The provider's assumed rate, its sentence formatted once per plan rather than once per offer."""
+        found = self._assumed_cache.get(provider)
+        if found is None:
+            found = self._assumed_cache[provider] = assumed_rate(provider)
+        return found
 
 
 def _prices(offer: Offer, reservation: ReservedRate | None) -> list[tuple[str, float]]:

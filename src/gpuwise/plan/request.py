@@ -8,10 +8,12 @@ so this module reads no clock. Errors are gpuwise's own (exit 2 for bad input), 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from gpuwise.catalog.models import Offer
@@ -21,8 +23,11 @@ if TYPE_CHECKING:
     from gpuwise.plan.planner import ReservedLookup
 
 
-@dataclass(frozen=True)
-class PlanRequest:
+_NONE: Mapping[str, float] = MappingProxyType({})
+
+
+# NamedTuples rather than dataclasses: a dataclass costs about 1 ms to create at import, on every command.
+class PlanRequest(NamedTuple):
     """What `gpuwise plan` was asked, its options already parsed and range-checked."""
 
     workload: Path
@@ -31,8 +36,8 @@ class PlanRequest:
     prototype: bool = False  # --phase prototype
     calibration: Path | None = None
     catalog_dir: Path | None = None
-    spot_rates: dict[str, float] = field(default_factory=dict)  # provider (or "*") -> preemptions per hour
-    exchange_rates: dict[str, float] = field(default_factory=dict)  # currency -> USD per unit
+    spot_rates: Mapping[str, float] = _NONE  # provider (or "*") -> preemptions per hour
+    exchange_rates: Mapping[str, float] = _NONE  # currency -> USD per unit
     restart_minutes: float = 10.0
     boot_disk_gb: float = 100.0
     gpus: tuple[str, ...] = ()  # --gpu GPU[:N], as typed
@@ -42,8 +47,7 @@ class PlanRequest:
     utilization: float | None = None
 
 
-@dataclass(frozen=True)
-class PlanOutcome:
+class PlanOutcome(NamedTuple):
     """The plan and what rendering it needs: the workload (its name, its JSON echo), the constraints
     planned under, notes for the header, and why GPUs had no estimate."""
 
@@ -177,9 +181,9 @@ def _settings(request: PlanRequest, work: Any, target: Any) -> Settings:
     return Settings(
         today=request.today,
         objective=request.objective,
-        spot_rate_overrides=request.spot_rates,
+        spot_rate_overrides=dict(request.spot_rates),
         restart_hours=request.restart_minutes / 60.0,
-        exchange_rates=request.exchange_rates,
+        exchange_rates=dict(request.exchange_rates),
         boot_disk_gb=request.boot_disk_gb,
         single_gpu_only=prototype,
         service_hours=None if prototype else inputs.service_hours_from(work),
