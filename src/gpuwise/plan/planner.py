@@ -14,9 +14,10 @@ rejected as `dtype`, or costed with a stated fp16 fallback); several nodes only 
 (`no_fabric` otherwise). Reservations join only when the settings carry a commitment, costed as the whole
 commitment. The three headline picks (plan/picks.py) are chosen over every qualifying option.
 
-The phases: `_Scope` turns the constraints into fast checks, `_Pass` walks offers × nodes × pricings
-(checks first, then the estimate, then `costing.cost`), `_rank` orders what qualifies and marks the picks,
-and options (plan/options.py) are built only when read. The inner loop works on plain floats and tuples.
+The phases: `Scope` (plan/scope.py) turns the constraints into fast checks, `_Pass` walks offers × nodes
+× pricings (checks first, then the estimate, then `costing.cost`), `_rank` orders what qualifies and
+marks the picks, and options (plan/options.py) are built only when read. The inner loop works on plain
+floats and tuples.
 Must not import pydantic, plotly or anything that does I/O.
 """
 
@@ -26,7 +27,6 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import date
-from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, NamedTuple
 
 from gpuwise.catalog.models import Offer
@@ -50,6 +50,7 @@ from gpuwise.plan.options import Kept, NoteCache, OptionList, build_option
 from gpuwise.plan.picks import choose_picks, pareto_flags, worth_renting
 from gpuwise.plan.rates import ProviderRates, rates_for, region_has_list_rates
 from gpuwise.plan.relax import RelaxTally, sorted_relaxations
+from gpuwise.plan.scope import Scope
 from gpuwise.plan.startup import Startup, startup_hours, startup_rates
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def plan(
     if settings.objective not in OBJECTIVES:
         raise ValueError(f"objective must be 'cost', 'time' or 'balanced', not {settings.objective!r}")
     lookups = _Lookups(estimator, spot_lookup, runnable, reserved_lookup, network_lookup)
-    scan = _Pass(_Scope.of(constraints, settings), data, settings, lookups, est_cache={})
+    scan = _Pass(Scope.of(constraints, settings), data, settings, lookups, est_cache={})
     offers_seen = tuple(offers)
     for offer in offers_seen:
         scan.add(offer)
@@ -130,109 +131,6 @@ class _Lookups(NamedTuple):
     network: NetworkLookup | None
 
 
-class _Scope:
-    """The constraints and settings in the shape the per-offer and per-node checks read (a plain class:
-    a dataclass would cost about 1 ms at import, on every command)."""
-
-    __slots__ = (
-        "commitment",
-        "constraints",
-        "counts_asked",
-        "gpus_allowed",
-        "max_nodes",
-        "pricings",
-        "providers",
-        "region_patterns",
-    )
-
-    def __init__(
-        self,
-        *,
-        constraints: Constraints,
-        providers: frozenset[str] | None,
-        region_patterns: tuple[str, ...] | None,
-        gpus_allowed: frozenset[str] | None,
-        counts_asked: dict[str, set[int | None]] | None,
-        pricings: frozenset[str] | None,
-        max_nodes: int,
-        commitment: float | None,
-    ) -> None:
-        self.constraints = constraints
-        self.providers = providers
-        self.region_patterns = region_patterns  # lower case: regions are compared case-blind
-        self.gpus_allowed = gpus_allowed
-        self.counts_asked = counts_asked  # GPU -> total counts asked for (None: any)
-        self.pricings = pricings
-        self.max_nodes = max_nodes
-        self.commitment = commitment  # months of a reservation, when reserved prices are asked for
-
-    @classmethod
-    def of(cls, constraints: Constraints, settings: Settings) -> _Scope:
-        counts_asked: dict[str, set[int | None]] | None = None
-        if constraints.gpu_counts is not None:
-            counts_asked = {}
-            for name, n in constraints.gpu_counts:
-                counts_asked.setdefault(name, set()).add(n)
-        commitment = settings.commitment_months
-        if commitment is None and settings.utilization is not None:
-            commitment = 12.0  # the only term with published rates (AWS 1-year)
-        return cls(
-            constraints=constraints,
-            providers=None if constraints.providers is None else frozenset(constraints.providers),
-            # providers spell regions "us-east-1", "eastus", "FIN-03"
-            region_patterns=None
-            if constraints.regions is None
-            else tuple(p.lower() for p in constraints.regions),
-            gpus_allowed=None if constraints.gpus is None else frozenset(constraints.gpus),
-            counts_asked=counts_asked,
-            pricings=None if constraints.pricings is None else frozenset(constraints.pricings),
-            max_nodes=1 if settings.single_gpu_only else max(1, constraints.max_nodes),
-            commitment=commitment,
-        )
-
-    def offer_fails(self, offer: Offer, fx: dict[str, float]) -> tuple[list[str], float]:
-        """What rules the offer out whatever its node count and pricing, and its USD exchange rate."""
-        fails: list[str] = []
-        rate_to_usd = 1.0
-        if offer.currency != "USD":
-            if offer.currency in fx:
-                rate_to_usd = fx[offer.currency]
-            else:
-                fails.append("currency")
-        if self.providers is not None and offer.provider not in self.providers:
-            fails.append("provider")
-        if self.region_patterns is not None and not any(
-            fnmatchcase(offer.region.lower(), p) for p in self.region_patterns
-        ):
-            fails.append("region")
-        if self.gpus_allowed is not None and offer.gpu not in self.gpus_allowed:
-            fails.append("gpu")
-        if self.counts_asked is not None and offer.gpu not in self.counts_asked and "gpu" not in fails:
-            fails.append("gpu")
-        per_node = offer.gpus
-        if per_node < 1 or per_node != int(per_node):
-            fails.append("fractional_gpu")
-        return fails, rate_to_usd
-
-    def node_fails(
-        self, offer_fails: list[str], offer: Offer, nodes: int, fabric: run_rules.Fabric | None, single: bool
-    ) -> list[str]:
-        """`offer_fails` and what rules out `nodes` nodes of the offer."""
-        fails = list(offer_fails)
-        total_gpus = offer.gpus * nodes
-        wanted = None if self.counts_asked is None else self.counts_asked.get(offer.gpu)
-        if wanted is not None and None not in wanted and total_gpus not in wanted:
-            fails.append("gpu_count")
-        if single and total_gpus != 1:
-            fails.append("not_single_gpu")
-        max_gpus = self.constraints.max_gpus
-        if max_gpus is not None and total_gpus > max_gpus:
-            fails.append("max_gpus")
-        if nodes > 1 and fabric is None:
-            fails.append("no_fabric")
-        return fails
-
-
 class _OfferCase(NamedTuple):
     """One offer with what its configurations share: exchange rate, provider rates, fabric, reservation."""
 
@@ -250,7 +148,7 @@ class _Pass:
 
     def __init__(
         self,
-        scope: _Scope,
+        scope: Scope,
         data: DataNeeds,
         settings: Settings,
         lookups: _Lookups,
@@ -569,7 +467,7 @@ def _more_nodes(
     A second walk with `max_nodes` raised, without reservations, reusing the first walk's estimates."""
     wider = replace(first.scope.constraints, max_nodes=WHAT_IF_MAX_NODES)
     scan = _Pass(
-        _Scope.of(wider, first.settings),
+        Scope.of(wider, first.settings),
         first.data,
         first.settings,
         lookups._replace(reserved=None),
