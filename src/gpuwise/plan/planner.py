@@ -201,6 +201,7 @@ class _Pass:
         for nodes in range(1, scope.max_nodes + 1):
             node_fails = scope.node_fails(static, offer, nodes, case.fabric, single)
             est: Estimate | None = None
+            est_fail: str | None = None  # what the estimate alone rules out, the same for every pricing
             estimated = False
             for pricing, price in prices:
                 self.considered += 1
@@ -217,6 +218,10 @@ class _Pass:
                     continue
                 if not estimated:
                     est, estimated = self._estimate(offer, nodes), True
+                    est_fail = _estimate_fail(est, self.settings.service_hours)
+                if est_fail is not None or est is None:
+                    self._reject([*fails, est_fail or "no_estimate"], offer.gpu)
+                    continue
                 self._configuration(
                     case, nodes, pricing=pricing, price=price, fails=list(fails), est=est, verdict=verdict
                 )
@@ -250,22 +255,12 @@ class _Pass:
         pricing: str,
         price: float,
         fails: list[str],
-        est: Estimate | None,
+        est: Estimate,
         verdict: run_rules.Verdict,
     ) -> None:
-        """Judge one configuration on its estimate and cost; keep it or count why not. `fails` holds at
+        """Cost one configuration whose estimate qualifies; keep it or count why not. `fails` holds at
         most one relaxable reason found so far."""
         offer, scope, constraints = case.offer, self.scope, self.scope.constraints
-        if est is None or not (0 < est.hours < math.inf):
-            self._reject([*fails, "no_estimate"], offer.gpu)
-            return
-        if not est.fits:
-            self._reject([*fails, "does_not_fit"], offer.gpu)
-            return
-        service_hours = self.settings.service_hours
-        if service_hours is not None and est.hours > service_hours * (1 + 1e-9):
-            self._reject([*fails, "below_target_rate"], offer.gpu)
-            return
         start = self._startup(offer.provider)
         spot = self._spot_rate(offer) if pricing == "spot" else None
         commit_usd: float | None = None
@@ -378,6 +373,18 @@ class _Pass:
         if found is None:
             found = self._assumed_cache[provider] = assumed_rate(provider)
         return found
+
+
+def _estimate_fail(est: Estimate | None, service_hours: float | None) -> str | None:
+    """The reason an estimate rules a configuration out (no estimate, does not fit, too slow for the
+    target rate), or None."""
+    if est is None or not (0 < est.hours < math.inf):
+        return "no_estimate"
+    if not est.fits:
+        return "does_not_fit"
+    if service_hours is not None and est.hours > service_hours * (1 + 1e-9):
+        return "below_target_rate"
+    return None
 
 
 def _prices(offer: Offer, reservation: ReservedRate | None) -> list[tuple[str, float]]:
