@@ -8,10 +8,11 @@ from datetime import date
 import pytest
 from plan_fakes import TODAY, FakeEstimator, offer
 
+from gpuwise.plan.costing import billed_hours
 from gpuwise.plan.interruption import InterruptionRate, interruption_cost, rate_from_bucket
 from gpuwise.plan.models import Constraints, DataNeeds, Settings
 from gpuwise.plan.output import group_options, groups_with_picks, pick_lines, result_to_dict
-from gpuwise.plan.planner import billed_hours, plan
+from gpuwise.plan.planner import plan
 from gpuwise.plan.rates import PROVIDER_RATES, UNKNOWN_WHY, rates_for, unknown_text
 from gpuwise.plan.startup import StartupRates
 

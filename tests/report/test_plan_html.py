@@ -8,14 +8,16 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from gpuwise.catalog.models import Offer
+from gpuwise.errors import UsageError
 from gpuwise.estimate.models import Estimate, MemoryBreakdown
 from gpuwise.plan.models import Constraints, DataNeeds, PlanResult, Settings
 from gpuwise.plan.planner import plan
-from gpuwise.report.plan_html import render_plan_html
+from gpuwise.report.plan_html import render_plan_html, require_plotly
 
 GIB = 1024**3
 SPEED = {"H100": 3.0, "A100-80GB": 1.6, "L40S": 1.2}
@@ -88,6 +90,22 @@ def test_report_is_self_contained_and_escaped(result: PlanResult) -> None:
     # header + top 10 + the headline picks ranked below them (always kept)
     assert 11 <= page.count("<tr") <= 11 + 3
     assert "cheapest" in page and "balanced" in page and "fastest" in page
+
+
+def _no_plotly() -> ModuleType:
+    raise ModuleNotFoundError("No module named 'plotly'", name="plotly")
+
+
+def test_without_plotly_the_report_names_the_extra(result: PlanResult) -> None:
+    """plotly is the optional `html` extra: without it, one usage error (exit 2) that says how to get it."""
+    with pytest.raises(UsageError) as caught:
+        render_plan_html(result, title="plan", top=10, importer=_no_plotly)
+    assert caught.value.exit_code == 2
+    text = caught.value.render()
+    assert text.startswith("--html needs plotly, which is not installed.")
+    assert "To fix: pip install 'gpuwise[html]'." in text
+    with pytest.raises(UsageError, match="needs plotly"):
+        require_plotly(_no_plotly)  # what the command checks before it plans
 
 
 def test_chart_draws_in_headless_chromium(

@@ -3,13 +3,18 @@
 A cost-versus-time chart of every qualifying option (log axes; on-demand and spot apart; the Pareto front
 drawn as a line), the top-N table, the rejections, price dates and every assumption.
 Imports plotly inside `render_plan_html` only; returns text and writes nothing (the CLI writes the file).
+plotly is an optional extra (`gpuwise[html]`: about half of gpuwise's installed size); without it,
+`require_plotly` and `render_plan_html` raise one UsageError that says how to install it. The import goes
+through an injectable `importer`, so that path is testable without touching the real module.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from types import ModuleType
 
+from gpuwise.errors import UsageError
 from gpuwise.plan.models import Option, PlanResult
 from gpuwise.plan.output import OptionGroup, groups_with_picks, pick_lines
 from gpuwise.units import format_money as _money
@@ -26,6 +31,29 @@ th { background: #f4f4f4; } td.l, th.l { text-align: left; } td.d { white-space:
 tr.pareto td:first-child { font-weight: bold; }
 .warn { color: #b35900; } .muted { color: #666; font-size: 0.85rem; }
 """
+
+
+PlotlyImporter = Callable[[], ModuleType]  # returns plotly.graph_objects; raises ImportError without it
+
+
+def import_plotly() -> ModuleType:
+    """plotly.graph_objects, imported on first use (about 1 s: only `--html` pays it)."""
+    import plotly.graph_objects as go
+
+    module: ModuleType = go  # plotly ships no type information
+    return module
+
+
+def require_plotly(importer: PlotlyImporter = import_plotly) -> ModuleType:
+    """plotly.graph_objects, or a UsageError (exit 2) naming the extra that brings it."""
+    try:
+        return importer()
+    except ImportError as exc:
+        raise UsageError(
+            "--html needs plotly, which is not installed",
+            why="plotly is an optional extra of gpuwise (the chart library is about half its installed size)",
+            fix="pip install 'gpuwise[html]'",
+        ) from exc
 
 
 def _hover(o: Option) -> str:
@@ -45,10 +73,9 @@ def _hover(o: Option) -> str:
     return "<br>".join(lines)
 
 
-def render_chart(options: Sequence[Option]) -> str:
+def render_chart(options: Sequence[Option], importer: PlotlyImporter = import_plotly) -> str:
     """The cost-vs-time chart as an HTML fragment with plotly.js inline."""
-    import plotly.graph_objects as go
-
+    go = require_plotly(importer)
     fig = go.Figure()
     for pricing in ("on_demand", "spot", "reserved"):
         pts = [o for o in options if o.pricing == pricing]
@@ -143,10 +170,16 @@ def _table(groups: Sequence[OptionGroup]) -> str:
 
 
 def render_plan_html(
-    result: PlanResult, *, title: str, top: int, notes: Sequence[str] = (), generated: str = ""
+    result: PlanResult,
+    *,
+    title: str,
+    top: int,
+    notes: Sequence[str] = (),
+    generated: str = "",
+    importer: PlotlyImporter = import_plotly,
 ) -> str:
     """The whole page. `notes` are lines shown under the title (e.g. the smoke-test definition)."""
-    chart = render_chart(result.options) if result.options else "<p>No option qualifies.</p>"
+    chart = render_chart(result.options, importer) if result.options else "<p>No option qualifies.</p>"
     rejected = "".join(
         f"<li>{html.escape(reason)}: {n}</li>"
         for reason, n in sorted(result.rejected.items(), key=lambda kv: -kv[1])
