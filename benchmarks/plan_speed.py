@@ -70,6 +70,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as home:
         # an empty user data dir: the bundled catalog only, no user catalog merged in
         env = {**os.environ, "GPUWISE_DATA_DIR": home, "GPUWISE_CONFIG_DIR": home}
+        # .pyc files as users have them (pip compiles them at install; Python writes them on first import):
+        # a sandbox or CI that sets PYTHONDONTWRITEBYTECODE would otherwise recompile gpuwise on every run
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         _time(plan_cmd, env, 1)  # warm the OS file cache and .pyc files
         bare, bare_cpu = _time([sys.executable, "-c", "pass"], env, args.runs)
         planned, planned_cpu = _time(plan_cmd, env, args.runs)
