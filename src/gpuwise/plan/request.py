@@ -16,8 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from gpuwise.catalog.models import Offer
-    from gpuwise.catalog.offers import Catalog
+    from gpuwise.catalog.models import Catalog, Offer
     from gpuwise.catalog.reserved import ReservedRate
     from gpuwise.plan.models import Constraints, DataNeeds, PlanResult, Settings
     from gpuwise.plan.planner import ReservedLookup
