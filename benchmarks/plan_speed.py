@@ -6,11 +6,13 @@ each (user + system) is printed beside it: on a shared machine it moves less tha
 
 Then, in process, the planner itself (estimates, costs, picks, the top options built) over the bundled
 catalog and over a catalog ten times larger (every offer repeated in ten renamed regions), so that growth
-in the catalog shows. Target: the 10× catalog planned in under 1 s.
+in the catalog shows. Target: the 10× catalog planned in under 1 s. Last, the CPU cost of one estimate()
+(the planner's unit of work) for the workload on 1 to 300 H100s. Target: under 1 ms. (It was a timed unit
+test; speed belongs here, where a busy machine cannot fail the suite.)
 
     .venv/bin/python benchmarks/plan_speed.py [--runs 7] [--workload FILE] [--check]
 
-`--check` exits 1 when the ratio is over the target.
+`--check` exits 1 when any target is missed.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 TARGET_RATIO = 40.0
 TARGET_10X_S = 1.0
+TARGET_ESTIMATE_S = 1e-3  # one estimate() call; the planner makes thousands
 CANDIDATES = (
     REPO / "examples" / "llama3-8b-lora.toml",
     REPO / "tests" / "fixtures" / "plan" / "llama3-8b-lora.toml",
@@ -105,8 +108,14 @@ def main() -> int:
         f"{ten_cpu * 1000:8.1f} ms CPU (medians; target < {TARGET_10X_S:g} s CPU: "
         + ("met)" if ten_cpu < TARGET_10X_S else "MISSED)")
     )
+    per_call = _estimate_cost(workload)
+    print(
+        f"one estimate (the planner's unit of work, 1-300 H100s): {per_call * 1e6:8.0f} µs CPU "
+        f"(target < {TARGET_ESTIMATE_S * 1e3:g} ms: "
+        + ("met)" if per_call < TARGET_ESTIMATE_S else "MISSED)")
+    )
     print("(CPU time is what the planner costs; wall time also counts other processes on a busy machine)")
-    missed = ratio > TARGET_RATIO or ten_cpu >= TARGET_10X_S
+    missed = ratio > TARGET_RATIO or ten_cpu >= TARGET_10X_S or per_call >= TARGET_ESTIMATE_S
     return 1 if args.check and missed else 0
 
 
@@ -147,6 +156,22 @@ def _in_process(workload: Path, runs: int) -> tuple[tuple[float, float], tuple[f
     one = medians([once(offers) for _ in range(runs)])
     ten = medians([once(bigger) for _ in range(max(3, runs // 2))])
     return one, ten, len(offers)
+
+
+def _estimate_cost(workload: Path, calls: int = 300) -> float:
+    """Median CPU seconds of one estimate() over 1..`calls` GPUs (several passes), for the workload."""
+    from gpuwise.catalog.specs import resolve_gpu
+    from gpuwise.estimate import estimate
+    from gpuwise.workload import load_workload
+
+    work, gpu = load_workload(workload), resolve_gpu("H100")
+    passes = []
+    for _ in range(5):
+        cpu = time.process_time()
+        for count in range(1, calls + 1):
+            estimate(work, gpu, count, 1 if count <= 8 else None)
+        passes.append((time.process_time() - cpu) / calls)
+    return statistics.median(passes)
 
 
 if __name__ == "__main__":
