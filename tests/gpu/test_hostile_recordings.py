@@ -67,6 +67,16 @@ def test_a_csv_with_more_rows_than_a_replay_holds_is_refused(monkeypatch: pytest
         parse_query_csv(HEADER + ROW * 60)
 
 
+def test_a_header_thousands_of_columns_wide_is_refused_before_any_row_is_read() -> None:
+    """A 2.9 KB gzip (fuzz) unpacked to a 300,000-cell first line; judging it cell by cell took over 10 s of
+    CPU under the fuzz runner. The width alone says it is not a recording."""
+    wide = "index, " + ", ".join(["x"] * (smi_csv.MAX_CSV_COLUMNS + 10)) + "\n" + "0, 1\n" * 40
+    with pytest.raises(ReplayError, match=r"2,059 columns in its first row"):
+        parse_query_csv(wide)
+    at_limit = HEADER.rstrip("\n") + ", x" * (smi_csv.MAX_CSV_COLUMNS - HEADER.count(",") - 1) + "\n" + ROW
+    assert len(parse_query_csv(at_limit)) == 1
+
+
 def test_gzip_bomb_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
     """A 1.2 MB gzip once drove `idle replay` to 23 GB: the unpacked bound was 512 MiB, and 512 MiB of CSV
     rows take far more memory parsed. Now both the file and its unpacked text are bounded."""

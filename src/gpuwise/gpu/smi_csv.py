@@ -11,9 +11,9 @@ What real recordings also hold, and how it is read: `#` comment lines above the 
 repeated by appended runs (skipped), nvidia-smi's own messages between rows (skipped), a half-written last
 line (dropped), `name[unit]` headers without the space, old `[MB]` units (binary, like MiB), and two loggers'
 rows of one GPU at one stamp (every row kept; see `iter_snapshot_groups`). A file with no header at all
-(`--format=csv,noheader`) is refused with a message saying to keep the header. What is read is bounded: the
-file and its unpacked text (MAX_RECORDING_BYTES), the rows (MAX_CSV_ROWS), a cell (MAX_FIELD_CHARS) and the
-GPU indices (MAX_GPU_INDEX).
+(`--format=csv,noheader`) is refused with a message saying to keep the header. What is read is bounded:
+the file and its unpacked text (MAX_RECORDING_BYTES), the rows (MAX_CSV_ROWS), the columns
+(MAX_CSV_COLUMNS), a cell (MAX_FIELD_CHARS) and the GPU indices (MAX_GPU_INDEX).
 
 Timestamps (`2026/08/01 03:59:40.361`, the machine's wall clock without a zone; also ISO 8601 as loggers
 write it, with or without milliseconds, a zone suffix being ignored) are read *as if* UTC, so
@@ -128,6 +128,9 @@ MAX_FIELD_CHARS = 128 * 1024
 MAX_CSV_ROWS = 300_000
 # GPU indices a recording may name (0 to this): a host has at most a few dozen GPUs.
 MAX_GPU_INDEX = 255
+# Columns of a header: nvidia-smi --help-query-gpu lists a few hundred fields, a W&B system-metrics export
+# about 20 per GPU. A header far wider is not a recording, and every column costs work on every row.
+MAX_CSV_COLUMNS = 2048
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -188,6 +191,13 @@ def parse_query_csv(
         raise ReplayError(
             f"{source} is empty",
             fix="record one with nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv",
+        )
+    if len(header) > MAX_CSV_COLUMNS:
+        raise ReplayError(
+            f"{source} has {len(header):,} columns in its first row",
+            why=f"an nvidia-smi --query-gpu CSV or a W&B export has at most a few hundred "
+            f"(the limit is {MAX_CSV_COLUMNS:,})",
+            fix=RECORD_HINT,
         )
     if {cell.strip() for cell in header} >= WANDB_REQUIRED:
         translated = wandb_to_query_csv(_all_rows(header, rows, source))
@@ -343,7 +353,8 @@ def _sample(plan: ColumnPlan, row: list[str], ts: float, index: int) -> Sample:
 def looks_like_headerless_csv(text: str) -> bool:
     """Whether the first non-blank line is a `--format=csv,noheader` data row: comma-separated cells, one of
     them an nvidia-smi timestamp or most of them numbers (with or without units)."""
-    cells = [c.strip() for c in first_line(text).split(",")]
+    # the first 64 cells decide as well as all of them, and a line of 300,000 cells costs seconds
+    cells = [c.strip() for c in first_line(text).split(",", 64)[:64]]
     if len(cells) < 2:
         return False
     if any(parse_trace_time(c) is not None for c in cells):
