@@ -233,13 +233,19 @@ class Supervisor:
         return watch
 
     def _wait(self, proc: subprocess.Popen[bytes], forward: Callable[[int, FrameType | None], None]) -> int:
-        """Wait for the job; once a shutdown is requested it gets SIGTERM, then SIGKILL after the grace."""
+        """Wait for the job; once a shutdown is requested it gets SIGTERM, then SIGKILL after the grace.
+
+        A thread blocks in waitpid, so this loop wakes five times a second to look at the shutdown flag;
+        `Popen.wait(timeout=...)` polls instead, with sleeps of at most 50 ms (~45 wake-ups a second)."""
+        exited = threading.Event()
+
+        def reap() -> None:
+            proc.wait()
+            exited.set()
+
+        threading.Thread(target=reap, name="gpuwise-job-wait", daemon=True).start()
         kill_at: float | None = None
-        while True:
-            try:
-                return proc.wait(timeout=0.2)
-            except subprocess.TimeoutExpired:
-                pass
+        while not exited.wait(0.2):
             if self._terminate.is_set() and kill_at is None:
                 log.warning(
                     "%s: sending SIGTERM to the job; %g s to write a final checkpoint",
@@ -252,6 +258,7 @@ class Supervisor:
                 log.warning("the job did not exit within %g s: SIGKILL", self.opts.grace_s)
                 forward(signal.SIGKILL, None)
                 kill_at = float("inf")
+        return proc.wait()
 
     def _approve_notices(self, flushed: bool) -> None:
         """Azure lets a VM approve its eviction early; that is safe only once the final checkpoint landed."""
