@@ -166,21 +166,11 @@ def replay(
     end = observations[-1].timestamp_s if observations else None
     if last is not None:
         close(last.timestamp_s, "stop" if last.state == IdleState.STOPPING else "end of trace")
-    if last is not None and last.state == IdleState.STOPPING:
-        return ReplayResult(
-            last.timestamp_s,
-            last.reason,
-            n_samples,
-            len(observations),
-            first,
-            end,
-            max_idle,
-            tuple(stretches),
-            policy.config,
-            gpus,
-        )
+    stop_at: float | None = None
     if last is None:
         reason = "no stop: the trace holds no samples"
+    elif last.state == IdleState.STOPPING:
+        stop_at, reason = last.timestamp_s, last.reason
     else:
         cfg = policy.config
         reason = (
@@ -195,7 +185,7 @@ def replay(
             )
         )
     return ReplayResult(
-        None,
+        stop_at,
         reason,
         n_samples,
         len(observations),
