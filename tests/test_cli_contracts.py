@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwise.cli.main import app, main
+from gpuwise.cli.main import full_app, main
 
 REPO = Path(__file__).resolve().parent.parent
 WORKLOAD = REPO / "examples" / "llama3-8b-lora.toml"
@@ -630,7 +630,7 @@ def test_closed_stdout_is_not_a_traceback(argv: list[str]) -> None:
 def _commands() -> list[tuple[str, object]]:
     import typer.main
 
-    root = typer.main.get_command(app)
+    root = typer.main.get_command(full_app())
     found: list[tuple[str, object]] = []
 
     def walk(cmd: object, path: str) -> None:

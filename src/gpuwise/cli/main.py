@@ -6,15 +6,14 @@ The traceback is shown only with --debug.
 
 from __future__ import annotations
 
+import importlib
 import sys
-from typing import Annotated
+from typing import Annotated, Any, NamedTuple
 
 import typer
 from rich.markup import escape
 
 from gpuwise import __version__
-from gpuwise.cli import catalog, doctor, estimate, exporter, idle, monitor, plan, schema
-from gpuwise.cli import run as run_cli
 from gpuwise.cli.output import err_console
 from gpuwise.errors import GpuwiseError
 
@@ -52,17 +51,62 @@ def _root(
     _debug = debug
 
 
-app.add_typer(catalog.app, name="catalog")
-app.command("estimate")(estimate.estimate)
-app.command("plan")(plan.plan)
-app.command("doctor")(doctor.doctor)
-app.command("monitor")(monitor.monitor)
-app.command("exporter")(exporter.exporter)
-app.add_typer(idle.app, name="idle")
-app.command("schema")(schema.schema)
-app.command("run", context_settings={"allow_interspersed_args": False})(run_cli.run)
-app.add_typer(run_cli.checkpoints_app, name="checkpoints")
-app.command("ledger")(run_cli.ledger)
+class _Entry(NamedTuple):
+    """Where a sub-command lives: imported only when it runs (or when every command must be listed)."""
+
+    module: str
+    attribute: str
+    group: bool = False  # a typer.Typer with sub-commands of its own, not one function
+    context_settings: dict[str, Any] | None = None
+
+
+# One entry per sub-command, in alphabetical order. `gpuwise plan …` imports the plan command's module and
+# nothing else: importing every command's module cost ~80 ms of a ~0.7 s plan (benchmarks/plan_speed.py).
+_COMMANDS: dict[str, _Entry] = {
+    "catalog": _Entry("gpuwise.cli.catalog", "app", group=True),
+    "checkpoints": _Entry("gpuwise.cli.run", "checkpoints_app", group=True),
+    "doctor": _Entry("gpuwise.cli.doctor", "doctor"),
+    "estimate": _Entry("gpuwise.cli.estimate", "estimate"),
+    "exporter": _Entry("gpuwise.cli.exporter", "exporter"),
+    "idle": _Entry("gpuwise.cli.idle", "app", group=True),
+    "ledger": _Entry("gpuwise.cli.run", "ledger"),
+    "monitor": _Entry("gpuwise.cli.monitor", "monitor"),
+    "plan": _Entry("gpuwise.cli.plan", "plan"),
+    "run": _Entry("gpuwise.cli.run", "run", context_settings={"allow_interspersed_args": False}),
+    "schema": _Entry("gpuwise.cli.schema", "schema"),
+}
+# the root options that come before a command name and take no value
+_ROOT_FLAGS = frozenset({"--debug", "--version", "--help", "-h", "--install-completion", "--show-completion"})
+_registered: set[str] = set()
+
+
+def _register(names: list[str]) -> None:
+    """Add these sub-commands to the app (once each), importing their modules now."""
+    for name in names:
+        if name in _registered:
+            continue
+        entry = _COMMANDS[name]
+        target = getattr(importlib.import_module(entry.module), entry.attribute)
+        if entry.group:
+            app.add_typer(target, name=name)
+        else:
+            app.command(name, context_settings=entry.context_settings)(target)
+        _registered.add(name)
+
+
+def _command_named(args: list[str]) -> str | None:
+    """The sub-command these arguments run, when it is a known one and only root flags precede it."""
+    for arg in args:
+        if arg in _ROOT_FLAGS:
+            continue
+        return arg if arg in _COMMANDS else None
+    return None
+
+
+def full_app() -> typer.Typer:
+    """The app with every sub-command registered (help, completion, unknown commands and tests)."""
+    _register(sorted(_COMMANDS))
+    return app
 
 
 # typer vendors click; every command-line parsing error (missing option, bad number, unknown option or
@@ -89,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (the console script passes it to sys.exit)."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
+    only = _command_named(args)
+    _register([only] if only is not None else sorted(_COMMANDS))
     try:
         # not standalone: parsing errors come back here and are printed like every other bad input
         result = app(args=args, prog_name="gpuwise", standalone_mode=False)
