@@ -11,10 +11,9 @@ import sys
 from typing import Annotated, Any, NamedTuple
 
 import typer
-from rich.markup import escape
 
 from gpuwise import __version__
-from gpuwise.cli.output import err_console
+from gpuwise.cli import output
 from gpuwise.errors import GpuwiseError
 
 app = typer.Typer(
@@ -122,10 +121,12 @@ def _usage_error(exc: Exception) -> int:
         if message:  # typer's rich help printed itself and left the message empty
             typer.echo(message)
         return 2
+    from rich.markup import escape
+
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "gpuwise"
     fix = f"To fix: see `{escape(where)} --help` for the options."
-    err_console.print(f"[bold red]Error:[/] {escape(message.rstrip('.'))}. {fix}", soft_wrap=True)
+    output.err_console.print(f"[bold red]Error:[/] {escape(message.rstrip('.'))}. {fix}", soft_wrap=True)
     return 2
 
 
@@ -144,9 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     except _UsageError as exc:
         return _usage_error(exc)
     except GpuwiseError as exc:
+        from rich.markup import escape
+
         if debug or _debug:
-            err_console.print_exception()
-        err_console.print(f"[bold red]Error:[/] {escape(exc.render())}", soft_wrap=True)
+            output.err_console.print_exception()
+        output.err_console.print(f"[bold red]Error:[/] {escape(exc.render())}", soft_wrap=True)
         return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
         return 130
