@@ -120,14 +120,19 @@ def _render(est: Estimate, path: str, name: str) -> None:
     mem = Table(title=f"Memory per GPU — {title}", title_justify="left")
     mem.add_column("part")
     mem.add_column("GiB", justify="right")
-    for label, value in (
-        ("weights", m.weights),
-        ("gradients", m.gradients),
-        ("optimizer states", m.optimizer),
-        ("activations", m.activations),
-        ("KV cache", m.kv_cache),
-        ("runtime overhead", m.overhead),
-    ):
+    parts = (
+        (("measured peak (all parts together)", m.overhead),)
+        if est.stack == "measured"
+        else (
+            ("weights", m.weights),
+            ("gradients", m.gradients),
+            ("optimizer states", m.optimizer),
+            ("activations", m.activations),
+            ("KV cache", m.kv_cache),
+            ("runtime overhead", m.overhead),
+        )
+    )
+    for label, value in parts:
         mem.add_row(label, f"{value / GIB:,.1f}")
     verdict = {
         "fits": "[green]fits[/]",
@@ -162,7 +167,8 @@ def _render(est: Estimate, path: str, name: str) -> None:
                 f"{format_hours(est.hours_low)} – {format_hours(est.hours_high)} ({est.stack or 'stack'})",
             )
         perf.add_row("GPU-hours", f"{est.gpu_hours:,.1f}" if finite else "∞")
-        perf.add_row("MFU", f"{est.mfu:.0%}")
+        if math.isfinite(est.mfu):  # a measured task's FLOPs are unknown
+            perf.add_row("MFU", f"{est.mfu:.0%}")
         if est.meets_target is not None:
             perf.add_row("meets target rate", "yes" if est.meets_target else "[red]no[/]")
     perf.add_row("bottleneck", est.bottleneck.replace("_", " "))

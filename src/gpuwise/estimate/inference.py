@@ -47,7 +47,7 @@ def inference_estimate(
     """Memory, throughput and hours of the inference workload `w` on `count` × `gpu` over `nodes` nodes."""
     inf = w.inference
     assert inf is not None
-    m = w.model
+    m = w.arch
     tp = inf.tensor_parallel
     capacity = gpu.memory_gib * GIB
     transformer = m.kind == "transformer"
@@ -88,7 +88,7 @@ def _weights_bytes_per_param(precision: str, notes: Notes) -> float:
 def _memory(w: Workload, inf: InferenceSpec, notes: Notes) -> tuple[MemoryBreakdown, float, float]:
     """(memory per GPU, weight bytes per GPU, KV-cache bytes per token per GPU) of one replica at its
     concurrency, every sequence at its full context."""
-    m = w.model
+    m = w.arch
     tp = inf.tensor_parallel
     layers = m.layers or 0
     c = inf.concurrency
@@ -140,7 +140,7 @@ def _efficiencies(
 def _per_sample(s: _Serving, *, used: str, weights: float, bw_eff: float) -> Estimate:
     """A model without decode steps (CNN, diffusion, generic): a batch of `concurrency` samples per step,
     bound by compute or by reading the weights."""
-    m, inf, notes = s.w.model, s.inf, s.notes
+    m, inf, notes = s.w.arch, s.inf, s.notes
     tp = inf.tensor_parallel
     c = inf.concurrency
     # Same efficiency as training for this kind (convolutions, norms and data movement, not big GEMMs).
@@ -168,7 +168,7 @@ def _prefill_and_decode(
 ) -> Estimate:
     """A transformer replica serves cohorts of `concurrency` requests: every prompt prefilled, then
     output_tokens decode steps, each bound by streaming weights + KV cache or by compute, plus overhead."""
-    m, inf, gpu, notes = s.w.model, s.inf, s.gpu, s.notes
+    m, inf, gpu, notes = s.w.arch, s.inf, s.gpu, s.notes
     tp = inf.tensor_parallel
     gpn = math.ceil(s.count / s.nodes)
     layers = m.layers or 0
