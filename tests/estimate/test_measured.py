@@ -165,7 +165,11 @@ def test_bad_measured_workloads_exit_2_naming_the_file(
 
 def test_a_measured_task_takes_no_model_section(tmp_path: Path) -> None:
     shutil.copy(BENCH / "task-h100-compute.json", tmp_path / "r.json")
-    data = {"task": "measured", "model": {"preset": "llama-3-8b"}, "measured": {"result": "r.json", "units": 1.0}}
+    data = {
+        "task": "measured",
+        "model": {"preset": "llama-3-8b"},
+        "measured": {"result": "r.json", "units": 1.0},
+    }
     with pytest.raises(ConfigError, match=r"takes \[measured\], not \[model\]"):
         parse_workload(data, str(tmp_path / "w.toml"))
     with pytest.raises(ConfigError, match=r"needs a \[measured\] section"):

@@ -42,8 +42,11 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
         typer.Option(
             "--calibration",
             help=(
-                "JSON of efficiencies measured on this GPU: "
-                '{"results": [{"task": "gemm_bf16", "fraction_of_peak": 0.7}]}.'
+                "A `gpuwise bench --json` result, "
+                '{"machine": {"gpu": "H100"}, "results": [{"task": "gemm_bf16", "fraction_of_peak": 0.7}]} '
+                "(GEMM, memory_bandwidth, train_step_transformer mfu: they replace the default efficiency "
+                "on that GPU, and scale the default of other GPUs of its generation), or a `gpuwise report "
+                "--save-calibration` file (actual/planned hours per GPU and task, applied to that GPU only)."
             ),
         ),
     ] = None,

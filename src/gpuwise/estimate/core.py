@@ -21,6 +21,7 @@ from gpuwise.errors import ConfigError
 from gpuwise.estimate import interconnect_constants as NET  # noqa: N812 - the links table
 from gpuwise.estimate import memory_constants as MEM  # noqa: N812 - the memory constants table
 from gpuwise.estimate.calibration import Calibration
+from gpuwise.estimate.calibration_report import apply_hours_ratio
 from gpuwise.estimate.inference import inference_estimate
 from gpuwise.estimate.measured import measured_estimate
 from gpuwise.estimate.models import Estimate
@@ -71,7 +72,12 @@ def estimate(  # noqa: PLR0917 - the positional (workload, gpu, count, nodes, ca
         )
     notes = Notes()
     if workload.task == "measured":
-        return measured_estimate(workload, gpu, count=count, nodes=n_nodes, notes=notes)
+        if calibration is not None and calibration.kind == "bench":
+            notes.add(
+                f"calibration {calibration.source}: not used for a measured task (its speed is measured)"
+            )
+        est = measured_estimate(workload, gpu, count=count, nodes=n_nodes, notes=notes)
+        return apply_hours_ratio(est, calibration, workload.task)
     if workload.arch.preset:
         notes.add(f"model {workload.arch.preset}: {workload.arch.source}")
     if workload.train is not None:
@@ -90,7 +96,7 @@ def estimate(  # noqa: PLR0917 - the positional (workload, gpu, count, nodes, ca
             workload, gpu, count=count, nodes=n_nodes, calibration=calibration, notes=notes
         )
         stack = "inference"
-    return _finish(est, workload, stack, notes)
+    return apply_hours_ratio(_finish(est, workload, stack, notes), calibration, workload.task)
 
 
 def _finish(est: Estimate, w: Workload, stack_name: str, notes: Notes) -> Estimate:
