@@ -112,6 +112,19 @@ def test_more_gpus_scale_linearly_and_say_so() -> None:
     assert any("scaled linearly" in a for a in four.assumptions)
 
 
+def test_the_gpus_the_task_used_can_be_said(tmp_path: Path) -> None:
+    data = _fixture()
+    data["machine"]["gpus"] = 8  # an 8-GPU machine: by default all 8 produced the measured speed
+    (tmp_path / "r.json").write_text(json.dumps(data), encoding="utf-8")
+    spec = {"result": "r.json", "units": UNITS}
+    whole = parse_workload({"task": "measured", "measured": spec}, str(tmp_path / "w.toml"))
+    one = parse_workload({"task": "measured", "measured": {**spec, "gpus": 1}}, str(tmp_path / "w.toml"))
+    h100 = resolve_gpu("H100")
+    assert estimate(whole, h100).hours == pytest.approx(8 * UNITS * SPU / 3600)
+    assert any("all 8 working together" in a for a in estimate(whole, h100).assumptions)
+    assert estimate(one, h100).hours == pytest.approx(UNITS * SPU / 3600)
+
+
 def test_json_has_no_mfu_and_the_cli_prints_the_measured_peak(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["estimate", str(RENDER), "--gpu", "A100-80GB", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -150,6 +163,16 @@ def _fixture(name: str = "task-h100-compute.json") -> dict[str, Any]:
         (_fixture(), 'result = "r.json"\nunits = 0', "greater than 0"),
         (_fixture(), 'result = "r.json"\nunits = 10\nmeasurement = 1', "unknown key 'measured.measurement'"),
         ({**_fixture(), "machine": {"gpu": "Quantum-9000"}}, 'result = "r.json"\nunits = 10', "spec table"),
+        (
+            {**_fixture(), "machine": {"gpu": None, "gpu_name": "Quantum 9000"}},
+            'result = "r.json"\nunits = 1',
+            "Quantum 9000",
+        ),
+        (
+            {**_fixture(), "task": {**_fixture()["task"], "problems": ["the command exited with code 1"]}},
+            'result = "r.json"\nunits = 10',
+            "incomplete measurement: the command exited with code 1",
+        ),
     ],
 )
 def test_bad_measured_workloads_exit_2_naming_the_file(

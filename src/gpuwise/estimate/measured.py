@@ -102,8 +102,14 @@ def measured_estimate(w: Workload, gpu: GpuSpec, *, count: int, nodes: int, note
     ratios = _ratios(ref, gpu, spec.precision)
     point, fast, rule = _rule(m.bound, ratios)
     notes.add(m.describe() + (f"; command: {m.command}" if m.command else ""))
+    if spec.gpus is None and m.gpus > 1:
+        notes.add(
+            f"the measured machine had {m.gpus} GPUs: the time per unit is taken as all {m.gpus} working "
+            "together (write [measured] gpus = 1 if the task used one)"
+        )
     unit = spec.unit or m.unit or "unit"
-    scale = count / m.gpus
+    measured_gpus = spec.gpus or m.gpus
+    scale = count / measured_gpus
     verdict = _fit(m, gpu, notes)
     base = Estimate(
         gpu=gpu.name,
@@ -131,8 +137,8 @@ def measured_estimate(w: Workload, gpu: GpuSpec, *, count: int, nodes: int, note
     )
     if scale != 1:
         notes.add(
-            f"{count} GPUs vs the {m.gpus} measured: speed scaled linearly (optimistic for a task that does "
-            "not split its work across GPUs" + (f" or over {nodes} nodes)" if nodes > 1 else ")")
+            f"{count} GPUs vs the {measured_gpus} measured: speed scaled linearly (optimistic for a task "
+            "that does not split its work across GPUs" + (f" or over {nodes} nodes)" if nodes > 1 else ")")
         )
     seconds_per_unit = m.seconds_per_unit / (point * scale)
     hours = spec.units * seconds_per_unit / 3600.0

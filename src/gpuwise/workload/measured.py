@@ -83,6 +83,8 @@ class MeasuredSpec(BaseModel):
     result: str = Field(min_length=1)
     units: float = Field(gt=0)
     unit: str | None = None
+    # GPUs the measured task used; None = every GPU of the measured machine ('machine.gpus').
+    gpus: int | None = Field(default=None, ge=1)
     # The precision family the task computes in, for the compute-bound rule; None = not said (the more
     # conservative of the fp32 and bf16 ratios is used, and said).
     precision: MeasuredPrecision | None = None
@@ -126,6 +128,20 @@ def parse_measurement(data: Any, source: str) -> Measurement:
     machine: dict[str, Any] = raw_machine if isinstance(raw_machine, dict) else {}
     task: dict[str, Any] = data["task"]
     gpu = _text(machine, "gpu")
+    problems = task.get("problems")
+    if isinstance(problems, list) and problems:
+        raise _bad(
+            source,
+            "is an incomplete measurement: " + "; ".join(str(p) for p in problems),
+            fix="fix what it says and run `gpuwise bench task` again",
+        )
+    if gpu is None and _text(machine, "gpu_name"):
+        raise _bad(
+            source,
+            f"its GPU {_text(machine, 'gpu_name')!r} is not one gpuwise knows ('machine.gpu' is null): there "
+            "is no datasheet figure to scale from",
+            fix="measure on a GPU that `gpuwise catalog gpus` lists",
+        )
     if gpu is None:
         raise _bad(
             source,

@@ -37,6 +37,7 @@ DESCRIPTIONS: dict[str, str] = {
     "been measured on a GPU.",
     "measured.units": "The whole job, in the unit of the measurement (frames, samples, steps, …).",
     "measured.unit": "The unit's name; checked against the result's unit when both are given.",
+    "measured.gpus": "GPUs the measured task used; default: every GPU of the measured machine.",
     "measured.precision": "The precision family the task computes in, for the compute-bound ratio; "
     "absent: the more conservative of the fp32 and bf16 ratios.",
     "measured.measurement": "What gpuwise read from `result` (filled in when the file is loaded; not "
