@@ -40,7 +40,9 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         Path | None,
         typer.Option(
             "--calibration",
-            help="A JSON file of efficiencies measured on the GPU (fraction of peak per task).",
+            help="A `gpuwise bench --json` result (measured efficiencies: that GPU, and the ratio for its "
+            "generation) or a `gpuwise report --save-calibration` file (actual/planned hours per GPU and "
+            "task). Every use is stated in the assumptions.",
         ),
     ] = None,
     as_json: Annotated[
