@@ -5,6 +5,7 @@ Top-level imports stay cheap: the template room is imported inside the command.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -61,9 +62,13 @@ def init(
         )
         return
     for written in result.written:
-        console.print(f"wrote {escape(str(directory / written))}")
+        console.print(f"wrote {escape(str(directory / written))}", soft_wrap=True)
     for kept in result.kept:
-        console.print(f"kept  {escape(str(directory / kept))} (already there; not overwritten)")
+        console.print(
+            f"kept  {escape(str(directory / kept))} (already there; not overwritten)", soft_wrap=True
+        )
     console.print(
-        f"\nNext: cd {escape(str(directory))} && python train.py --smoke\nREADME.md has the steps after that."
+        f"\nNext: cd {escape(shlex.quote(str(directory)))} && python train.py --smoke\n"
+        "README.md has the steps after that.",
+        soft_wrap=True,
     )

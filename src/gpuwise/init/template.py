@@ -13,6 +13,7 @@ import errno
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -84,8 +85,9 @@ def _check_directory(directory: Path, force: bool) -> None:
         )
 
 
-def _create(target: Path, text: str) -> bool:
-    """Write `target` whole if no file of that name exists; False when one does (it is left alone)."""
+def _create(target: Path, text: str, *, link: Callable[[str, Path], None] = os.link) -> bool:
+    """Write `target` whole if no file of that name exists; False when one does (it is left alone).
+    `link` is os.link (tests give one that fails as it does where a filesystem has no hard links)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         umask = os.umask(0)
@@ -96,7 +98,7 @@ def _create(target: Path, text: str) -> bool:
             fh.flush()
             os.fsync(fh.fileno())
         try:
-            os.link(tmp, target)
+            link(tmp, target)
         except FileExistsError:
             return False
         except OSError as exc:
