@@ -35,9 +35,10 @@ def init(
 ) -> None:
     """Write a training project: train.py, workload.toml, Dockerfile, skypilot.yaml and README.md.
 
-    train.py is PyTorch with AMP, DDP through torchrun, checkpoints that `gpuwise run` syncs, resume and a
-    SIGTERM handler; `python train.py --smoke` proves training, evaluation, saving and loading on the CPU
-    in seconds. Existing files are never overwritten.
+    train.py is PyTorch with AMP, DDP through torchrun, checkpoints that `gpuwise run` syncs, resume,
+    and a final checkpoint on SIGTERM.
+    `python train.py --smoke` trains, evaluates, saves and loads on the CPU in seconds.
+    A folder that is not empty needs --force; existing files are never overwritten.
 
     Example: gpuwise init my-project && cd my-project && python train.py --smoke
     """
