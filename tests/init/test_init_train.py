@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -85,7 +86,7 @@ def test_sigterm_saves_and_the_next_run_resumes_without_gpuwise(project: Path, t
     assert "smoke test passed" in r.stdout
 
 
-def test_under_gpuwise_run_sigterm_syncs_the_final_checkpoint_and_resume_continues(
+def test_under_gpuwise_run_sigterm_syncs_the_final_checkpoint_and_a_new_machine_resumes(
     project: Path, tmp_path: Path
 ) -> None:
     ckpt, remote = tmp_path / "ckpt", tmp_path / "remote"
@@ -97,6 +98,7 @@ def test_under_gpuwise_run_sigterm_syncs_the_final_checkpoint_and_resume_continu
     assert "written by gpuwise.checkpoint" in out
     assert (remote / "tpl" / f"step-{step}" / "gpuwise-manifest.json").is_file()  # uploaded before exit
 
+    shutil.rmtree(ckpt)  # the relaunch lands on a new machine: only the remote copy is left
     r = subprocess.run(
         [*gw, "--resume", "--", *job, "--steps", str(step + 4)],
         cwd=project,
