@@ -5,8 +5,10 @@ from __future__ import annotations
 import errno
 import itertools
 import json
+import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +39,10 @@ def test_writes_every_file_named_after_the_folder(tmp_path: Path, capsys: pytest
     assert f"cd '{directory}' && python train.py --smoke" in out
     assert 'name = "my-model-v2"' in (directory / "workload.toml").read_text(encoding="utf-8")
     assert "docker build -t my-model-v2 ." in (directory / "README.md").read_text(encoding="utf-8")
+    umask = os.umask(0)
+    os.umask(umask)
+    # the user's files, readable as any file they create (the temporary file's private 0600 is not kept)
+    assert {stat.S_IMODE((directory / n).stat().st_mode) for n in FILES} == {0o666 & ~umask}
 
 
 def test_a_non_empty_folder_is_refused_and_left_as_it_was(

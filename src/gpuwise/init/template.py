@@ -92,8 +92,8 @@ def _create(target: Path, text: str, *, link: Callable[[str, Path], None] = os.l
     try:
         umask = os.umask(0)
         os.umask(umask)
-        Path(tmp).chmod(0o666 & ~umask)  # what a plain open() would give, not mkstemp's 0600
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o666 & ~umask)  # what a plain open() would give, not mkstemp's 0600
             fh.write(text.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
@@ -118,9 +118,8 @@ def write_project(directory: Path, *, name: str | None = None, force: bool = Fal
     Raises OSError when a file cannot be written (the files written before it stay, each whole)."""
     project = check_name(name) if name is not None else name_from(directory)
     _check_directory(directory, force)
-    texts = {
-        written: render(template, project) for written, template in FILES.items()
-    }  # all before any write
+    # every template read before the first write: a broken installation fails with nothing written
+    texts = {written: render(template, project) for written, template in FILES.items()}
     directory.mkdir(parents=True, exist_ok=True)
     result = InitResult(directory, project)
     for written, text in texts.items():
