@@ -39,6 +39,7 @@ ALLOWED: dict[str, set[str]] = {
     "export": {"plan", "catalog", "estimate", "workload"},
     "setup": {"doctor", "catalog"},
     "locale": set(),
+    "init": set(),  # the project template writer (`gpuwise init`): leaves only
     "cli": {"*"},
 }
 

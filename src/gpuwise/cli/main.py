@@ -23,6 +23,7 @@ app = typer.Typer(
         "plan ranks every offer by the total cost of your workload; estimate says whether it fits and how "
         "long it takes; catalog lists GPUs and dated prices; doctor diagnoses a GPU machine; monitor and "
         "exporter watch it; idle stops it when nobody uses it."
+        " init writes a training project (train.py, workload, Dockerfile, SkyPilot task) that resumes."
     ),
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
@@ -68,6 +69,7 @@ _COMMANDS: dict[str, _Entry] = {
     "estimate": _Entry("gpuwise.cli.estimate", "estimate"),
     "exporter": _Entry("gpuwise.cli.exporter", "exporter"),
     "idle": _Entry("gpuwise.cli.idle", "app", group=True),
+    "init": _Entry("gpuwise.cli.init", "init"),
     "ledger": _Entry("gpuwise.cli.run", "ledger"),
     "monitor": _Entry("gpuwise.cli.monitor", "monitor"),
     "plan": _Entry("gpuwise.cli.plan", "plan"),
