@@ -15,10 +15,12 @@ import os
 import shlex
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuwise import httpclient
 from gpuwise.idle.providers.metadata import (
     AZURE_API_VERSION,
     IDENTITY,
@@ -28,7 +30,7 @@ from gpuwise.idle.providers.metadata import (
     detect_provider,
     metadata_text_or_none,
 )
-from gpuwise.webhook import post_json, redact_url
+from gpuwise.webhook import chat_fields, post_json, redact_url
 
 __all__ = [
     "AZURE_API_VERSION",
@@ -41,6 +43,7 @@ __all__ = [
     "Runner",
     "detect_provider",
     "metadata_text_or_none",
+    "notice_text",
     "post_webhook",
     "stop_argv",
     "wall",
@@ -133,10 +136,39 @@ class Runner:
         return result
 
 
-def post_webhook(url: str, payload: Mapping[str, Any], *, timeout_s: float = 10.0) -> str | None:
-    """POST `payload` as JSON. Returns None on success, else an error text without the URL's secrets."""
+# A notice is tried 3 times, 1 s then 2 s apart (jittered), on 429/5xx and connection errors.
+WEBHOOK_RETRY = httpclient.Retry(attempts=3, backoff_s=1.0, max_backoff_s=10.0, max_retry_after_s=30.0)
+
+
+def notice_text(payload: Mapping[str, Any]) -> str:
+    """The one line a person reads in Slack or Discord, when the event did not bring its own."""
+    event = str(payload.get("event", "notice"))
+    host = payload.get("host", "?")
+    head = f"gpuwise idle on {host}"
+    if payload.get("dry_run"):
+        head += " [dry run]"
+    if event == "warning" and payload.get("stop_in_min") is not None:
+        return f"{head}: will stop in {payload['stop_in_min']:g} min. {payload.get('reason', '')}".strip()
+    return f"{head}: {event.replace('_', ' ')}. {payload.get('reason', '')}".strip()
+
+
+def post_webhook(
+    url: str,
+    payload: Mapping[str, Any],
+    *,
+    timeout_s: float = 10.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str | None:
+    """POST `payload` as JSON, with a `text` (and for Discord a `content`) field so chat services show it;
+    retried per WEBHOOK_RETRY. Returns None on success, else an error text without the URL's secrets."""
+    body = {**payload, **chat_fields(url, str(payload.get("text") or notice_text(payload)))}
     problem = post_json(
-        url, json.dumps(payload).encode("utf-8"), user_agent="gpuwise-idle", timeout_s=timeout_s
+        url,
+        json.dumps(body).encode("utf-8"),
+        user_agent="gpuwise-idle",
+        timeout_s=timeout_s,
+        retry=WEBHOOK_RETRY,
+        sleep=sleep,
     )
     return None if problem is None else f"webhook {redact_url(url)} {problem}"
 

@@ -209,7 +209,7 @@ class IdleDaemon:
             "dry_run": self.dry_run,
             **extra,
         }
-        error = post_webhook(url, payload)
+        error = post_webhook(url, payload, sleep=self.sleep)
         if error:
             log.warning("%s", error)
         else:
