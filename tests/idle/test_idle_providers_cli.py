@@ -52,3 +52,51 @@ def test_bad_stop_key_is_exit_2_with_a_hint(tmp_path: Path, capsys: pytest.Captu
     assert main(["idle", "status", "--config", str(config)]) == 2
     err = capsys.readouterr().err
     assert "Did you mean 'shutdown'?" in err and "Traceback" not in err
+
+
+def _clean_env(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    import os
+
+    for name in list(os.environ):
+        if name.startswith(("RUNPOD_", "VAST_", "CONTAINER_", "LAMBDA_", "TENCENTCLOUD_", "HUAWEICLOUD_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+
+
+def _this_machine(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, object]:
+    argv = ["idle", "providers", "--this-machine", "--json", "--metadata-url", "http://127.0.0.1:9", *extra]
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+def test_this_machine_on_a_runpod_pod(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _clean_env(monkeypatch, tmp_path)
+    monkeypatch.setenv("RUNPOD_POD_ID", "pod-9")
+    monkeypatch.setenv("RUNPOD_API_KEY", "rp-NEVER-PRINTED")
+    out = _this_machine(capsys)
+    assert out["provider"] == "runpod" and out["ids"] == {"instance_id": "pod-9"} and out["ready"] is True
+    assert out["steps"] == ["RunPod: stop pod pod-9", "shutdown -h now"]
+    assert out["credentials"] == "found in RUNPOD_API_KEY"
+    assert main(["idle", "providers", "--this-machine", "--metadata-url", "http://127.0.0.1:9"]) == 0
+    text = capsys.readouterr().out
+    assert "rp-NEVER-PRINTED" not in text and "ready" in text
+
+
+def test_this_machine_says_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _clean_env(monkeypatch, tmp_path)
+    monkeypatch.setenv("VAST_CONTAINERLABEL", "C.555")
+    out = _this_machine(capsys)
+    assert out["provider"] == "vast" and out["ready"] is False
+    assert "VAST_API_KEY" in str(out["credentials"])
+    (tmp_path / ".config" / "vastai").mkdir(parents=True)
+    (tmp_path / ".config" / "vastai" / "vast_api_key").write_text("k\n", encoding="utf-8")
+    assert _this_machine(capsys)["ready"] is True
+    monkeypatch.delenv("VAST_CONTAINERLABEL")
+    config = tmp_path / "config.toml"
+    config.write_text("[idle]\nfallback = []\n", encoding="utf-8")
+    out = _this_machine(capsys, "--config", str(config))
+    assert out["provider"] is None and out["steps"] == [] and out["ready"] is False

@@ -364,11 +364,26 @@ def status(json_out: JsonOpt = False, config: ConfigOpt = None) -> None:
 
 
 @app.command("providers")
-def providers(json_out: JsonOpt = False) -> None:
+def providers(
+    json_out: JsonOpt = False,
+    this_machine: Annotated[
+        bool,
+        typer.Option(
+            "--this-machine",
+            help="Say which provider this machine is, what the daemon would run to stop it and whether the "
+            "credentials are there (asks the metadata services; stops nothing).",
+        ),
+    ] = False,
+    config: ConfigOpt = None,
+    metadata_url: Annotated[str | None, typer.Option("--metadata-url", hidden=True)] = None,
+) -> None:
     """What each stop action does to the bill and to the disk, how the instance is found, what it needs."""
     from gpuwise.cli.output import console, print_json
     from gpuwise.idle.providers.table import PROVIDER_ACTIONS
 
+    if this_machine:
+        _this_machine(_settings(config), metadata_url, json_out)
+        return
     if json_out:
         print_json([p.to_json() for p in PROVIDER_ACTIONS])
         return
@@ -388,3 +403,32 @@ def providers(json_out: JsonOpt = False) -> None:
         markup=False,
         soft_wrap=True,
     )
+
+
+def _this_machine(settings: IdleSettings, metadata_url: str | None, json_out: bool) -> None:
+    from gpuwise.cli.output import console, print_json
+    from gpuwise.idle.actions import MetadataEndpoints
+    from gpuwise.idle.providers.base import StopContext
+    from gpuwise.idle.providers.check import check_machine
+    from gpuwise.idle.providers.plan import STEPS
+
+    ctx = StopContext(
+        api_urls=dict.fromkeys(STEPS, settings.api_url) if settings.api_url else {},
+        instance_id=settings.instance_id,
+        allow_terminate=settings.allow_terminate,
+    )
+    endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
+    check = check_machine(
+        settings.action, command=settings.command, fallback=settings.fallback, ctx=ctx, endpoints=endpoints
+    )
+    if json_out:
+        print_json(check.to_json())
+        return
+    if check.provider is None:
+        console.print(f"this machine: no provider identified (action = {settings.action!r})", markup=False)
+    else:
+        console.print(f"this machine: {check.provider} {check.ids} (found by {check.found_by})", markup=False)
+        console.print(f"credentials: {check.credentials}", markup=False, soft_wrap=True)
+    steps = " -> ".join(check.steps) or "nothing: no provider identified and no fallback"
+    console.print(f"a stop would try: {steps}", markup=False, soft_wrap=True)
+    console.print("ready" if check.ready else "NOT READY: the first stop step would fail", markup=False)
