@@ -282,7 +282,7 @@ def test_cli_providers_run_their_own_cli(tmp_path: Path, provider: str, expected
     [
         ({"RUNPOD_POD_ID": "abc123xyz", "RUNPOD_GPU_COUNT": "1"}, "runpod", "abc123xyz"),
         ({"VAST_CONTAINERLABEL": "C.98765", "PUBLIC_IPADDR": "1.2.3.4"}, "vast", "98765"),
-        ({"CONTAINER_ID": "98765"}, "vast", "98765"),
+        ({"CONTAINER_ID": "98765", "VAST_TCP_PORT_22": "40022"}, "vast", "98765"),
     ],
 )
 def test_identity_from_the_platforms_variables(
@@ -290,6 +290,11 @@ def test_identity_from_the_platforms_variables(
 ) -> None:
     found = identify(None, _ctx(tmp_path, None, env=env), UNREACHABLE)
     assert found is not None and (found.provider, found.ids) == (provider, {"instance_id": instance})
+
+
+def test_a_lone_container_id_is_not_vast(tmp_path: Path) -> None:
+    """Other container platforms set CONTAINER_ID too: stopping "the Vast instance" there would be wrong."""
+    assert identify(None, _ctx(tmp_path, None, env={"CONTAINER_ID": "98765"}), UNREACHABLE) is None
 
 
 def test_identity_from_metadata_answers(tmp_path: Path) -> None:

@@ -21,13 +21,14 @@ FILES = (".config/vastai/vast_api_key", ".vast_api_key")
 
 
 def instance_id_from_env(env: Mapping[str, str]) -> str | None:
-    """CONTAINER_ID, else the number in VAST_CONTAINERLABEL ("C.12345")."""
-    cid = env.get("CONTAINER_ID", "").strip()
-    if cid.isdigit():
-        return cid
+    """The number in VAST_CONTAINERLABEL ("C.12345"), else CONTAINER_ID — but only beside another `VAST_`
+    variable (`CONTAINER_ID` alone is too common a name to stop a machine on)."""
     label = env.get("VAST_CONTAINERLABEL", "").strip()
     if label.startswith("C.") and label[2:].isdigit():
         return label[2:]
+    cid = env.get("CONTAINER_ID", "").strip()
+    if cid.isdigit() and any(name.startswith("VAST_") for name in env):
+        return cid
     return None
 
 
