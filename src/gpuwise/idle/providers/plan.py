@@ -4,7 +4,7 @@ nothing after a provider the user named). `run_steps` tries them, each `attempts
 reports every failure to the daemon, which says it loudly (log, wall, webhook).
 
 Identity, in order: the variables a platform sets in every machine (RunPod's `RUNPOD_POD_ID`, Vast.ai's
-`CONTAINER_ID`/`VAST_CONTAINERLABEL`), then the metadata services (AWS, GCP, Azure, Alibaba Cloud, Tencent
+`VAST_CONTAINERLABEL`), then the metadata services (AWS, GCP, Azure, Alibaba Cloud, Tencent
 Cloud, Huawei Cloud), then `[idle] instance_id` for a provider named in `[idle] action`.
 """
 

@@ -47,7 +47,7 @@ PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
         True,
         "GPU billing ends; storage stays billed",
         "kept (restart needs the host's GPUs free)",
-        "CONTAINER_ID or VAST_CONTAINERLABEL (set in every instance)",
+        "VAST_CONTAINERLABEL (set in every instance), or CONTAINER_ID beside VAST_ variables",
         "VAST_API_KEY, CONTAINER_API_KEY or ~/.config/vastai/vast_api_key",
         "vast",
     ),
