@@ -9,8 +9,9 @@ Failure rules:
 * a gatherer that raises gives an "unknown" signal: busy;
 * the pre-stop hook's failure (non-zero exit or timeout) is logged and sent to the webhook; by default the
   stop goes ahead, because every stop action here (cloud stop/deallocate, shutdown) keeps the disks, and an
-  idle machine held up by a broken sync script would bill forever. With `hook_blocks` the stop is cancelled
-  and the whole sequence is retried after `warn_min`;
+  idle machine held up by a broken sync script would bill forever. With `hook_blocks` — and always before
+  Lambda's terminate, the one action that loses the disk — the stop is cancelled and the whole sequence is
+  retried after `warn_min`;
 * a stop call that fails is said loudly (log, wall, webhook `stop_failed`, every time), tried again
   `stop_attempts` times, then the next step of the plan (`gpuwise.idle.providers.plan`: the configured
   `fallback`, by default `shutdown -h now` in auto mode, with a warning wherever a shutdown is not known to
@@ -264,7 +265,7 @@ class IdleDaemon:
                     self._notify("hook_failed", d, detail=res.detail[-500:])
                     # Lambda's only stop is terminate: its disk is lost, so a failed sync always blocks
                     if s.hook_blocks or s.action == "lambda":
-                        log.error("stop postponed by %g min (hook_blocks = true)", retry_s / 60)
+                        log.error("stop postponed by %g min (hook_blocks, or a terminate)", retry_s / 60)
                         self._retry_at = now + retry_s
                         return
                     log.warning("stopping anyway: the stop keeps the disks (set hook_blocks = true to wait)")
