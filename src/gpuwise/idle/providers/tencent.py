@@ -1,6 +1,6 @@
 """Tencent Cloud CVM: `StopInstances` with `StoppedMode = STOP_CHARGING`
 (https://www.tencentcloud.com/document/api/213/33235), signed with TC3-HMAC-SHA256
-(https://www.tencentcloud.com/document/api/213/30654).
+(https://www.tencentcloud.com/document/product/267/37447).
 
 STOP_CHARGING ends the charge for CPU, memory and GPU of a pay-as-you-go instance that supports it; its disks
 and a public IP stay billed. The default, KEEP_CHARGING, and a shutdown from inside the guest keep billing.
