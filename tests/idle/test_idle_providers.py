@@ -134,7 +134,8 @@ def test_tencent_stop_charging_signed_tc3(tmp_path: Path) -> None:
 
 
 def _tc3(host: str, payload: bytes, ts: int) -> str:
-    """TC3-HMAC-SHA256 written again from Tencent's "Signature v3" steps (tencentcloud.com/document/product/267/37447)."""
+    """TC3-HMAC-SHA256 written again from Tencent's "Signature v3" steps
+    (tencentcloud.com/document/product/267/37447)."""
     date = time.strftime("%Y-%m-%d", time.gmtime(ts))
     canonical = (
         f"POST\n/\n\ncontent-type:application/json; charset=utf-8\nhost:{host}\n\ncontent-type;host\n"
