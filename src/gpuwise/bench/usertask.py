@@ -148,14 +148,20 @@ def run_command(
     readings = Readings()
     units: list[float] = []
     started = clock()
-    proc = subprocess.Popen(
-        [executable, *command[1:]],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        start_new_session=True,  # its own process group: the limit stops its children too
-        text=True,
-        errors="replace",
-    )
+    try:
+        proc = subprocess.Popen(
+            [executable, *command[1:]],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            start_new_session=True,  # its own process group: the limit stops its children too
+            text=True,
+            errors="replace",
+        )
+    except OSError as exc:  # not a program the kernel can run (no #! line, wrong architecture)
+        raise ConfigError(
+            f"Command {command[0]!r} cannot be run: {exc.strerror or exc}",
+            fix="run it through its interpreter (bash x.sh, python x.py) or make it executable",
+        ) from exc
     reader = threading.Thread(target=_read_lines, args=(proc, units, echo), daemon=True)
     reader.start()
     stopped = False
@@ -178,6 +184,8 @@ def run_command(
             _stop_group(proc)
     seconds = clock() - started
     reader.join(timeout=KILL_GRACE_S)
+    if proc.stdout is not None:
+        proc.stdout.close()
     return TaskRun(
         command=list(command),
         exit_code=proc.returncode,

@@ -123,7 +123,7 @@ def print_task(document: dict[str, Any]) -> None:
 
 def print_compare(columns: list[dict[str, Any]]) -> None:
     table = Table(title="gpuwise bench compare")
-    table.add_column("")
+    table.add_column("", overflow="fold", min_width=16)  # names fold; numbers never do
     for i, col in enumerate(columns, 1):
         table.add_column(f"{i}: {col['gpu'] or 'no GPU'}", justify="right", overflow="fold")
     table.add_row("machine", *[f"{c['provider'] or '?'} {c['instance_type'] or ''}".strip() for c in columns])
@@ -137,6 +137,11 @@ def print_compare(columns: list[dict[str, Any]]) -> None:
             v = c["values"].get(name)
             cells.append("—" if v is None or v["value"] is None else f"{_num(v['value'])} {v['unit']}")
         table.add_row(name, *cells)
+    if any("seconds_per_unit" in c for c in columns):
+        table.add_row(
+            "seconds per unit",
+            *[f"{_num(c['seconds_per_unit'])} s/{c['unit']}" if "unit" in c else "—" for c in columns],
+        )
     for key, label in (
         ("usd_per_1m_training_tokens", "$ per 1M training tokens"),
         ("usd_per_1k_images", "$ per 1k images"),
