@@ -189,7 +189,9 @@ def _alive(pid: int) -> bool:
     ("args", "words"),
     [
         (["--max-seconds", "0", "--", PY, "-c", "pass"], "--max-seconds must be more than 0"),
-        (["--units", "-3", "--", PY, "-c", "pass"], "--units must be 0 or more"),
+        (["--units", "-3", "--", PY, "-c", "pass"], "--units must be more than 0"),
+        (["--max-seconds", "inf", "--", PY, "-c", "pass"], "--max-seconds must be more than 0"),
+        (["--unit", " ", "--", PY, "-c", "pass"], "is not a unit name"),
         (["--", "no-such-command-gpuwise"], "'no-such-command-gpuwise' was not found"),
         (["--", "/etc/hostname"], "Command '/etc/hostname'"),  # root may "execute" it: either message
         ([], "Missing argument"),

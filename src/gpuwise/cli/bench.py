@@ -169,23 +169,28 @@ def task(  # noqa: PLR0917 - typer passes each option as a parameter
     Example: gpuwise bench task --unit frames --out render.json -- blender -b scene.blend -a
     """
     from gpuwise.bench.usertask import check_command
-    from gpuwise.cli.output import check_at_least, check_output_file
+    from gpuwise.cli.output import check_output_file
     from gpuwise.errors import ConfigError
 
-    for value, option, example in (
-        (units, "--units", "--units 128"),
-        (max_seconds, "--max-seconds", "--max-seconds 600"),
-        (interval, "--interval", "--interval 1"),
-    ):
-        check_at_least(value, 0, option, example=example)
-        if value is not None and value == 0:
-            raise ConfigError(f"{option} must be more than 0", fix=f"use e.g. {example}")
+    _check_positive(units, "--units", "--units 128")
+    _check_positive(max_seconds, "--max-seconds", "--max-seconds 600")
+    _check_positive(interval, "--interval", "--interval 1")
+    if not unit.strip() or len(unit) > 40 or not unit.isprintable():
+        raise ConfigError(f"--unit {unit!r} is not a unit name", fix="use a short word: --unit frames")
     if out is not None:
         check_output_file(out, "--out", name="bench-task.json")
     check_command(command)
     _run_task(
         command, units, unit, max_seconds, interval, replay, as_json, out, config, no_metadata, metadata_url
     )
+
+
+def _check_positive(value: float | None, option: str, example: str) -> None:
+    """More than 0 and finite (0 seconds would stop the task before it starts); None means not given."""
+    from gpuwise.errors import ConfigError
+
+    if value is not None and not 0 < value < float("inf"):
+        raise ConfigError(f"{option} must be more than 0, not {value:g}", fix=f"use e.g. {example}")
 
 
 def _run_task(  # noqa: PLR0917 - one value per `bench task` option
