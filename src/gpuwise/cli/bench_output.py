@@ -85,14 +85,18 @@ def print_suite(document: dict[str, Any]) -> None:
         ("of peak", "right"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]  # rich's literal type
+    skipped: list[str] = []
     for r in document["results"]:
         if r["value"] is None:
-            table.add_row(r["task"], "—", r["unit"], "", f"skipped: {r.get('reason', '')}")
+            table.add_row(r["task"], "—", r["unit"], "", "skipped")
+            skipped.append(f"{r['task']}: {r.get('reason', 'no reason recorded')}")
         else:
             table.add_row(
                 r["task"], _num(r["value"]), r["unit"], _num(r["peak"]), _pct(r["fraction_of_peak"])
             )
     console.print(table)
+    for line in skipped:  # reasons below the table: in a cell they fold into a column of single words
+        console.print(f"skipped {line}", markup=False, highlight=False, soft_wrap=True)
     if document["device"] == "cpu":
         console.print("CPU peaks: cores × clock × FLOPs/cycle; the memory peak is an assumed DDR5 ceiling.")
 
