@@ -22,8 +22,9 @@ app = typer.Typer(
         "Choose, verify, watch and stop rented cloud GPUs.\n\n"
         "plan ranks every offer by the total cost of your workload; estimate says whether it fits and how "
         "long it takes; catalog lists GPUs and dated prices; doctor diagnoses a GPU machine; monitor and "
-        "exporter watch it; idle stops it when nobody uses it."
-        " init writes a training project (train.py, workload, Dockerfile, SkyPilot task) that resumes."
+        "exporter watch it; idle stops it when nobody uses it; bench measures what it delivers against "
+        "its datasheet and times your own task; init writes a training project (train.py, workload, "
+        "Dockerfile, SkyPilot task) that resumes."
     ),
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
@@ -63,6 +64,7 @@ class _Entry(NamedTuple):
 # One entry per sub-command, in alphabetical order. `gpuwise plan …` imports the plan command's module and
 # nothing else: importing every command's module cost ~80 ms of a ~0.7 s plan (benchmarks/plan_speed.py).
 _COMMANDS: dict[str, _Entry] = {
+    "bench": _Entry("gpuwise.cli.bench", "app", group=True),
     "catalog": _Entry("gpuwise.cli.catalog", "app", group=True),
     "checkpoints": _Entry("gpuwise.cli.run", "checkpoints_app", group=True),
     "doctor": _Entry("gpuwise.cli.doctor", "doctor"),
