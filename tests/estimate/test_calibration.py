@@ -129,6 +129,22 @@ def _report(**change: Any) -> dict[str, Any]:
             {"machine": {"gpu": "H100"}, "results": [{"task": "train_step_transformer", "mfu": 7}]},
             "no usable",
         ),
+        # what `gpuwise bench --device cpu` writes: a CPU's efficiencies must not move GPU estimates
+        (
+            {
+                "device": "cpu",
+                "machine": {"gpu": None},
+                "results": [{"task": "gemm_fp32", "fraction_of_peak": 0.4}],
+            },
+            "without a GPU",
+        ),
+        (
+            {
+                "machine": {"gpu": None, "gpus": 0},
+                "results": [{"task": "gemm_bf16", "fraction_of_peak": 0.2}],
+            },
+            "without a GPU",
+        ),
     ],
 )
 def test_bad_calibration_files_exit_2_naming_the_file(

@@ -124,6 +124,7 @@ def parse_calibration(data: Any, source: str) -> Calibration:
             why="--calibration expects a bench result: JSON with the measured efficiencies per dtype",
             fix=_FORMAT_FIX,
         )
+    _refuse_cpu_result(data, source)
     gemm: dict[str, float] = {}
     bandwidth: float | None = None
     mfu: float | None = None
@@ -156,6 +157,20 @@ def parse_calibration(data: Any, source: str) -> Calibration:
         reference=_spec(gpu),
         train_mfu=mfu,
     )
+
+
+def _refuse_cpu_result(data: dict[str, Any], source: str) -> None:
+    """A suite run without a GPU (`gpuwise bench --device cpu`: "device": "cpu", or a machine whose "gpu" is
+    null) measured a CPU's efficiencies; applied to GPUs they would move every estimate for no reason."""
+    machine = data.get("machine")
+    no_gpu = isinstance(machine, dict) and "gpu" in machine and machine["gpu"] is None
+    if data.get("device") == "cpu" or (no_gpu and _machine_gpu(machine) is None):
+        raise ConfigError(
+            f"Calibration file {source} was measured without a GPU",
+            why="a CPU's GEMM and memory efficiencies say nothing about a GPU's",
+            fix="run `gpuwise bench --device cuda --out FILE` on the GPU you want to calibrate, and pass that "
+            "file",
+        )
 
 
 def load_calibration(path: Path) -> Calibration:
