@@ -168,8 +168,7 @@ def _refuse_cpu_result(data: dict[str, Any], source: str) -> None:
         raise ConfigError(
             f"Calibration file {source} was measured without a GPU",
             why="a CPU's GEMM and memory efficiencies say nothing about a GPU's",
-            fix="run `gpuwise bench --device cuda --out FILE` on the GPU you want to calibrate, and pass that "
-            "file",
+            fix="run `gpuwise bench --device cuda --out FILE` on the GPU to calibrate and pass that file",
         )
 
 
