@@ -23,7 +23,8 @@ app = typer.Typer(
         "Choose, verify, watch and stop rented cloud GPUs.\n\n"
         "plan ranks every offer by the total cost of your workload; estimate says whether it fits and how "
         "long it takes; catalog lists GPUs and dated prices; doctor diagnoses a GPU machine; monitor and "
-        "exporter watch it; idle stops it when nobody uses it."
+        "exporter watch it; idle stops it when nobody uses it; setup prints the script that installs its "
+        "driver, CUDA and PyTorch."
     ),
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
@@ -74,6 +75,7 @@ _COMMANDS: dict[str, _Entry] = {
     "plan": _Entry("gpuwise.cli.plan", "plan"),
     "run": _Entry("gpuwise.cli.run", "run", context_settings={"allow_interspersed_args": False}),
     "schema": _Entry("gpuwise.cli.schema", "schema"),
+    "setup": _Entry("gpuwise.cli.setup", "setup"),
 }
 # the root options that come before a command name and take no value
 _ROOT_FLAGS = frozenset({"--debug", "--version", "--help", "-h", "--install-completion", "--show-completion"})

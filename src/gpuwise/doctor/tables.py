@@ -36,6 +36,7 @@ class FrameworkBuild:
     nccl_version: str
     arch_list: tuple[str, ...]
     source: str
+    status: str = ""  # "stable", "experimental", … as the framework's matrix says (setup prefers stable)
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ def parse_tables(
             nccl_version=row["nccl_version"],
             arch_list=tuple(a.strip() for a in row["arch_list_linux_x86_64"].split(",") if a.strip()),
             source=row["source"],
+            status=row.get("status", ""),
         )
         for row in framework_rows
     )
