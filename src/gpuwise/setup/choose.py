@@ -213,6 +213,75 @@ def choose_target(
     """The stack for this OS and GPU: the PyTorch ``version`` (newest with kernels for the GPU when None),
     the driver ``branch`` (long-term support first when None), their CUDA and cuDNN, and with ``container``
     the CUDA base image. Raises UnsupportedCombinationError with the nearest working choice."""
+    try:
+        return _choose(
+            system, gpu, version, driver, container=container, tables=tables, setup_tables=setup_tables
+        )
+    except UnsupportedCombinationError as exc:
+        fix = _nearest_fix(system, gpu, (version, driver), tables=tables, setup_tables=setup_tables)
+        raise UnsupportedCombinationError(exc.message, why=exc.why, fix=fix or exc.fix) from None
+
+
+def _nearest_fix(
+    system: OsSupport,
+    gpu: GpuTarget,
+    given: tuple[str | None, int | None],
+    *,
+    tables: Tables,
+    setup_tables: SetupTables,
+) -> str:
+    """The nearest working choice: change the driver branch alone, or the PyTorch release alone (each to
+    the nearest value that works), else both. Empty when only another OS or GPU would do."""
+    version, driver = given
+
+    def works(new_version: str | None, new_driver: int | None) -> bool:
+        try:
+            _choose(
+                system,
+                gpu,
+                new_version,
+                new_driver,
+                container=False,
+                tables=tables,
+                setup_tables=setup_tables,
+            )
+        except UsageError:
+            return False
+        return True
+
+    branches = [b.branch for b in setup_tables.branches]
+    if driver is not None:
+        branches.sort(key=lambda b: (abs(b - driver), -b))
+    versions = _versions(tables, "pytorch")
+    if version is not None:
+        versions = _by_distance(version, versions)
+    options: list[str] = []
+    if driver is not None:
+        branch = next((b for b in branches if works(version, b)), None)
+        if branch is not None:
+            options.append(f"--driver {branch}")
+    if version is not None:
+        nearest = next((v for v in versions if works(v, driver)), None)
+        if nearest is not None:
+            options.append(f"--framework torch=={nearest}")
+    if not options and driver is not None and version is not None:
+        both = next(
+            (f"--driver {b} --framework torch=={v}" for v in versions for b in branches if works(v, b)), None
+        )
+        options += [both] if both else []
+    return "use " + " or ".join(options) + ", the nearest choice that works" if options else ""
+
+
+def _choose(
+    system: OsSupport,
+    gpu: GpuTarget,
+    version: str | None,
+    driver: int | None,
+    *,
+    container: bool,
+    tables: Tables,
+    setup_tables: SetupTables,
+) -> Target:
     branches = _branches_for(system, gpu, driver, setup_tables)
     builds = _builds_for(gpu, version, tables)
     pairs = [
@@ -262,12 +331,7 @@ def _branches_for(
     ]
     if driver is None:
         if not usable:
-            raise UnsupportedCombinationError(
-                f"No driver branch setup knows runs {gpu.name} on {system.name}",
-                why=f"{gpu.architecture.name} needs branches {_span(gpu.architecture)}; "
-                f"{system.name} offers up to {system.max_driver_branch}",
-                fix="choose a newer OS, e.g. --os ubuntu-24.04",
-            )
+            raise _no_branch(system, gpu, setup_tables)
         return usable
     branch = setup_tables.branch(driver)
     if branch is None:
@@ -282,48 +346,53 @@ def _branches_for(
     if problem is None and not _os_offers(system, branch):
         problem = f"{system.name} offers driver branches up to {system.max_driver_branch} ({system.source})"
     if problem is not None:
-        nearest = min(usable, key=lambda b: (abs(b.branch - driver), -b.branch), default=None)
         raise UnsupportedCombinationError(
             f"{gpu.name} cannot run on driver branch {driver} on {system.name}",
             why=problem,
-            fix=f"use --driver {nearest.branch}, the nearest branch that supports {gpu.architecture.name}"
-            if nearest
-            else "choose another OS or GPU",
+            fix="choose another driver branch",
         )
     return [branch]
+
+
+def _no_branch(system: OsSupport, gpu: GpuTarget, setup_tables: SetupTables) -> UnsupportedCombinationError:
+    known = ", ".join(str(b.branch) for b in setup_tables.branches)
+    if not any(branch_problem(b.branch, gpu.architecture) is None for b in setup_tables.branches):
+        return UnsupportedCombinationError(
+            f"No driver branch setup installs runs {gpu.name}",
+            why=f"{gpu.architecture.name} needs branches {_span(gpu.architecture)}; setup installs {known}",
+            fix="choose another GPU (Maxwell or newer), or install NVIDIA's legacy driver by hand",
+        )
+    return UnsupportedCombinationError(
+        f"No driver branch setup knows runs {gpu.name} on {system.name}",
+        why=f"{gpu.architecture.name} needs branches {_span(gpu.architecture)}; "
+        f"{system.name} offers up to {system.max_driver_branch}",
+        fix="choose another OS, e.g. --os ubuntu-24.04",
+    )
 
 
 def _builds_for(gpu: GpuTarget, version: str | None, tables: Tables) -> list[FrameworkBuild]:
     rows = [r for r in tables.frameworks if r.framework == "pytorch" and version in {None, r.version}]
     with_kernels = [r for r in rows if build_has_kernels(r, gpu.capability)]
     if version is not None and not with_kernels:
-        candidates = [
-            v
-            for v in _versions(tables, "pytorch")
-            if any(build_has_kernels(r, gpu.capability) for r in tables.frameworks if r.version == v)
-        ]
-        nearest = _nearest_version(version, candidates)
         raise UnsupportedCombinationError(
             f"PyTorch {version} has no build with kernels for {gpu.name} "
             f"(compute capability {gpu.capability})",
             why="its builds target "
             + "; ".join(f"{r.variant}: {','.join(r.arch_list) or 'unknown'}" for r in rows),
-            fix=f"use --framework torch=={nearest}, the nearest release that has them"
-            if nearest
-            else "choose another GPU",
+            fix="choose another PyTorch release",
         )
     return with_kernels
 
 
-def _nearest_version(version: str, candidates: list[str]) -> str | None:
-    target = parse_version(version) or (0,)
-    return min(
+def _by_distance(version: str, candidates: list[str]) -> list[str]:
+    """``candidates`` nearest to ``version`` first (newer first on a tie)."""
+    target = _as_number(parse_version(version) or (0,))
+    return sorted(
         candidates,
         key=lambda v: (
-            abs(_as_number(parse_version(v) or (0,)) - _as_number(target)),
+            abs(_as_number(parse_version(v) or (0,)) - target),
             -_as_number(parse_version(v) or (0,)),
         ),
-        default=None,
     )
 
 
@@ -340,8 +409,8 @@ def _no_pair(  # noqa: PLR0917 - the inputs the message names
     tables: Tables,
     setup_tables: SetupTables,
 ) -> UnsupportedCombinationError:
-    """No build of the asked PyTorch runs on the asked (or any offered) branch: say why, and relax one
-    input at a time for the nearest working choice."""
+    """No build of the asked PyTorch runs on the asked (or any offered) branch: say why (choose_target
+    adds the nearest working choice)."""
     builds = _builds_for(gpu, version, tables)
     cudas = sorted({b.cuda_version for b in builds}, key=lambda c: parse_version(c) or (0,))
     what = f"PyTorch {version}" if version else "PyTorch"
@@ -351,47 +420,11 @@ def _no_pair(  # noqa: PLR0917 - the inputs the message names
         why = f"its builds for this GPU use CUDA {', '.join(cudas)}; branch {driver} ships CUDA {cuda}"
     else:
         why = f"its builds for this GPU use CUDA {', '.join(cudas)}; {system.source}"
-    fixes: list[str] = []
-    if driver is not None:
-        try:
-            alt = choose_target(
-                system, gpu, version, None, container=False, tables=tables, setup_tables=setup_tables
-            )
-            fixes.append(f"use --driver {alt.branch.branch}")
-        except UsageError:
-            pass
-    if version is not None:
-        working = [
-            v for v in _versions(tables, "pytorch") if _works(system, gpu, v, driver, tables, setup_tables)
-        ]
-        nearest = _nearest_version(version, working)
-        if nearest:
-            fixes.append(f"use --framework torch=={nearest}")
     return UnsupportedCombinationError(
         f"{what} cannot run on {gpu.name} with "
         + (f"driver branch {driver}" if driver is not None else f"the driver branches {system.name} offers"),
         why=why,
-        fix=" or ".join(fixes) if fixes else "choose another GPU or OS",
-    )
-
-
-def _works(  # noqa: PLR0917 - the inputs of one trial choice
-    system: OsSupport,
-    gpu: GpuTarget,
-    version: str,
-    driver: int | None,
-    tables: Tables,
-    setup_tables: SetupTables,
-) -> bool:
-    try:
-        branches = _branches_for(system, gpu, driver, setup_tables)
-    except UsageError:
-        return False
-    builds = [r for r in tables.frameworks if r.framework == "pytorch" and r.version == version]
-    return any(
-        build_has_kernels(b, gpu.capability) and build_runs_on(b, br, tables) and _os_offers(system, br, b)
-        for b in builds
-        for br in branches
+        fix="choose another driver branch or PyTorch release",
     )
 
 
