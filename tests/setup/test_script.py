@@ -1,0 +1,146 @@
+"""The scripts `gpuwise setup` prints: valid bash that shellcheck accepts, a check before every install,
+every version choice explained in a comment.
+
+shellcheck runs once over a sample of scripts (one per package family and OS quirk, native and container,
+and a `--check` subset) to keep the test time small.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gpuwise.doctor.tables import load_tables
+from gpuwise.setup.check import MachineState, needed_steps
+from gpuwise.setup.choose import Target, choose_target, gpu_target, resolve_system
+from gpuwise.setup.script import render, steps_for
+from gpuwise.setup.tables import load_setup_tables
+
+SAMPLE = [
+    ("ubuntu-22.04", "H100", None, False),
+    ("ubuntu-24.04", "B200", None, True),
+    ("ubuntu-20.04", "V100", "2.4", False),  # proprietary modules, cuDNN 9, capped branch
+    ("debian-12", "L4", "2.0", False),  # a cuDNN 8 build: no system cuDNN step
+    ("rocky-9", "A100", None, True),
+    ("rhel-8", "T4", None, False),
+    ("amzn-2023", "A10G", None, True),
+    ("debian-11", "V100", None, True),
+]
+
+
+def _target(os_id: str, gpu: str, version: str | None, container: bool) -> Target:
+    tables, setup_tables = load_tables(), load_setup_tables()
+    return choose_target(
+        resolve_system(os_id, setup_tables),
+        gpu_target(gpu, None, setup_tables),
+        version,
+        None,
+        container=container,
+        tables=tables,
+        setup_tables=setup_tables,
+    )
+
+
+def _script(os_id: str, gpu: str, version: str | None, container: bool) -> str:
+    target = _target(os_id, gpu, version, container)
+    return render(target, steps_for(target, container=container), container=container, version="test")
+
+
+def _scripts(tmp_path: Path) -> list[Path]:
+    paths = []
+    for os_id, gpu, version, container in SAMPLE:
+        path = tmp_path / f"{os_id}-{gpu}-{'container' if container else 'native'}.sh"
+        path.write_text(_script(os_id, gpu, version, container), encoding="utf-8")
+        paths.append(path)
+    target = _target("ubuntu-22.04", "H100", None, False)
+    steps = steps_for(target, container=False)
+    needed, done, _ = needed_steps(target, steps, MachineState(driver_version="590.48.01"))
+    subset = tmp_path / "check-subset.sh"
+    subset.write_text(render(target, needed, container=False, version="t", done_already=tuple(done)))
+    return [*paths, subset]
+
+
+def test_every_sampled_script_passes_shellcheck_and_bash_n(
+    tmp_path: Path, need_program: Callable[[str], str]
+) -> None:
+    shellcheck = need_program("shellcheck")
+    scripts = _scripts(tmp_path)
+    for script in scripts:
+        syntax = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, check=False)
+        assert syntax.returncode == 0, f"{script.name}: {syntax.stderr}"
+    lint = subprocess.run(
+        [shellcheck, "--shell=bash", "--severity=style", *map(str, scripts)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert lint.returncode == 0, lint.stdout
+
+
+def test_shellcheck_would_catch_a_broken_script(tmp_path: Path, need_program: Callable[[str], str]) -> None:
+    """The lint test can fail: an unquoted variable in a generated line is reported."""
+    shellcheck = need_program("shellcheck")
+    bad = tmp_path / "bad.sh"
+    bad.write_text(
+        _script("ubuntu-22.04", "H100", None, False).replace(
+            '"$VENV/bin/python" -m pip', "$VENV/bin/python -m pip"
+        )
+    )
+    lint = subprocess.run([shellcheck, str(bad)], capture_output=True, text=True, check=False)
+    assert lint.returncode != 0 and "SC2086" in lint.stdout
+
+
+@pytest.mark.parametrize(("os_id", "gpu", "version", "container"), SAMPLE)
+def test_every_install_sits_behind_its_check(
+    os_id: str, gpu: str, version: str | None, container: bool
+) -> None:
+    """Idempotent by construction: outside the helper functions, a line at the top level is a comment, an
+    assignment, `set`, `if CHECK; then`, `else`, `fi` or a closing echo; every command is inside an else."""
+    lines = _script(os_id, gpu, version, container).splitlines()
+    assert lines[0] == "#!/usr/bin/env bash"
+    assert "set -euo pipefail" in lines
+    body = lines[len(lines) - lines[::-1].index("}") :]  # after the last helper function
+    in_else = False
+    for line in body:
+        if line.startswith("if ") and line.endswith("; then"):
+            in_else = False
+        elif line == "else":
+            in_else = True
+        elif line.startswith("  "):
+            assert in_else or line.startswith('  echo "ok: '), line
+        else:
+            assert (
+                line == "fi"
+                or line.startswith(("PYTHON=", "VENV="))
+                or line.startswith(("#", 'echo "Done', 'echo "Diagnose', 'echo "In the image'))
+                or not line
+            ), line
+
+
+def test_every_version_choice_is_explained_in_a_comment() -> None:
+    target = _target("ubuntu-22.04", "H100", None, True)
+    script = render(target, steps_for(target, container=True), container=True, version="t")
+    comments = "\n".join(line for line in script.splitlines() if line.startswith("#"))
+    assert "580 (long-term support branch" in comments
+    assert "supports Hopper" in comments
+    assert "nvidia/cuda:13.0.0-runtime-ubuntu24.04" in comments
+    native = _script("ubuntu-22.04", "H100", None, False)
+    native_comments = "\n".join(line for line in native.splitlines() if line.startswith("#"))
+    for chosen in ("torch 2.14 (cu130", "CUDA toolkit 13.0", "cuDNN 9.24.0.43"):
+        assert chosen in native_comments
+
+
+def test_the_driver_step_stops_for_a_reboot_and_uses_the_right_packages() -> None:
+    ubuntu = _script("ubuntu-22.04", "B200", None, False)
+    assert "as_root apt-get install -y nvidia-open-580" in ubuntu  # Blackwell: open modules only
+    assert "Reboot now" in ubuntu and "  exit 0" in ubuntu
+    volta = _script("ubuntu-22.04", "V100", None, False)
+    assert "cuda-drivers-580" in volta and '[ "$branch" -le 580 ]' in volta  # Volta ended with R580
+    rocky = _script("rocky-9", "T4", None, False)
+    assert "dnf module enable -y nvidia-driver:580-open" in rocky
+    assert "/etc/yum.repos.d/cuda-rhel9.repo" in rocky and "epel-release" in rocky
+    cudnn8 = _script("debian-12", "L4", "2.0", False)
+    assert "cudnn" not in "\n".join(line for line in cudnn8.splitlines() if not line.startswith("#"))
