@@ -144,3 +144,18 @@ def test_the_driver_step_stops_for_a_reboot_and_uses_the_right_packages() -> Non
     assert "/etc/yum.repos.d/cuda-rhel9.repo" in rocky and "epel-release" in rocky
     cudnn8 = _script("debian-12", "L4", "2.0", False)
     assert "cudnn" not in "\n".join(line for line in cudnn8.splitlines() if not line.startswith("#"))
+
+
+def test_the_script_stops_on_another_distribution_before_touching_anything(tmp_path: Path) -> None:
+    """Run for real, on the machine running the tests, a script written for a distribution this is not:
+    the guard at the top exits 1 before any step (so nothing is installed)."""
+    from gpuwise.setup.osinfo import read_os_release
+
+    here = read_os_release() or ""
+    other = "amzn-2023" if not here.startswith("amzn") else "ubuntu-22.04"
+    script = tmp_path / "other.sh"
+    script.write_text(_script(other, "H100", None, False), encoding="utf-8")
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 1
+    assert f"This script is for {other}" in done.stderr
+    assert "installing" not in done.stdout and "ok:" not in done.stdout

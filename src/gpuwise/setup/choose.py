@@ -34,6 +34,10 @@ _DESIGNATION_NAME = {
 }
 
 
+# GPUs sold only with an Arm CPU (NVIDIA GH200 Grace Hopper Superchip datasheet: Arm Neoverse V2 Grace CPU)
+_ARM_SYSTEMS = frozenset({"GH200"})
+
+
 class UnsupportedCombinationError(UsageError):
     """The OS, GPU, driver and framework asked for cannot work together (exit 2): why, and the nearest
     choice that works (in `fix`)."""
@@ -98,6 +102,12 @@ def gpu_target(name: str, capability: str | None, setup_tables: SetupTables) -> 
                 f"{spec.name} is not an NVIDIA GPU",
                 why="setup installs NVIDIA's driver, CUDA and CUDA builds of frameworks",
                 fix="give an NVIDIA GPU with --gpu (see `gpuwise catalog gpus`)",
+            )
+        if spec.name in _ARM_SYSTEMS:
+            raise UsageError(
+                f"{spec.name} comes in Arm (Grace CPU) systems; setup writes scripts for x86_64 machines",
+                why="NVIDIA's repositories and PyTorch's wheels for Arm (sbsa, aarch64) differ",
+                fix="follow NVIDIA's sbsa instructions for this machine, or give an x86_64 GPU with --gpu",
             )
         capability, canonical = spec.compute_capability, spec.name
     architecture = setup_tables.architecture_of(capability)

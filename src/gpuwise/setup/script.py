@@ -256,6 +256,8 @@ def _header(target: Target, *, container: bool, version: str) -> list[str]:
         "# it again.",
         "set -euo pipefail",
         "",
+        *_guards(target),
+        "",
         "as_root() {",
         '  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi',
         "}",
@@ -269,6 +271,25 @@ def _header(target: Target, *, container: bool, version: str) -> list[str]:
         if container
         else ["", 'PYTHON="${GPUWISE_PYTHON:-python3}"', 'VENV="${GPUWISE_VENV:-$HOME/venv-torch}"']
     )
+
+
+def _guards(target: Target) -> list[str]:
+    """Refuse to run on another distribution or CPU architecture: the packages and repositories differ."""
+    os_id = target.system.os
+    point = f"|{os_id}.*" if target.system.family == "dnf" and target.system.os_release_id != "amzn" else ""
+    return [
+        "# this script is for one distribution and x86_64: stop on anything else",
+        "# shellcheck source=/dev/null",
+        'os_id="$(. /etc/os-release && echo "${ID:-}-${VERSION_ID:-}")"',
+        'case "$os_id" in',
+        f"  {os_id}{point}) ;;",
+        f'  *) echo "This script is for {os_id}, not $os_id: run gpuwise setup here" >&2; exit 1 ;;',
+        "esac",
+        'if [ "$(uname -m)" != x86_64 ]; then',
+        '  echo "This script is for x86_64, not $(uname -m)" >&2',
+        "  exit 1",
+        "fi",
+    ]
 
 
 def render(
