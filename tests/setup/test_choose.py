@@ -265,3 +265,23 @@ def test_a_gpu_name_from_a_recording_cannot_inject_shell_into_the_script() -> No
     assert "\n" not in target.name and '"' not in target.name
     assert gpu_target("NVIDIA A100-SXM4-80GB", None, setup_tables).name == "A100-80GB"
     assert gpu_target("Tesla T4", "7.5", setup_tables).name == "T4"
+
+
+def test_every_table_row_names_its_source_and_every_nvidia_gpu_has_an_architecture() -> None:
+    _, setup_tables = _tables()
+    rows = [*setup_tables.architectures, *setup_tables.branches, *setup_tables.systems, *setup_tables.images]
+    assert all(row.source.strip() for row in rows)
+    for name, spec in load_gpu_specs().items():
+        if spec.vendor == "NVIDIA" and spec.compute_capability:
+            assert setup_tables.architecture_of(spec.compute_capability), name
+
+
+def test_a_branch_row_whose_cuda_belongs_to_another_branch_is_a_data_error() -> None:
+    """The branch's lowest release comes from the doctor's cuda-compat table; a row that disagrees with it
+    (CUDA 12.8 ships with branch 570, not 580) must not load."""
+    from gpuwise.setup.tables import parse_setup_tables
+
+    tables, _ = _tables()
+    bad = [{"branch": "580", "cuda_version": "12.8", "designation": "ltsb", "end_of_life": "", "source": "x"}]
+    with pytest.raises(ValueError, match="not of branch 580"):
+        parse_setup_tables(tables, [], bad, [], [])

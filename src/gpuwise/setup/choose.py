@@ -20,7 +20,7 @@ from gpuwise.doctor.rules.frameworks import arch_supported
 from gpuwise.doctor.tables import FrameworkBuild, Tables
 from gpuwise.doctor.versions import Version, at_least, format_version, major_minor, parse_version
 from gpuwise.errors import ConfigError, NotFoundError, UsageError
-from gpuwise.setup.tables import Architecture, CudaImage, DriverBranch, OsSupport, SetupTables
+from gpuwise.setup.tables import Architecture, CudaImage, DriverBranch, OsSupport, SetupTables, driver_text
 
 FRAMEWORKS = {"torch": "pytorch", "pytorch": "pytorch"}
 _FRAMEWORK = re.compile(r"^\s*(?P<name>[A-Za-z_-]+)\s*(?:==\s*(?P<version>[0-9][0-9A-Za-z.+*-]*))?\s*$")
@@ -462,14 +462,6 @@ def _span(architecture: Architecture) -> str:
 def _own_driver(cuda: Version, tables: Tables) -> str:
     req = tables.cuda_requirement(cuda)
     return driver_text(req.min_driver) if req else "unknown"
-
-
-def driver_text(version: Version) -> str:
-    """A driver version as NVIDIA writes it: the third field has two digits (580.65.06, not 580.65.6)."""
-    parts = [str(p) for p in version]
-    if len(parts) >= 3:
-        parts[2] = parts[2].zfill(2)
-    return ".".join(parts)
 
 
 def _reasons(

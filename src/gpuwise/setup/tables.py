@@ -1,7 +1,8 @@
 """The setup tables (data/*.csv, provenance in data/README.md), parsed into frozen rows.
 
-Pure parsing of package data; the doctor's tables (CUDA ↔ driver, framework builds) are loaded by
-`gpuwise.doctor.tables` and passed alongside. Standard library and gpuwise.doctor only.
+Pure parsing of package data. Facts the doctor's tables already hold are not repeated here (one home per
+fact): a branch's lowest release and an architecture's first branch are the own drivers of their CUDA
+toolkits in the doctor's cuda-compat.csv. Standard library and gpuwise.doctor only.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from gpuwise.doctor.tables import Tables, load_tables
 from gpuwise.doctor.versions import Version, parse_version
 
 
@@ -19,7 +21,7 @@ from gpuwise.doctor.versions import Version, parse_version
 class Architecture:
     name: str
     capabilities: tuple[str, ...]  # "9.0", "8.6", …
-    first_driver_branch: int | None  # None: older than every branch setup installs
+    first_driver_branch: int | None  # the branch of its first CUDA's own driver; None: older than the table
     last_driver_branch: int | None  # None: still supported
     open_modules: str  # "unsupported" | "supported" | "required"
     source: str
@@ -88,32 +90,68 @@ def _version(text: str) -> Version:
     return parsed
 
 
+def driver_text(version: Version) -> str:
+    """A driver version as NVIDIA writes it: the third field has two digits (580.65.06, not 580.65.6)."""
+    parts = [str(p) for p in version]
+    if len(parts) >= 3:
+        parts[2] = parts[2].zfill(2)
+    return ".".join(parts)
+
+
+def _own_driver(tables: Tables, cuda: Version) -> Version | None:
+    req = tables.cuda_requirement(cuda)
+    return req.min_driver if req is not None else None
+
+
 @cache
 def load_setup_tables() -> SetupTables:
-    """The bundled tables (package data; cached)."""
-    architectures = tuple(
-        Architecture(
-            name=r["architecture"],
-            capabilities=tuple(c.strip() for c in r["compute_capabilities"].split("|")),
-            first_driver_branch=_int_or_none(r["first_driver_branch"]),
-            last_driver_branch=_int_or_none(r["last_driver_branch"]),
-            open_modules=r["open_kernel_modules"],
-            source=r["source"],
-        )
-        for r in _read("architectures.csv")
+    """The bundled tables (package data; cached), completed from the doctor's cuda-compat table."""
+    return parse_setup_tables(
+        load_tables(),
+        _read("architectures.csv"),
+        _read("driver-branches.csv"),
+        _read("os-support.csv"),
+        _read("cuda-images.csv"),
     )
-    branches = tuple(
-        DriverBranch(
-            branch=int(r["branch"]),
-            min_version=_version(r["min_version"]),
-            min_version_text=r["min_version"],
-            cuda_version=_version(r["cuda_version"]),
-            designation=r["designation"],
-            end_of_life=r["end_of_life"],
-            source=r["source"],
+
+
+def parse_setup_tables(
+    tables: Tables,
+    architecture_rows: list[dict[str, str]],
+    branch_rows: list[dict[str, str]],
+    system_rows: list[dict[str, str]],
+    image_rows: list[dict[str, str]],
+) -> SetupTables:
+    """Rows -> tables. A branch whose CUDA's own driver is of another branch is a data error."""
+    architectures = []
+    for r in architecture_rows:
+        first = _own_driver(tables, _version(r["first_cuda"]))
+        architectures.append(
+            Architecture(
+                name=r["architecture"],
+                capabilities=tuple(c.strip() for c in r["compute_capabilities"].split("|")),
+                first_driver_branch=first[0] if first else None,
+                last_driver_branch=_int_or_none(r["last_driver_branch"]),
+                open_modules=r["open_kernel_modules"],
+                source=r["source"],
+            )
         )
-        for r in _read("driver-branches.csv")
-    )
+    branches = []
+    for r in branch_rows:
+        own = _own_driver(tables, _version(r["cuda_version"]))
+        if own is None or own[0] != int(r["branch"]):
+            raise ValueError(f"driver-branches.csv: CUDA {r['cuda_version']} is not of branch {r['branch']}")
+        branches.append(
+            DriverBranch(
+                branch=int(r["branch"]),
+                min_version=own,
+                min_version_text=driver_text(own),
+                cuda_version=_version(r["cuda_version"]),
+                designation=r["designation"],
+                end_of_life=r["end_of_life"],
+                source=r["source"],
+            )
+        )
     systems = tuple(
         OsSupport(
             os=r["os"],
@@ -125,9 +163,7 @@ def load_setup_tables() -> SetupTables:
             max_driver_branch=_int_or_none(r["max_driver_branch"]),
             source=r["source"],
         )
-        for r in _read("os-support.csv")
+        for r in system_rows
     )
-    images = tuple(
-        CudaImage(_version(r["cuda_version"]), r["image"], r["source"]) for r in _read("cuda-images.csv")
-    )
-    return SetupTables(architectures, branches, systems, images)
+    images = tuple(CudaImage(_version(r["cuda_version"]), r["image"], r["source"]) for r in image_rows)
+    return SetupTables(tuple(architectures), tuple(branches), systems, images)
