@@ -7,6 +7,8 @@ and a `--check` subset) to keep the test time small.
 
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -159,3 +161,73 @@ def test_the_script_stops_on_another_distribution_before_touching_anything(tmp_p
     assert done.returncode == 1
     assert f"This script is for {other}" in done.stderr
     assert "installing" not in done.stdout and "ok:" not in done.stdout
+
+
+_STUBS = {
+    # root: log, then run the (stubbed) command
+    "sudo": 'echo "sudo $*" >> "$LOG"; "$@"',
+    "id": "echo 1000",
+    "uname": 'case "$1" in -m) echo x86_64 ;; *) echo 6.1.0-test ;; esac',
+    "curl": 'echo "curl $*" >> "$LOG"',
+    "modinfo": '[ -f "$STATE/driver" ] && echo 580.95.05',
+    "dpkg": """case "$1 $2" in
+  "-s cuda-keyring") [ -f "$STATE/keyring" ] ;;
+  "-s cudnn9-cuda-13") [ -f "$STATE/cudnn" ] ;;
+  -i*) touch "$STATE/keyring" ;;
+  *) exit 1 ;;
+esac""",
+    "apt-get": """for arg in "$@"; do
+  case "$arg" in
+    nvidia-open-*) touch "$STATE/driver" ;;
+    cuda-toolkit-13-0)
+      mkdir -p "$STATE/cuda-13.0/bin" && touch "$STATE/cuda-13.0/bin/nvcc"
+      chmod +x "$STATE/cuda-13.0/bin/nvcc" ;;
+    cudnn9-cuda-13) touch "$STATE/cudnn" ;;
+  esac
+done""",
+    # python3 -m venv DIR: a venv whose python installs torch (pip) and then reports it (the -c probe)
+    "python3": """mkdir -p "$3/bin"
+printf '%s\\n' '#!/bin/bash' 'case "$*" in' \\
+  '*"pip install torch"*) touch "$STATE/torch" ;;' '-c*) [ -f "$STATE/torch" ] ;;' 'esac' > "$3/bin/python"
+chmod +x "$3/bin/python\"""",
+}
+
+
+def test_running_the_script_twice_more_installs_nothing(tmp_path: Path) -> None:
+    """The script for real, under bash, against stub commands that keep state in a folder: the first run
+    sets up the repository and the driver and stops for the reboot; the second installs the rest; the third
+    finds everything done and runs no command as root. Only the OS guard and the toolkit's path are pointed
+    at the test's folder; nothing outside tmp_path is touched (PATH holds only the stubs)."""
+    stubs, state = tmp_path / "bin", tmp_path / "state"
+    stubs.mkdir()
+    state.mkdir()
+    tools = {name: f'exec {shutil.which(name)} "$@"' for name in ("cut", "touch", "mkdir", "chmod")}
+    for name, body in {**_STUBS, **tools}.items():
+        (stubs / name).write_text(f"#!/bin/bash\n{body}\n")
+        (stubs / name).chmod(0o755)
+    text = _script("debian-12", "H100", None, False)
+    text = re.sub(r'os_id="\$\(\. /etc/os-release.*"', 'os_id="debian-12"', text)
+    text = text.replace("/usr/local/cuda-13.0", "$STATE/cuda-13.0")
+    script = tmp_path / "setup.sh"
+    script.write_text(text)
+    log = tmp_path / "root.log"
+    env = {"PATH": str(stubs), "STATE": str(state), "LOG": str(log), "HOME": str(tmp_path)}
+
+    def run_once() -> str:
+        done = subprocess.run(
+            ["/bin/bash", str(script)], capture_output=True, text=True, env=env, check=False
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    first = run_once()
+    assert "installing: NVIDIA driver branch 580" in first and "Reboot now" in first
+    assert "CUDA toolkit" not in first
+    second = run_once()
+    assert "ok: NVIDIA CUDA repository" in second and "ok: NVIDIA driver branch 580" in second
+    for step in ("CUDA toolkit 13.0", "cuDNN 9 for CUDA 13", "PyTorch 2.14 (cu130)"):
+        assert f"installing: {step}" in second
+    root_calls = log.read_text()
+    third = run_once()
+    assert "installing" not in third and third.count("ok: ") == 5
+    assert log.read_text() == root_calls  # nothing ran as root the third time
