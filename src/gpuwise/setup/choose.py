@@ -306,9 +306,13 @@ def _choose(
     cuda = major_minor(parse_version(build.cuda_version) or (0, 0))
     cudnn = parse_version(build.cudnn_version)
     cudnn_major = 9 if cudnn is not None and cudnn[0] == 9 else None
-    image = cuda_base_image(build.cuda_version, branch.min_version, tables=tables, setup_tables=setup_tables)
+    image = (  # only a container needs one (and only then may "no image runs on this driver" refuse)
+        cuda_base_image(build.cuda_version, branch.min_version, tables=tables, setup_tables=setup_tables)
+        if container
+        else None
+    )
     reasons = _reasons(system, gpu, branch, build, cudnn_major, given=(version, driver), tables=tables)
-    if container:
+    if image is not None:
         reasons += (
             Reason(
                 "image",
@@ -326,7 +330,7 @@ def _choose(
         cuda=cuda,
         cudnn_major=cudnn_major,
         open_modules=gpu.architecture.open_modules != "unsupported",
-        image=image if container else None,
+        image=image,
         reasons=reasons,
     )
 
