@@ -23,8 +23,9 @@ app = typer.Typer(
         "plan ranks every offer by the total cost of your workload; estimate says whether it fits and how "
         "long it takes; catalog lists GPUs and dated prices; doctor diagnoses a GPU machine; monitor and "
         "exporter watch it; idle stops it when nobody uses it; bench measures what it delivers against "
-        "its datasheet and times your own task; init writes a training project (train.py, workload, "
-        "Dockerfile, SkyPilot task) that resumes."
+        "its datasheet and times your own task; setup prints the script that installs its driver, CUDA and "
+        "PyTorch; init writes a training project (train.py, workload, Dockerfile, SkyPilot task) that "
+        "resumes."
     ),
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
@@ -77,6 +78,7 @@ _COMMANDS: dict[str, _Entry] = {
     "plan": _Entry("gpuwise.cli.plan", "plan"),
     "run": _Entry("gpuwise.cli.run", "run", context_settings={"allow_interspersed_args": False}),
     "schema": _Entry("gpuwise.cli.schema", "schema"),
+    "setup": _Entry("gpuwise.cli.setup", "setup"),
 }
 # the root options that come before a command name and take no value
 _ROOT_FLAGS = frozenset({"--debug", "--version", "--help", "-h", "--install-completion", "--show-completion"})
