@@ -25,7 +25,7 @@ app = typer.Typer(
         "exporter watch it; idle stops it when nobody uses it; bench measures what it delivers against "
         "its datasheet and times your own task; setup prints the script that installs its driver, CUDA and "
         "PyTorch; init writes a training project (train.py, workload, Dockerfile, SkyPilot task) that "
-        "resumes."
+        "resumes; export hands a plan option to SkyPilot, Kubernetes, torchrun or Docker."
     ),
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
@@ -70,6 +70,7 @@ _COMMANDS: dict[str, _Entry] = {
     "checkpoints": _Entry("gpuwise.cli.run", "checkpoints_app", group=True),
     "doctor": _Entry("gpuwise.cli.doctor", "doctor"),
     "estimate": _Entry("gpuwise.cli.estimate", "estimate"),
+    "export": _Entry("gpuwise.cli.export", "export"),
     "exporter": _Entry("gpuwise.cli.exporter", "exporter"),
     "idle": _Entry("gpuwise.cli.idle", "app", group=True),
     "init": _Entry("gpuwise.cli.init", "init"),
