@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 
 from gpuwise.catalog.specs import resolve_gpu
@@ -59,6 +60,12 @@ class ImageChoice:
         return PYTORCH_INDEX + self.torch_variant
 
 
+@cache
+def _tables() -> Tables:
+    return load_tables()
+
+
+@cache
 def cuda_images() -> dict[Version, CudaImage]:
     text = resources.files("gpuwise.export").joinpath("data", "cuda-images.csv").read_text(encoding="utf-8")
     images: dict[Version, CudaImage] = {}
@@ -80,7 +87,7 @@ def _candidates(
         cuda = parse_version(row.cuda_version)
         if row.framework != "pytorch" or not row.variant.startswith("cu") or cuda is None:
             continue
-        if major_minor(cuda) not in images or tables.cuda_requirement(cuda) is None:
+        if major_minor(cuda) not in images or _own_driver(row.cuda_version) is None:
             continue
         if capability is not None and not arch_supported(capability, row.arch_list):
             continue
@@ -88,10 +95,17 @@ def _candidates(
     return out
 
 
-def _min_driver(tables: Tables, row: FrameworkBuild) -> Version:
-    req = tables.cuda_requirement(parse_version(row.cuda_version) or (0,))
-    assert req is not None  # _candidates kept only rows the table knows
-    return req.min_driver
+@cache
+def _own_driver(cuda_version: str) -> Version | None:
+    """The driver a CUDA version's toolkit ships with (its GA release's), None when the table lacks it."""
+    req = _tables().cuda_requirement(parse_version(cuda_version) or (0,))
+    return None if req is None else req.min_driver
+
+
+def _min_driver(row: FrameworkBuild) -> Version:
+    driver = _own_driver(row.cuda_version)
+    assert driver is not None  # _candidates kept only rows the table knows
+    return driver
 
 
 def _key(row: FrameworkBuild, *, newest_cuda: bool) -> tuple[Version, Version]:
@@ -105,7 +119,7 @@ def choose_image(gpu: str, *, driver: str | None = None, torch: str | None = Non
 
     Raises UsageError with the nearest working choice when nothing satisfies all three.
     """
-    tables, images = load_tables(), cuda_images()
+    tables, images = _tables(), cuda_images()
     spec = resolve_gpu(gpu)
     if spec.vendor != "NVIDIA":
         raise UsageError(
@@ -118,12 +132,9 @@ def choose_image(gpu: str, *, driver: str | None = None, torch: str | None = Non
     wanted_torch = _parse_torch(torch)
     fits_gpu = _candidates(tables, images, capability)
     fits_torch = [r for r in fits_gpu if wanted_torch is None or _same_minor(r.version, wanted_torch)]
-    fits_all = [
-        r for r in fits_torch if wanted_driver is None or at_least(wanted_driver, _min_driver(tables, r))
-    ]
+    fits_all = [r for r in fits_torch if wanted_driver is None or at_least(wanted_driver, _min_driver(r))]
     if not fits_all:
         raise _no_choice(
-            tables,
             spec.name,
             capability=capability,
             fits_gpu=fits_gpu,
@@ -137,7 +148,7 @@ def choose_image(gpu: str, *, driver: str | None = None, torch: str | None = Non
         image=images[cuda],
         torch_version=torch if torch and torch.count(".") >= 2 else f"{best.version}.0",
         torch_variant=best.variant,
-        min_driver=_min_driver(tables, best),
+        min_driver=_min_driver(best),
         driver=wanted_driver,
         gpu=spec.name,
         compute_capability=capability,
@@ -173,7 +184,6 @@ def _same_minor(version: str, wanted: Version) -> bool:
 
 
 def _no_choice(
-    tables: Tables,
     gpu: str,
     *,
     capability: str | None,
@@ -195,10 +205,8 @@ def _no_choice(
             f"No PyTorch {torch} CUDA build with a base image runs on {gpu}{arch}",
             fix=f"give a version from {versions[0]} to {versions[-1]}, e.g. --torch {versions[-1]}",
         )
-    oldest = min(
-        fits_torch, key=lambda r: (_min_driver(tables, r), [-p for p in parse_version(r.version) or (0,)])
-    )
-    need = format_version(_min_driver(tables, oldest))
+    oldest = min(fits_torch, key=lambda r: (_min_driver(r), [-p for p in parse_version(r.version) or (0,)]))
+    need = format_version(_min_driver(oldest))
     return UsageError(
         f"Driver {driver} is too old for every PyTorch{' ' + torch if torch else ''} CUDA build that "
         f"runs on {gpu}",

@@ -137,7 +137,7 @@ def target_from_flags(
     total = count or 1
     nodes = nodes if nodes is not None else max(1, math.ceil(total / 8))
     if nodes < 1 or total % nodes:
-        raise UsageError(
+        raise ConfigError(
             f"--gpu {gpu} on {nodes} nodes does not split evenly",
             fix=f"give a GPU count that is a multiple of --nodes, e.g. --gpu {spec.name}:{8 * nodes}",
         )
