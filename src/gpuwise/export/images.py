@@ -9,7 +9,7 @@ the image's CUDA must be one the driver supports in full (driver >= that toolkit
 
 Given a driver, the newest PyTorch with the newest CUDA that driver supports is chosen; without one, the
 newest PyTorch with its oldest CUDA (the widest range of drivers), and the driver it needs is stated.
-(`gpuwise setup` is to grow a chooser over the same tables; the two should become one.)
+(A chooser for set-up scripts over the same tables is being built beside this one; they should become one.)
 """
 
 from __future__ import annotations
