@@ -11,7 +11,9 @@ from export_helpers import load_yaml, option, plan_doc
 
 from gpuwise.cli.main import main
 
-LORA = str(Path(__file__).resolve().parents[1] / "fixtures" / "plan" / "llama3-8b-lora.toml")
+PLANS = Path(__file__).resolve().parents[1] / "fixtures" / "plan"
+LORA = str(PLANS / "llama3-8b-lora.toml")
+TIGHT = str(PLANS / "tight-budget.toml")  # no offer meets its budget
 
 
 @pytest.fixture
@@ -109,3 +111,11 @@ def test_plan_export_writes_what_export_writes_for_the_same_option(
     assert "has no option 99" in capsys.readouterr().err
     assert main(["plan", LORA, "--export", "k8s", "--json"]) == 2
     assert main(["plan", LORA, "--out", str(out)]) == 2
+    assert main(["plan", LORA, "--export", "k8s", "--html", str(tmp_path / "p.html")]) == 2
+    assert "--html would be skipped" in capsys.readouterr().err
+
+
+def test_plan_export_with_nothing_qualifying_exits_1_like_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", TIGHT, "--export", "skypilot"]) == 1
+    captured = capsys.readouterr()
+    assert "resources:" not in captured.out

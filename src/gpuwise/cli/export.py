@@ -234,7 +234,7 @@ def _job(
     )
 
 
-def check_plan_export(kind: str | None, out: Path | None, *, as_json: bool) -> None:
+def check_plan_export(kind: str | None, out: Path | None, *, as_json: bool, html: Path | None) -> None:
     """`plan --export KIND [--out FILE]`: the options, checked before the plan is computed."""
     from gpuwise.cli.output import check_output_file
     from gpuwise.errors import NotFoundError, UsageError
@@ -247,6 +247,11 @@ def check_plan_export(kind: str | None, out: Path | None, *, as_json: bool) -> N
         raise UsageError(
             "--export and --json both print to stdout",
             fix="drop one, or write the plan with --json and run `gpuwise export KIND --plan -` on it",
+        )
+    if html is not None:
+        raise UsageError(
+            "--export writes the option's file instead of the plan's report, so --html would be skipped",
+            fix="run the plan once with --html and once with --pick N --export KIND",
         )
     if out is not None:
         check_output_file(out, "--out", name=f"{kind}.txt")

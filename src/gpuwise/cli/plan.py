@@ -173,7 +173,7 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
     if export_kind is not None or export_out is not None:
         from gpuwise.cli.export import check_plan_export
 
-        check_plan_export(export_kind, export_out, as_json=as_json)
+        check_plan_export(export_kind, export_out, as_json=as_json, html=html)
     fx = _parse_pairs(exchange_rate or [], "--exchange-rate", upper=True, example="CNY=0.14")
     overrides = _parse_spot(spot_rate or [])
     _check_files(workload, html=html, calibration=calibration, catalog_dir=catalog_dir)
