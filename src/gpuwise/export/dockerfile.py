@@ -16,6 +16,7 @@ from gpuwise.doctor.versions import format_version
 from gpuwise.export.images import ImageChoice, choose_image
 from gpuwise.export.target import Job, Target
 from gpuwise.export.torchrun import torchrun_argv
+from gpuwise.export.yamltext import comment_lines
 
 _UID = 10001
 
@@ -41,7 +42,7 @@ def render_dockerfile(target: Target, job: Job) -> str:
     python = choice.image.python
     single = Target(gpu=target.gpu, gpus_per_node=target.gpus_per_node, nodes=1)
     command = ["gpuwise", "run", "--resume", "--", *torchrun_argv(single, job, node_rank="0", master_addr="")]
-    lines = [f"# {line}" for line in _header(target, choice)]
+    lines = comment_lines(_header(target, choice))
     lines += [
         f"FROM {choice.base}",
         "",

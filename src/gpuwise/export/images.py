@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -146,7 +147,9 @@ def choose_image(gpu: str, *, driver: str | None = None, torch: str | None = Non
     cuda = major_minor(parse_version(best.cuda_version) or (0,))
     return ImageChoice(
         image=images[cuda],
-        torch_version=torch if torch and torch.count(".") >= 2 else f"{best.version}.0",
+        torch_version=format_version(wanted_torch)
+        if wanted_torch and len(wanted_torch) >= 3
+        else f"{best.version}.0",
         torch_variant=best.variant,
         min_driver=_min_driver(best),
         driver=wanted_driver,
@@ -168,14 +171,15 @@ def _parse_driver(driver: str | None) -> Version | None:
 
 
 def _parse_torch(torch: str | None) -> Version | None:
+    """X.Y or X.Y.Z (optionally written torch==…): it is pasted into the Dockerfile, so nothing else."""
     if torch is None:
         return None
-    parsed = parse_version(torch.removeprefix("torch==").removeprefix("torch"))
-    if parsed is None or len(parsed) < 2:
+    match = re.fullmatch(r"(?:torch==)?(\d+\.\d+(?:\.\d+)?)", torch.strip())
+    if match is None:
         raise UsageError(
             f"--torch {torch!r} is not a PyTorch version", fix="give e.g. --torch 2.8 or --torch 2.8.0"
         )
-    return parsed
+    return parse_version(match.group(1))
 
 
 def _same_minor(version: str, wanted: Version) -> bool:

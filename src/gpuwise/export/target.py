@@ -97,9 +97,11 @@ def target_from_plan(doc: Any, pick: int) -> Target:
             f"{where[0].upper()}{where[1:]} has {per_node} GPUs per node on {nodes} nodes",
             fix="plan again with --json; both must be 1 or more",
         )
-    provider = option.get("provider") if isinstance(option.get("provider"), str) else None
-    region = option.get("region") if isinstance(option.get("region"), str) else None
-    instance = option.get("instance_type") if isinstance(option.get("instance_type"), str) else None
+    # the plan file's text is written into YAML, shell and Dockerfiles: one printable line each
+    provider, region, instance = (
+        _one_line(value) if isinstance(value := option.get(key), str) else None
+        for key in ("provider", "region", "instance_type")
+    )
     return Target(
         gpu=resolve_gpu(gpu).name,
         gpus_per_node=per_node,
@@ -149,6 +151,10 @@ def target_from_flags(
         provider=provider.lower() if provider else None,
         region=region,
     )
+
+
+def _one_line(text: str) -> str:
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
 
 
 def _field(option: Mapping[str, Any], key: str, kind: type, where: str) -> Any:

@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Sequence
 
 from gpuwise.export.target import Job, Target
+from gpuwise.export.yamltext import comment_lines
 
 # the address every line points at: the user sets it to node 0's address (private IP or host name)
 MASTER_ADDR_VAR = "MASTER_ADDR"
@@ -46,15 +47,16 @@ def shell_line(argv: Sequence[str], *, expand: Sequence[str] = ()) -> str:
 def render_torchrun(target: Target, job: Job) -> str:
     """A comment header and one `torchrun` line per node."""
     master = f"${{{MASTER_ADDR_VAR}:?set {MASTER_ADDR_VAR} to the address of node 0}}"
-    lines = [
-        f"# gpuwise export torchrun: {target.nodes} node(s) x {target.gpus_per_node} {target.gpu} "
-        f"({target.source})",
+    header = [
+        f"gpuwise export torchrun: {target.nodes} node(s) x {target.gpus_per_node} {target.gpu} "
+        f"({target.source})"
     ]
     if target.nodes > 1:
-        lines.append(
-            f"# Run line k on node k; set {MASTER_ADDR_VAR} to node 0's address first, and open TCP port "
+        header.append(
+            f"Run line k on node k; set {MASTER_ADDR_VAR} to node 0's address first, and open TCP port "
             f"{job.master_port} between the nodes."
         )
+    lines = comment_lines(header)
     for rank in range(target.nodes):
         argv = torchrun_argv(target, job, node_rank=str(rank), master_addr=master)
         endpoint = next((word for word in argv if word.startswith("--rdzv-endpoint=")), "")

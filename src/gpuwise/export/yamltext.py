@@ -18,9 +18,15 @@ _INDENT = "  "
 
 def dump(doc: Mapping[str, Node], *, header: Sequence[str] = ()) -> str:
     """The document as YAML text, after ``header`` written as comment lines."""
-    lines = [f"# {line}" if line else "#" for line in header]
+    lines = comment_lines(header)
     lines.extend(_mapping(doc, 0))
     return "\n".join(lines) + "\n"
+
+
+def comment_lines(header: Sequence[str]) -> list[str]:
+    """``header`` as `#` comment lines (YAML, shell and Dockerfiles agree on those): a line break inside an
+    entry starts another comment line, never a line of the file itself."""
+    return [f"# {line}".rstrip() for entry in header for line in entry.splitlines() or [""]]
 
 
 def _scalar(value: str | int | float | bool | None) -> str:
@@ -49,7 +55,7 @@ def _value_lines(value: Node, depth: int) -> tuple[str, list[str]]:
     """(what follows the key or dash on its line, the lines under it)."""
     if isinstance(value, Mapping):
         return ("{}", []) if not value else ("", _mapping(value, depth))
-    if isinstance(value, str) and "\n" in value:
+    if isinstance(value, str) and "\n" in value and value.replace("\n", "").isprintable():
         first, *rest = _block(value, depth)
         return " " + first, rest
     if isinstance(value, Sequence) and not isinstance(value, str):
