@@ -136,3 +136,10 @@ def test_hadolint_can_fail(hadolint: str, tmp_path: Path) -> None:
     path.write_text(text, encoding="utf-8")
     result = subprocess.run([hadolint, "--no-color", str(path)], capture_output=True, text=True, check=False)
     assert result.returncode != 0 and "DL3013" in result.stdout
+
+
+def test_driver_versions_are_written_as_nvidia_writes_them() -> None:
+    """535.104.05, not 535.104.5: a user pastes these into apt and compares them with nvidia-smi."""
+    text = render_dockerfile(target_from_flags("A100:8"), Job(driver="535.104.05"))
+    assert "chosen for driver 535.104.05" in text
+    assert ">= 520.61.05" in text  # CUDA 11.8's own driver

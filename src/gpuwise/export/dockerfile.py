@@ -13,7 +13,7 @@ import json
 
 from gpuwise import __version__
 from gpuwise.doctor.versions import format_version
-from gpuwise.export.images import ImageChoice, choose_image
+from gpuwise.export.images import ImageChoice, choose_image, format_driver
 from gpuwise.export.target import Job, Target
 from gpuwise.export.torchrun import torchrun_argv
 from gpuwise.export.yamltext import comment_lines
@@ -23,7 +23,7 @@ _UID = 10001
 
 def _header(target: Target, choice: ImageChoice) -> list[str]:
     driver = (
-        f"chosen for driver {format_version(choice.driver)}"
+        f"chosen for driver {format_driver(choice.driver)}"
         if choice.driver
         else "no --driver given: the oldest CUDA of the newest PyTorch, for the widest range of drivers"
     )
@@ -31,7 +31,7 @@ def _header(target: Target, choice: ImageChoice) -> list[str]:
     return [
         f"gpuwise export dockerfile: {target.gpus_per_node} x {target.gpu}{arch} ({target.source})",
         f"Base: CUDA {format_version(choice.image.cuda)} ({driver}); it needs NVIDIA driver "
-        f">= {format_version(choice.min_driver)} (CUDA release notes, as `gpuwise doctor` checks it).",
+        f">= {format_driver(choice.min_driver)} (CUDA release notes, as `gpuwise doctor` checks it).",
         f"torch {choice.torch_version} from {choice.index_url} (a build with code for this GPU).",
         "Build: docker build -t IMAGE . (the build context holds the training script)",
     ]

@@ -61,6 +61,12 @@ class ImageChoice:
         return PYTORCH_INDEX + self.torch_variant
 
 
+def format_driver(version: Version) -> str:
+    """A driver version as NVIDIA writes it: the third field has two digits (535.104.05, not 535.104.5)."""
+    parts = [str(part) for part in version[:2]] + [f"{part:02d}" for part in version[2:]]
+    return ".".join(parts)
+
+
 @cache
 def _tables() -> Tables:
     return load_tables()
@@ -210,7 +216,7 @@ def _no_choice(
             fix=f"give a version from {versions[0]} to {versions[-1]}, e.g. --torch {versions[-1]}",
         )
     oldest = min(fits_torch, key=lambda r: (_min_driver(r), [-p for p in parse_version(r.version) or (0,)]))
-    need = format_version(_min_driver(oldest))
+    need = format_driver(_min_driver(oldest))
     return UsageError(
         f"Driver {driver} is too old for every PyTorch{' ' + torch if torch else ''} CUDA build that "
         f"runs on {gpu}",
