@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from gpuwise.idle.hang import HangConfig
+from gpuwise.idle.replay import replay_trace
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 try:
     import record_replay_golden as golden
@@ -27,3 +30,12 @@ def test_golden_covers_every_trace() -> None:
 @pytest.mark.parametrize("name", sorted(GOLDEN))
 def test_replay_unchanged(name: str) -> None:
     assert golden.record(golden.FIXTURES / name) == GOLDEN[name]
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_stop_on_hang_stops_no_job_in_the_fixtures(name: str) -> None:
+    """Even with stop_on_hang and no progress assumed (a recording shows no files), hang detection finds
+    no possible hang in any fixture trace and moves no stop."""
+    out = replay_trace(golden.FIXTURES / name, hang=HangConfig(stop=True)).to_json()
+    assert out["possible_hangs"] == []
+    assert {k: out[k] for k in golden.KEYS} == GOLDEN[name]
