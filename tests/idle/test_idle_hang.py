@@ -222,3 +222,23 @@ def test_hang_config_rejects_impossible_values() -> None:
     for bad in bad_values:
         with pytest.raises(ConfigError):
             bad.validate()
+
+
+def test_idle_replay_cli_reports_and_stops_for_a_hang(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpuwise.cli.main import main
+
+    trace = str(HANG_FIXTURES / "nccl_deadlock_8x_h100_30s.csv")
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[idle]\nstop_on_hang = true\nwatch_paths = ["/srv/run/logs"]\n', encoding="utf-8")
+    assert main(["idle", "replay", trace, "--json", "--config", str(cfg)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["stop_at"] == "2026-06-02T02:20:30.007"  # +40 min hang, +30 window, +10 warning
+    assert out["observations"] == 381 and out["last_sample"] == "2026-06-02T04:10:00.005"
+    (hang,) = out["possible_hangs"]
+    assert hang["since"] == "2026-06-02T01:40:00.007" and "no progress is assumed" in hang["reason"]
+    cfg.write_text("[idle]\nstop_on_hang = true\n", encoding="utf-8")
+    assert main(["idle", "replay", trace, "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "needs watch_paths" in err and "Traceback" not in err

@@ -180,3 +180,25 @@ def test_the_daemon_on_this_machine_runs_the_users_checks(tmp_path: Path) -> Non
     d = IdleDaemon.on_this_machine(settings, probe=None, data_dir=tmp_path)
     names = [g.name for g in d.gatherers]
     assert names[-2:] == ["activity_command", "activity_url"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="os.chown to another group needs root")
+def test_an_activity_command_in_a_file_others_can_write_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """activity_command runs a program, like the stop command and the hook: a config file that someone
+    else could have changed is refused."""
+    from gpuwise.config import INSECURE_ENV, load_config
+
+    monkeypatch.delenv(INSECURE_ENV, raising=False)
+    folder = tmp_path / "cfg"
+    folder.mkdir(mode=0o700)
+    path = folder / "config.toml"
+    path.write_text('[idle]\nactivity_command = "pgrep -f train.py"\n', encoding="utf-8")
+    path.chmod(0o666)
+    os.chown(path, -1, 54321)  # a group that is not the owner's own
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert "idle.activity_command" in caught.value.render()
+    path.chmod(0o600)
+    assert load_config(path).sections["idle"]["activity_command"] == "pgrep -f train.py"

@@ -155,8 +155,7 @@ def replay(
     step = median_interval_s([o.timestamp_s for o in observations])
     policy = IdlePolicy(cfg.resolve_gap(step) if step is not None else cfg)
     hangs, hang_stop = find_hangs(observations, hang, policy.config) if hang else ((), None)
-    if hang_stop is not None:
-        observations = [o for o in observations if o.timestamp_s <= hang_stop[0]]
+    until = hang_stop[0] if hang_stop is not None else None
     stretches: list[IdleStretch] = []
     open_start: float | None = None
     peak = IdleState.IDLE_CANDIDATE
@@ -169,6 +168,8 @@ def replay(
             stretches.append(IdleStretch(open_start, end_s, peak, window, ended_by))
 
     for obs in observations:
+        if until is not None and obs.timestamp_s > until:
+            break  # the hang's stop came first
         d = policy.observe(obs)
         max_idle = max(max_idle, d.idle_s)
         if d.state == IdleState.BUSY:
