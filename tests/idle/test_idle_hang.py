@@ -110,7 +110,7 @@ def _gpu(
     t: float,
     i: int = 0,
     *,
-    util: float = 100.0,
+    util: Reading[float] = 100.0,
     power: Reading[float] = 70.0,
     mem_mib: float = 70000,
     clock: Reading[float] = 1980.0,
@@ -164,6 +164,7 @@ _BREAKS: list[tuple[str, Sample]] = [
     ("memory is busy", _gpu(1230, mem_util=30.0)),
     ("utilization under 95 %", _gpu(1230, util=90.0)),
     ("a power reading failed", _gpu(1230, power=Failed("GPU is lost"))),
+    ("a utilization reading failed", _gpu(1230, util=Failed("Unknown Error"))),
 ]
 
 
@@ -185,7 +186,7 @@ def test_a_gap_an_error_or_a_missing_gpu_restarts_the_stretch() -> None:
 
 
 def test_a_busy_gpu_rules_out_a_hang_an_idle_one_does_not() -> None:
-    busy = [[_gpu(k * 30.0, 0), _gpu(k * 30.0, 1, power=300.0 + 50 * (k % 3))] for k in range(80)]
+    busy = [[_gpu(k * 30.0, 0), _gpu(k * 30.0, 1, util=80.0, power=300.0 + 50 * (k % 3))] for k in range(80)]
     assert "suspected" not in _feed(HangDetector(HangConfig(window_min=30)), busy)
     idle_rank = [[_gpu(k * 30.0, 0), _gpu(k * 30.0, 1, util=0.0, power=120.0)] for k in range(80)]
     assert "suspected" in _feed(HangDetector(HangConfig(window_min=30)), idle_rank)
