@@ -202,3 +202,17 @@ def test_an_activity_command_in_a_file_others_can_write_is_refused(
     assert "idle.activity_command" in caught.value.render()
     path.chmod(0o600)
     assert load_config(path).sections["idle"]["activity_command"] == "pgrep -f train.py"
+
+
+def test_dry_run_logs_the_hang_stop_once_and_stops_nothing(tmp_path: Path) -> None:
+    clock = FakeClock()
+    logs = _old_log(tmp_path, clock)
+    with webhook_receiver() as (url, got):
+        settings = IdleSettings(
+            action="shutdown", webhook=url, watch_paths=(str(logs),), hang=HangConfig(stop=True)
+        )
+        d = _daemon(tmp_path, clock, settings, dry_run=True)
+        d.run(max_steps=int(100 * 60 / 30))
+    events = [g["event"] for g in got]
+    assert events == ["hang_suspected", "stopping"]  # the clock starts over after the pretend stop
+    assert not any(c.startswith("shutdown") for c in _calls(tmp_path))

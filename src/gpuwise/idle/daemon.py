@@ -181,6 +181,7 @@ class IdleDaemon:
             self._stop(Decision(now, IdleState.STOPPING, verdict.reason, now - since, window_s, now))
             if self.dry_run and self.hang is not None:
                 self.hang.reset()  # as the policy's clock after a dry-run stop: no flood of stops
+                self._hang_state = "none"  # and no "hang over" notice for a hang nobody ended
         self._prev_state = decision.state
         self._persist(decision)
         return decision
