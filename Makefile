@@ -1,12 +1,12 @@
 # Set-up promises: each target works on a fresh clone as the only command.
 # EXTRAS: the optional dependency groups installed. hf-test (a CPU torch and transformers, about 1 GB) is in
 # the default so that a plain clone runs every test, the real Hugging Face Trainer one included; without it
-# (`make test EXTRAS=dev`) that one test skips.
+# (`make test EXTRAS=dev`) that one test skips. bench (torch) lets the CPU bench suite's tests run.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-EXTRAS ?= dev,hf-test
+EXTRAS ?= dev,hf-test,bench
 
 .PHONY: install demo test fuzz check lint typecheck bench clean
 

@@ -36,9 +36,10 @@ ALLOWED: dict[str, set[str]] = {
     "bench": {"gpu", "catalog", "estimate", "workload", "idle"},
     "run": {"gpu", "idle"},
     "checkpoint": {"run"},  # the public gpuwise.checkpoint API for training scripts
-    "export": {"plan", "catalog", "estimate", "workload"},
+    "export": {"plan", "catalog", "estimate", "workload", "doctor"},  # doctor: its CUDA/driver tables
     "setup": {"doctor", "catalog"},
     "locale": set(),
+    "init": set(),  # the project template writer (`gpuwise init`): leaves only
     "cli": {"*"},
 }
 

@@ -174,13 +174,14 @@ def test_html_is_written_atomically(capsys: pytest.CaptureFixture[str], tmp_path
     assert target.stat().st_mode & 0o044  # readable like any file the user writes, not mkstemp's 0600
 
 
-def test_calibration_changes_the_calibrated_gpu_only(
+def test_calibration_changes_the_calibrated_generation_only(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """A bench result measured on an H100 (here: a slow one) must reach the estimates the plan ranks."""
+    """A bench result measured on an H100 (here: a slow one) must reach the estimates the plan ranks: the
+    H100's directly, the H200's (same Hopper generation) by the measured ratio, the A100's not at all."""
     text = (FIXTURES / "llama3-8b-lora.toml").read_text(encoding="utf-8")
     path = tmp_path / "h.toml"
-    path.write_text(text + '\n[constraints]\ngpus = ["H100", "H200"]\n', encoding="utf-8")
+    path.write_text(text + '\n[constraints]\ngpus = ["H100", "H200", "A100-80GB"]\n', encoding="utf-8")
 
     def hours(*extra: str) -> dict[tuple[str, str, str], float]:
         _, doc = run_json(capsys, str(path), "--top", "1000", *extra)
@@ -189,9 +190,9 @@ def test_calibration_changes_the_calibrated_gpu_only(
     plain = hours()
     slow = hours("--calibration", str(FIXTURES / "bench-h100-slow.json"))
     both = set(plain) & set(slow)
-    assert any(k[0] == "H100" for k in both) and any(k[0] == "H200" for k in both)
-    assert all(slow[k] > plain[k] for k in both if k[0] == "H100")
-    assert all(slow[k] == plain[k] for k in both if k[0] == "H200")
+    assert {k[0] for k in both} == {"H100", "H200", "A100-80GB"}
+    assert all(slow[k] > plain[k] for k in both if k[0] in ("H100", "H200"))
+    assert all(slow[k] == plain[k] for k in both if k[0] == "A100-80GB")
 
 
 @pytest.mark.parametrize(

@@ -42,8 +42,11 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
         typer.Option(
             "--calibration",
             help=(
-                "JSON of efficiencies measured on this GPU: "
-                '{"results": [{"task": "gemm_bf16", "fraction_of_peak": 0.7}]}.'
+                "A `gpuwise bench --json` result, "
+                '{"machine": {"gpu": "H100"}, "results": [{"task": "gemm_bf16", "fraction_of_peak": 0.7}]} '
+                "(GEMM, memory_bandwidth, train_step_transformer mfu: they replace the default efficiency "
+                "on that GPU, and scale the default of other GPUs of its generation), or a `gpuwise report "
+                "--save-calibration` file (actual/planned hours per GPU and task, applied to that GPU only)."
             ),
         ),
     ] = None,
@@ -120,14 +123,19 @@ def _render(est: Estimate, path: str, name: str) -> None:
     mem = Table(title=f"Memory per GPU — {title}", title_justify="left")
     mem.add_column("part")
     mem.add_column("GiB", justify="right")
-    for label, value in (
-        ("weights", m.weights),
-        ("gradients", m.gradients),
-        ("optimizer states", m.optimizer),
-        ("activations", m.activations),
-        ("KV cache", m.kv_cache),
-        ("runtime overhead", m.overhead),
-    ):
+    parts = (
+        (("measured peak (all parts together)", m.overhead),)
+        if est.stack == "measured"
+        else (
+            ("weights", m.weights),
+            ("gradients", m.gradients),
+            ("optimizer states", m.optimizer),
+            ("activations", m.activations),
+            ("KV cache", m.kv_cache),
+            ("runtime overhead", m.overhead),
+        )
+    )
+    for label, value in parts:
         mem.add_row(label, f"{value / GIB:,.1f}")
     verdict = {
         "fits": "[green]fits[/]",
@@ -162,7 +170,8 @@ def _render(est: Estimate, path: str, name: str) -> None:
                 f"{format_hours(est.hours_low)} – {format_hours(est.hours_high)} ({est.stack or 'stack'})",
             )
         perf.add_row("GPU-hours", f"{est.gpu_hours:,.1f}" if finite else "∞")
-        perf.add_row("MFU", f"{est.mfu:.0%}")
+        if math.isfinite(est.mfu):  # a measured task's FLOPs are unknown
+            perf.add_row("MFU", f"{est.mfu:.0%}")
         if est.meets_target is not None:
             perf.add_row("meets target rate", "yes" if est.meets_target else "[red]no[/]")
     perf.add_row("bottleneck", est.bottleneck.replace("_", " "))

@@ -1,5 +1,5 @@
 """`gpuwise idle`: replay a trace through the idle policy, run the auto-stop daemon, install it as a
-systemd unit, and show its state and the money it saved.
+systemd unit, show its state and the money it saved, and list what each provider's stop does.
 
 The work lives in the idle room behind typed results (replay: `ReplayResult`, status: `IdleStatus`,
 install: `UnitInstall`, run: `IdleDaemon.on_this_machine`); these commands parse options, call and render.
@@ -181,7 +181,10 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     action: Annotated[
         str | None,
         typer.Option(
-            "--action", help="auto | aws | gcp | azure | alibaba | shutdown | command (default auto)."
+            "--action",
+            help="auto | a provider (runpod, vast, lambda, paperspace, jarvislabs, nebius, hyperstack, "
+            "tencent, huawei, aws, gcp, azure, alibaba) | shutdown | command (default auto). "
+            "`gpuwise idle providers` says what each does to the bill and the disk.",
         ),
     ] = None,
     command: Annotated[
@@ -212,6 +215,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     ] = False,
     max_steps: Annotated[int | None, typer.Option("--max-steps", hidden=True)] = None,
     metadata_url: Annotated[str | None, typer.Option("--metadata-url", hidden=True)] = None,
+    api_url: Annotated[str | None, typer.Option("--api-url", hidden=True)] = None,
 ) -> None:
     """Run the auto-stop daemon: observe every interval, warn, run the hook, stop the machine."""
     import logging
@@ -239,6 +243,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
         noise_floor_pct=noise_floor_pct,
         held_threshold_pct=held_threshold_pct,
         max_gap_s=max_gap_s,
+        api_url=api_url,
     )
     setup_logging()
     # a recording that cannot be read is bad input (exit 2) now; a live driver that does not answer is
@@ -358,3 +363,74 @@ def status(json_out: JsonOpt = False, config: ConfigOpt = None) -> None:
             markup=False,
             soft_wrap=True,
         )
+
+
+@app.command("providers")
+def providers(
+    json_out: JsonOpt = False,
+    this_machine: Annotated[
+        bool,
+        typer.Option(
+            "--this-machine",
+            help="Say which provider this machine is, what the daemon would run to stop it and whether the "
+            "credentials are there (asks the metadata services; stops nothing).",
+        ),
+    ] = False,
+    config: ConfigOpt = None,
+    metadata_url: Annotated[str | None, typer.Option("--metadata-url", hidden=True)] = None,
+) -> None:
+    """What each stop action does to the bill and to the disk, how the instance is found, what it needs."""
+    from gpuwise.cli.output import console, print_json
+    from gpuwise.idle.providers.table import PROVIDER_ACTIONS
+
+    if this_machine:
+        _this_machine(_settings(config), metadata_url, json_out)
+        return
+    if json_out:
+        print_json([p.to_json() for p in PROVIDER_ACTIONS])
+        return
+    yes_no = {True: "yes", False: "NO", None: "depends"}
+    for p in PROVIDER_ACTIONS:
+        console.print(
+            f'{p.provider} (action = "{p.config_action}"): {p.action}', markup=False, soft_wrap=True
+        )
+        console.print(f"  stops billing: {yes_no[p.stops_billing]}. {p.bill}", markup=False, soft_wrap=True)
+        console.print(f"  keeps the disk: {yes_no[p.keeps_disk]}. {p.disk}", markup=False, soft_wrap=True)
+        console.print(f"  found by: {p.detected_by}", markup=False, soft_wrap=True)
+        console.print(f"  needs: {p.needs}", markup=False, soft_wrap=True)
+    console.print(
+        "auto picks the provider from the machine itself; when its stop call fails, gpuwise says so (log, "
+        "wall, webhook) and tries [idle] fallback in order (default in auto: shutdown -h now, with a warning "
+        "where that does not end the billing).",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+def _this_machine(settings: IdleSettings, metadata_url: str | None, json_out: bool) -> None:
+    from gpuwise.cli.output import console, print_json
+    from gpuwise.idle.actions import MetadataEndpoints
+    from gpuwise.idle.providers.base import StopContext
+    from gpuwise.idle.providers.check import check_machine
+    from gpuwise.idle.providers.plan import STEPS
+
+    ctx = StopContext(
+        api_urls=dict.fromkeys(STEPS, settings.api_url) if settings.api_url else {},
+        instance_id=settings.instance_id,
+        allow_terminate=settings.allow_terminate,
+    )
+    endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
+    check = check_machine(
+        settings.action, command=settings.command, fallback=settings.fallback, ctx=ctx, endpoints=endpoints
+    )
+    if json_out:
+        print_json(check.to_json())
+        return
+    if check.provider is None:
+        console.print(f"this machine: no provider identified (action = {settings.action!r})", markup=False)
+    else:
+        console.print(f"this machine: {check.provider} {check.ids} (found by {check.found_by})", markup=False)
+        console.print(f"credentials: {check.credentials}", markup=False, soft_wrap=True)
+    steps = " -> ".join(check.steps) or "nothing: no provider identified and no fallback"
+    console.print(f"a stop would try: {steps}", markup=False, soft_wrap=True)
+    console.print("ready" if check.ready else "NOT READY: the first stop step would fail", markup=False)

@@ -11,10 +11,9 @@ import sys
 from typing import Annotated, Any, NamedTuple
 
 import typer
-from rich.markup import escape
 
 from gpuwise import __version__
-from gpuwise.cli.output import err_console
+from gpuwise.cli import output
 from gpuwise.errors import GpuwiseError
 
 app = typer.Typer(
@@ -23,7 +22,10 @@ app = typer.Typer(
         "Choose, verify, watch and stop rented cloud GPUs.\n\n"
         "plan ranks every offer by the total cost of your workload; estimate says whether it fits and how "
         "long it takes; catalog lists GPUs and dated prices; doctor diagnoses a GPU machine; monitor and "
-        "exporter watch it; idle stops it when nobody uses it."
+        "exporter watch it; idle stops it when nobody uses it; bench measures what it delivers against "
+        "its datasheet and times your own task; setup prints the script that installs its driver, CUDA and "
+        "PyTorch; init writes a training project (train.py, workload, Dockerfile, SkyPilot task) that "
+        "resumes; export hands a plan option to SkyPilot, Kubernetes, torchrun or Docker."
     ),
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
@@ -63,17 +65,21 @@ class _Entry(NamedTuple):
 # One entry per sub-command, in alphabetical order. `gpuwise plan …` imports the plan command's module and
 # nothing else: importing every command's module cost ~80 ms of a ~0.7 s plan (benchmarks/plan_speed.py).
 _COMMANDS: dict[str, _Entry] = {
+    "bench": _Entry("gpuwise.cli.bench", "app", group=True),
     "catalog": _Entry("gpuwise.cli.catalog", "app", group=True),
     "checkpoints": _Entry("gpuwise.cli.run", "checkpoints_app", group=True),
     "doctor": _Entry("gpuwise.cli.doctor", "doctor"),
     "estimate": _Entry("gpuwise.cli.estimate", "estimate"),
+    "export": _Entry("gpuwise.cli.export", "export"),
     "exporter": _Entry("gpuwise.cli.exporter", "exporter"),
     "idle": _Entry("gpuwise.cli.idle", "app", group=True),
+    "init": _Entry("gpuwise.cli.init", "init"),
     "ledger": _Entry("gpuwise.cli.run", "ledger"),
     "monitor": _Entry("gpuwise.cli.monitor", "monitor"),
     "plan": _Entry("gpuwise.cli.plan", "plan"),
     "run": _Entry("gpuwise.cli.run", "run", context_settings={"allow_interspersed_args": False}),
     "schema": _Entry("gpuwise.cli.schema", "schema"),
+    "setup": _Entry("gpuwise.cli.setup", "setup"),
 }
 # the root options that come before a command name and take no value
 _ROOT_FLAGS = frozenset({"--debug", "--version", "--help", "-h", "--install-completion", "--show-completion"})
@@ -122,10 +128,12 @@ def _usage_error(exc: Exception) -> int:
         if message:  # typer's rich help printed itself and left the message empty
             typer.echo(message)
         return 2
+    from rich.markup import escape
+
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "gpuwise"
     fix = f"To fix: see `{escape(where)} --help` for the options."
-    err_console.print(f"[bold red]Error:[/] {escape(message.rstrip('.'))}. {fix}", soft_wrap=True)
+    output.err_console.print(f"[bold red]Error:[/] {escape(message.rstrip('.'))}. {fix}", soft_wrap=True)
     return 2
 
 
@@ -144,9 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     except _UsageError as exc:
         return _usage_error(exc)
     except GpuwiseError as exc:
+        from rich.markup import escape
+
         if debug or _debug:
-            err_console.print_exception()
-        err_console.print(f"[bold red]Error:[/] {escape(exc.render())}", soft_wrap=True)
+            output.err_console.print_exception()
+        output.err_console.print(f"[bold red]Error:[/] {escape(exc.render())}", soft_wrap=True)
         return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
         return 130

@@ -40,7 +40,9 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         Path | None,
         typer.Option(
             "--calibration",
-            help="A JSON file of efficiencies measured on the GPU (fraction of peak per task).",
+            help="A `gpuwise bench --json` result (measured efficiencies: that GPU, and the ratio for its "
+            "generation) or a `gpuwise report --save-calibration` file (actual/planned hours per GPU and "
+            "task). Every use is stated in the assumptions.",
         ),
     ] = None,
     as_json: Annotated[
@@ -111,6 +113,17 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         int | None,
         typer.Option("--pick", metavar="N", help="Print option N of the table (1 = first) in full."),
     ] = None,
+    export_kind: Annotated[
+        str | None,
+        typer.Option(
+            "--export",
+            metavar="KIND",
+            help="Write option --pick N (default 1) for skypilot, k8s, torchrun or dockerfile (see export).",
+        ),
+    ] = None,
+    export_out: Annotated[
+        Path | None, typer.Option("--out", help="With --export: write the file here (default: stdout).")
+    ] = None,
     utilization: Annotated[
         float | None,
         typer.Option(
@@ -140,6 +153,8 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
       gpuwise plan examples/llama3-8b-lora.toml --objective time --html plan.html
 
       gpuwise plan examples/llama3-8b-lora.toml --phase prototype --json
+
+      gpuwise plan examples/llama3-8b-lora.toml --pick 2 --export skypilot --out task.yaml
     """
     from gpuwise.plan import run as run_plan
     from gpuwise.plan.request import PlanRequest
@@ -155,6 +170,10 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         restart_minutes=restart_minutes,
         boot_disk_gb=boot_disk_gb,
     )
+    if export_kind is not None or export_out is not None:
+        from gpuwise.cli.export import check_plan_export
+
+        check_plan_export(export_kind, export_out, as_json=as_json, html=html)
     fx = _parse_pairs(exchange_rate or [], "--exchange-rate", upper=True, example="CNY=0.14")
     overrides = _parse_spot(spot_rate or [])
     _check_files(workload, html=html, calibration=calibration, catalog_dir=catalog_dir)
@@ -175,7 +194,15 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         spot_only=True if spot else (False if on_demand else None),
         utilization=utilization,
     )
-    _show(run_plan(request), request, top=top, pick=pick, as_json=as_json, html=html, phase=phase)
+    outcome = run_plan(request)
+    if export_kind is not None and outcome.result.options:
+        from gpuwise.cli.export import export_plan_option
+        from gpuwise.plan.output import result_to_dict
+
+        doc = result_to_dict(outcome.result, outcome.workload.model_dump(mode="json"), top=top)
+        export_plan_option(export_kind, doc, pick or 1, export_out)
+        return
+    _show(outcome, request, top=top, pick=pick, as_json=as_json, html=html, phase=phase)
 
 
 def _check_options(

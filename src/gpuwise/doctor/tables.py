@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 
 from gpuwise.doctor.versions import Version, major_minor, parse_version
@@ -36,6 +37,7 @@ class FrameworkBuild:
     nccl_version: str
     arch_list: tuple[str, ...]
     source: str
+    status: str = ""  # "stable", "experimental", … as the framework's matrix says (setup prefers stable)
 
 
 @dataclass(frozen=True)
@@ -60,12 +62,19 @@ class Tables:
     def cuda_requirement(self, cuda_version: Version) -> CudaCompat | None:
         """The driver needs of a CUDA runtime version: the GA (lowest) release of its major.minor that the
         table holds, so '12.4' is judged by 12.4.0. None for a version the table does not know."""
-        wanted = major_minor(cuda_version)
-        rows = [row for row in self.cuda if major_minor(row.cuda_version) == wanted]
+        rows = self._cuda_by_major_minor.get(major_minor(cuda_version), ())
         if not rows:
             return None
         exact = [row for row in rows if row.cuda_version == cuda_version]
         return exact[0] if exact else min(rows, key=lambda row: row.cuda_version)
+
+    @cached_property
+    def _cuda_by_major_minor(self) -> dict[Version, tuple[CudaCompat, ...]]:
+        """cuda-compat rows by major.minor: `gpuwise setup` asks thousands of times per test run."""
+        index: dict[Version, list[CudaCompat]] = {}
+        for row in self.cuda:
+            index.setdefault(major_minor(row.cuda_version), []).append(row)
+        return {key: tuple(rows) for key, rows in index.items()}
 
     def framework_build(self, framework: str, version: str, variant: str | None) -> FrameworkBuild | None:
         """The row for e.g. ('pytorch', '2.5.1+cu124', None): matched on major.minor and the cuXYZ suffix."""
@@ -110,6 +119,7 @@ def parse_tables(
             nccl_version=row["nccl_version"],
             arch_list=tuple(a.strip() for a in row["arch_list_linux_x86_64"].split(",") if a.strip()),
             source=row["source"],
+            status=row.get("status", ""),
         )
         for row in framework_rows
     )

@@ -27,7 +27,9 @@ class CheckpointSize:
 def checkpoint_size(workload: Workload) -> CheckpointSize:
     """Bytes of one checkpoint: the served weights for inference; the adapters and their optimizer states
     for LoRA; weights, fp32 master copy and optimizer states for full training."""
-    m, t = workload.model, workload.train
+    if workload.measured is not None:
+        return CheckpointSize(0.0, 0, "checkpoints of a measured task: not known, not costed")
+    m, t = workload.arch, workload.train
     params = m.n_params
     if t is None:
         assert workload.inference is not None

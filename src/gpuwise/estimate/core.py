@@ -21,7 +21,9 @@ from gpuwise.errors import ConfigError
 from gpuwise.estimate import interconnect_constants as NET  # noqa: N812 - the links table
 from gpuwise.estimate import memory_constants as MEM  # noqa: N812 - the memory constants table
 from gpuwise.estimate.calibration import Calibration
+from gpuwise.estimate.calibration_report import apply_hours_ratio
 from gpuwise.estimate.inference import inference_estimate
+from gpuwise.estimate.measured import measured_estimate
 from gpuwise.estimate.models import Estimate
 from gpuwise.estimate.notes import Notes
 from gpuwise.estimate.stacks import (
@@ -69,8 +71,15 @@ def estimate(  # noqa: PLR0917 - the positional (workload, gpu, count, nodes, ca
             fix="pass e.g. --network-gbps 100 for 100 Gigabit Ethernet",
         )
     notes = Notes()
-    if workload.model.preset:
-        notes.add(f"model {workload.model.preset}: {workload.model.source}")
+    if workload.task == "measured":
+        if calibration is not None and calibration.kind == "bench":
+            notes.add(
+                f"calibration {calibration.source}: not used for a measured task (its speed is measured)"
+            )
+        est = measured_estimate(workload, gpu, count=count, nodes=n_nodes, notes=notes)
+        return apply_hours_ratio(est, calibration, workload.task)
+    if workload.arch.preset:
+        notes.add(f"model {workload.arch.preset}: {workload.arch.source}")
     if workload.train is not None:
         est = train_estimate(
             workload,
@@ -81,13 +90,13 @@ def estimate(  # noqa: PLR0917 - the positional (workload, gpu, count, nodes, ca
             notes=notes,
             network_gbps=network_gbps,
         )
-        stack = default_framework(workload.task, workload.train, workload.model.kind)
+        stack = default_framework(workload.task, workload.train, workload.arch.kind)
     else:
         est = inference_estimate(
             workload, gpu, count=count, nodes=n_nodes, calibration=calibration, notes=notes
         )
         stack = "inference"
-    return _finish(est, workload, stack, notes)
+    return apply_hours_ratio(_finish(est, workload, stack, notes), calibration, workload.task)
 
 
 def _finish(est: Estimate, w: Workload, stack_name: str, notes: Notes) -> Estimate:
@@ -127,7 +136,7 @@ def _load_peak_and_host_ram(est: Estimate, w: Workload, stack_name: str, notes: 
     load_peak = 0.0
     stack = STACKS[stack_name]
     meta = t.low_cpu_mem_usage if t.low_cpu_mem_usage is not None else stack.meta_init
-    weights_b = w.model.n_params * MEM.BASE_BYTES_PER_PARAM.get(t.base_dtype, 2.0)
+    weights_b = w.arch.n_params * MEM.BASE_BYTES_PER_PARAM.get(t.base_dtype, 2.0)
     gpn = math.ceil(est.count / est.nodes)
     if t.zero_stage >= 3 and t.low_cpu_mem_usage is False:
         load_peak = weights_b / (t.tensor_parallel * t.pipeline_parallel) + MEM.CUDA_CONTEXT_GIB.value * GIB

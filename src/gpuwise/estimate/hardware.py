@@ -85,18 +85,57 @@ def inter_node_bytes_per_s(
 
 
 def arch_efficiency(gpu: GpuSpec, dtype: str, calibration: Calibration | None, notes: Notes) -> float:
-    """Sustained share of dense peak for large-GEMM training: a calibration measured on this GPU, a public
-    measurement of a power-capped card, or the architecture's default, in that order."""
+    """Sustained share of dense peak for large-GEMM training: a calibration measured on this GPU (or on
+    another GPU of its generation, as a ratio to that GPU's default), a public measurement of a power-capped
+    card, or the architecture's default, in that order."""
     if calibration is not None and calibration.applies_to(gpu.name):
-        frac = calibration.gemm_fraction.get(dtype) or calibration.gemm_fraction.get("bf16")
-        if frac:
-            ratio = notes.const(K.TRAIN_EFF_PER_GEMM_FRACTION)
+        measured = _calibrated_efficiency(calibration, dtype, notes)
+        if measured is not None:
+            eff, what = measured
+            notes.add(f"calibration {calibration.source}: {what} replaces the default")
+            return eff
+    if calibration is not None and calibration.same_generation(gpu):
+        ref = calibration.reference
+        measured = _calibrated_efficiency(calibration, dtype, notes)
+        if ref is not None and measured is not None:
+            ratio = measured[0] / default_efficiency(ref, dtype, Notes())
             notes.add(
-                f"calibration {calibration.source}: measured GEMM {frac:.0%} of peak replaces the default"
+                f"calibration {calibration.source}: measured on {ref.name}, another {ref.architecture} GPU "
+                f"({measured[1]}); {ratio:.2f}× its default applied to {gpu.name}'s default (same generation)"
             )
-            return frac * ratio
-    if calibration is not None and not calibration.applies_to(gpu.name):
-        notes.add(f"calibration {calibration.source} is for {calibration.gpu}, not {gpu.name}: not used")
+            return default_efficiency(gpu, dtype, notes) * ratio
+    if calibration is not None and calibration.kind == "bench" and not calibration.applies_to(gpu.name):
+        why = (
+            "nothing measured for training"
+            if calibration.same_generation(gpu)
+            else "another generation"
+            if calibration.reference is not None
+            else "its generation is unknown"
+        )
+        notes.add(
+            f"calibration {calibration.source} is for {calibration.gpu}, not {gpu.name}: not used ({why})"
+        )
+    return default_efficiency(gpu, dtype, notes)
+
+
+def _calibrated_efficiency(calibration: Calibration, dtype: str, notes: Notes) -> tuple[float, str] | None:
+    """(training efficiency, what was measured) from a bench calibration: the GEMM fraction of peak for
+    the dtype (or bf16), else the measured training-step MFU; None when it holds neither."""
+    frac = calibration.gemm_fraction.get(dtype) or calibration.gemm_fraction.get("bf16")
+    if frac:
+        ratio = notes.const(K.TRAIN_EFF_PER_GEMM_FRACTION)
+        return frac * ratio, f"measured GEMM {frac:.0%} of peak"
+    if calibration.train_mfu:
+        return calibration.train_mfu, (
+            f"measured training-step MFU {calibration.train_mfu:.0%} (a small model's step: pessimistic "
+            "for a larger one)"
+        )
+    return None
+
+
+def default_efficiency(gpu: GpuSpec, dtype: str, notes: Notes) -> float:
+    """The uncalibrated share of dense peak: a power-capped card's public measurement, else its
+    architecture's figure."""
     measured = K.MEASURED_GEMM_FRACTION.get(gpu.name)
     if measured is not None and dtype in ("bf16", "fp16"):
         ratio = notes.const(K.TRAIN_EFF_PER_GEMM_FRACTION)

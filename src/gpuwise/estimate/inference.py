@@ -47,7 +47,7 @@ def inference_estimate(
     """Memory, throughput and hours of the inference workload `w` on `count` × `gpu` over `nodes` nodes."""
     inf = w.inference
     assert inf is not None
-    m = w.model
+    m = w.arch
     tp = inf.tensor_parallel
     capacity = gpu.memory_gib * GIB
     transformer = m.kind == "transformer"
@@ -88,7 +88,7 @@ def _weights_bytes_per_param(precision: str, notes: Notes) -> float:
 def _memory(w: Workload, inf: InferenceSpec, notes: Notes) -> tuple[MemoryBreakdown, float, float]:
     """(memory per GPU, weight bytes per GPU, KV-cache bytes per token per GPU) of one replica at its
     concurrency, every sequence at its full context."""
-    m = w.model
+    m = w.arch
     tp = inf.tensor_parallel
     layers = m.layers or 0
     c = inf.concurrency
@@ -121,26 +121,50 @@ def _efficiencies(
     gpu: GpuSpec, used: str, calibration: Calibration | None, notes: Notes
 ) -> tuple[float, float]:
     """(prefill share of dense peak, decode share of memory bandwidth): defaults, or from a calibration
-    measured on this GPU."""
+    measured on this GPU or another of its generation."""
     prefill_eff = notes.const(K.PREFILL_EFFICIENCY)
-    if calibration is not None and calibration.applies_to(gpu.name):
-        frac = calibration.gemm_fraction.get(used) or calibration.gemm_fraction.get("bf16")
-        if frac:
-            prefill_eff = frac * K.TRAIN_EFF_PER_GEMM_FRACTION.value / 0.67 * 0.8
-        if calibration.memory_bandwidth_fraction:
-            bw_eff = calibration.memory_bandwidth_fraction * notes.const(K.DECODE_EFF_PER_BANDWIDTH_FRACTION)
-            notes.add(f"calibration {calibration.source}: measured memory bandwidth replaces the default")
-        else:
-            bw_eff = notes.const(K.DECODE_BANDWIDTH_EFFICIENCY)
-    else:
-        bw_eff = notes.const(K.DECODE_BANDWIDTH_EFFICIENCY)
+    ref = calibration.reference if calibration is not None else None
+    if calibration is None or not (
+        calibration.applies_to(gpu.name) or (calibration.same_generation(gpu) and ref is not None)
+    ):
+        return prefill_eff, notes.const(K.DECODE_BANDWIDTH_EFFICIENCY)
+    # Both defaults are the same for every GPU, so on another GPU of the measured generation the measured
+    # ratio to the default gives the measured figure itself; only the label differs.
+    where = (
+        f" on {ref.name} (same {ref.architecture} generation, ratio applied)"
+        if ref is not None and not calibration.applies_to(gpu.name)
+        else ""
+    )
+    frac = calibration.gemm_fraction.get(used) or calibration.gemm_fraction.get("bf16")
+    if frac:
+        prefill_eff = frac * K.TRAIN_EFF_PER_GEMM_FRACTION.value / 0.67 * 0.8
+    if not calibration.memory_bandwidth_fraction:
+        return prefill_eff, notes.const(K.DECODE_BANDWIDTH_EFFICIENCY)
+    bw_eff = calibration.memory_bandwidth_fraction * notes.const(K.DECODE_EFF_PER_BANDWIDTH_FRACTION)
+    notes.add(f"calibration {calibration.source}: measured memory bandwidth{where} replaces the default")
+    return prefill_eff, bw_eff
+    here = calibration.applies_to(gpu.name)
+    ref = calibration.reference
+    if not here and not (calibration.same_generation(gpu) and ref is not None):
+        return prefill_eff, bw_eff
+    # Both defaults are the same for every GPU, so on another GPU of the measured generation the measured
+    # ratio to the default gives the measured figure itself; only the label differs.
+    where = (
+        "" if here or ref is None else f" on {ref.name} (same {ref.architecture} generation, ratio applied)"
+    )
+    frac = calibration.gemm_fraction.get(used) or calibration.gemm_fraction.get("bf16")
+    if frac:
+        prefill_eff = frac * K.TRAIN_EFF_PER_GEMM_FRACTION.value / 0.67 * 0.8
+    if calibration.memory_bandwidth_fraction:
+        bw_eff = calibration.memory_bandwidth_fraction * notes.const(K.DECODE_EFF_PER_BANDWIDTH_FRACTION)
+        notes.add(f"calibration {calibration.source}: measured memory bandwidth{where} replaces the default")
     return prefill_eff, bw_eff
 
 
 def _per_sample(s: _Serving, *, used: str, weights: float, bw_eff: float) -> Estimate:
     """A model without decode steps (CNN, diffusion, generic): a batch of `concurrency` samples per step,
     bound by compute or by reading the weights."""
-    m, inf, notes = s.w.model, s.inf, s.notes
+    m, inf, notes = s.w.arch, s.inf, s.notes
     tp = inf.tensor_parallel
     c = inf.concurrency
     # Same efficiency as training for this kind (convolutions, norms and data movement, not big GEMMs).
@@ -168,7 +192,7 @@ def _prefill_and_decode(
 ) -> Estimate:
     """A transformer replica serves cohorts of `concurrency` requests: every prompt prefilled, then
     output_tokens decode steps, each bound by streaming weights + KV cache or by compute, plus overhead."""
-    m, inf, gpu, notes = s.w.model, s.inf, s.gpu, s.notes
+    m, inf, gpu, notes = s.w.arch, s.inf, s.gpu, s.notes
     tp = inf.tensor_parallel
     gpn = math.ceil(s.count / s.nodes)
     layers = m.layers or 0

@@ -124,7 +124,7 @@ class Estimate:
             "throughput_low": num(self.throughput_low) if runs else None,
             "throughput_high": num(self.throughput_high) if runs else None,
             "gpu_hours": num(self.gpu_hours),
-            "mfu": self.mfu if runs else None,
+            "mfu": num(self.mfu) if runs else None,  # nan: not known (a measured task's FLOPs)
             "bottleneck": self.bottleneck,
             "assumptions": list(self.assumptions),
             "meets_target": self.meets_target,

@@ -72,7 +72,7 @@ def train_estimate(
     """Memory, throughput and hours of the training workload `w` on `count` × `gpu` over `nodes` nodes."""
     t = w.train
     assert t is not None
-    m = w.model
+    m = w.arch
     stack = _announce_stack(w, t, notes)
     tp, pp = t.tensor_parallel, t.pipeline_parallel
     capacity = gpu.memory_gib * GIB
@@ -133,7 +133,7 @@ def train_estimate(
 
 def _announce_stack(w: Workload, t: TrainSpec, notes: Notes) -> Stack:
     """The training stack the job runs on, named in the notes with the defaults it implies."""
-    m = w.model
+    m = w.arch
     stack_name = default_framework(w.task, t, m.kind)
     stack = STACKS[stack_name]
     if t.framework is None:
@@ -191,7 +191,7 @@ def _compute(
     w, t, gpu, stack, notes = job.w, job.t, job.gpu, job.stack, job.notes
     eff = efficiency(
         gpu,
-        w.model,
+        w.arch,
         t,
         stack,
         used_dtype=used_dtype,
@@ -277,7 +277,7 @@ def _train_result(
     """Hours (compute, or reading the data set when slower), MFU and the bottleneck of the step."""
     w, t, gpu, count, notes = job.w, job.t, job.gpu, job.count, job.notes
     throughput_per_gpu = throughput_total / count
-    total_units = _total_units(t, transformer=w.model.kind == "transformer", lens=lens)
+    total_units = _total_units(t, transformer=w.arch.kind == "transformer", lens=lens)
     goodput = 1.0
     if count > 1:
         goodput = 1 - notes.const(K.MAX_GOODPUT_LOSS) * min(1.0, math.log(count) / math.log(16384))

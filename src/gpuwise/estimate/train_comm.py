@@ -27,7 +27,7 @@ def tensor_parallel_seconds(
     network_gbps: float | None,
 ) -> float:
     """Tensor-parallel activation all-reduces: 4 per layer per micro batch (fwd 2, bwd 2), not overlapped."""
-    m = w.model
+    m = w.arch
     tp, pp = t.tensor_parallel, t.pipeline_parallel
     if not (tp > 1 and m.kind == "transformer"):
         return 0.0
@@ -58,7 +58,7 @@ def data_parallel_seconds(
     """Data-parallel gradient (and FSDP weight) traffic per step, before any overlap with compute."""
     if dp <= 1:
         return 0.0
-    m = w.model
+    m = w.arch
     tp, pp = t.tensor_parallel, t.pipeline_parallel
     trainable = m.n_params if t.method == "full" else lora_params(m, t.lora_rank, t.lora_targets)
     grad_b = 4.0 if t.precision in ("fp32", "tf32") else 2.0

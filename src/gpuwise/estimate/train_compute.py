@@ -123,7 +123,7 @@ def compute_seconds(
 ) -> float:
     """Seconds of compute per optimizer step for one data-parallel replica (`units_per_step` tokens or
     samples), with everything that runs in line with the GEMMs."""
-    m = w.model
+    m = w.arch
     tp, pp = t.tensor_parallel, t.pipeline_parallel
     transformer = m.kind == "transformer"
     compute_s = flops.hardware * units_per_step / (tp * pp * speed)
@@ -154,7 +154,7 @@ def dequant_seconds(w: Workload, t: TrainSpec, gpu: GpuSpec, *, accum: int, note
     micro batch that does not shrink with fewer tokens, paced by memory bandwidth. FSDP/ZeRO-3 gather the
     full layer first, so every GPU dequantizes the whole (tensor/pipeline-local) base.
     """
-    m = w.model
+    m = w.arch
     bw = bandwidth(gpu, notes)
     if not bw:
         return 0.0

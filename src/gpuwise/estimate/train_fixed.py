@@ -23,7 +23,7 @@ def optimizer_step_seconds(
     Zero for the tuned stacks, whose measured efficiencies already include it, and for a GPU without a
     published bandwidth.
     """
-    m = w.model
+    m = w.arch
     bw_mem = gpu.memory_bandwidth_gbs.value
     if not (bw_mem and stack.counts_optimizer_step):
         return 0.0
@@ -48,7 +48,7 @@ def offload_seconds(
     of every micro batch. The CPU step streams ~32 B per offloaded parameter through host memory, whose
     bandwidth the node's ranks share; PyTorch's CPU AdamW (FSDP) is several times slower than DeepSpeed's.
     """
-    m = w.model
+    m = w.arch
     shard = t.tensor_parallel * t.pipeline_parallel
     trainable = m.n_params if t.method == "full" else lora_params(m, t.lora_rank, t.lora_targets)
     local_trainable = trainable / shard / dp

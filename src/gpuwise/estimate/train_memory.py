@@ -43,7 +43,7 @@ def train_memory(
     notes: Notes,
 ) -> tuple[MemoryBreakdown, float]:
     """Peak GPU memory per GPU, and the bytes per GPU that CPU offload keeps in host RAM instead."""
-    m = w.model
+    m = w.arch
     shard = tp * pp
     compute_b = K.BYTES[t.precision] if t.precision != "fp8" else 2.0
     opt_state = _optimizer_state_bytes(t, notes)

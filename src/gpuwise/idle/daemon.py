@@ -9,9 +9,13 @@ Failure rules:
 * a gatherer that raises gives an "unknown" signal: busy;
 * the pre-stop hook's failure (non-zero exit or timeout) is logged and sent to the webhook; by default the
   stop goes ahead, because every stop action here (cloud stop/deallocate, shutdown) keeps the disks, and an
-  idle machine held up by a broken sync script would bill forever. With `hook_blocks` the stop is cancelled
-  and the whole sequence is retried after `warn_min`;
-* a stop action that fails is logged and retried after `warn_min` (auto mode falls back to shutdown -h now).
+  idle machine held up by a broken sync script would bill forever. With `hook_blocks` — and always before
+  Lambda's terminate, the one action that loses the disk — the stop is cancelled and the whole sequence is
+  retried after `warn_min`;
+* a stop call that fails is said loudly (log, wall, webhook `stop_failed`, every time), tried again
+  `stop_attempts` times, then the next step of the plan (`gpuwise.idle.providers.plan`: the configured
+  `fallback`, by default `shutdown -h now` in auto mode, with a warning wherever a shutdown is not known to
+  end the billing); when every step failed, the whole plan is retried after `warn_min`.
 """
 
 from __future__ import annotations
@@ -25,14 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwise.gpu.sample import Snapshot
-from gpuwise.idle.actions import (
-    MetadataEndpoints,
-    MetadataError,
-    Runner,
-    plan_stop,
-    post_webhook,
-    wall,
-)
+from gpuwise.idle.actions import MetadataEndpoints, Runner, post_webhook, wall
 from gpuwise.idle.activity import activity_checks
 from gpuwise.idle.hang import HangDetector, HangState, HangVerdict, last_user_activity
 from gpuwise.idle.policy import Decision, IdlePolicy, IdleState, Observation, PolicyState
@@ -40,6 +37,7 @@ from gpuwise.idle.progress import WatchedPaths
 from gpuwise.idle.settings import IdleSettings
 from gpuwise.idle.signals import Gatherer, gather_all, gatherers_for
 from gpuwise.idle.state import load_state, save_state, state_path
+from gpuwise.idle.stopping import StopNotices, stop_machine
 from gpuwise.webhook import redact_url
 
 log = logging.getLogger("gpuwise.idle")
@@ -238,7 +236,7 @@ class IdleDaemon:
             "dry_run": self.dry_run,
             **extra,
         }
-        error = post_webhook(url, payload)
+        error = post_webhook(url, payload, sleep=self.sleep)
         if error:
             log.warning("%s", error)
         else:
@@ -320,58 +318,23 @@ class IdleDaemon:
                 if not res.ok:
                     log.error("pre-stop hook failed: %s", res.detail)
                     self._notify("hook_failed", d, detail=res.detail[-500:])
-                    if s.hook_blocks:
-                        log.error("stop postponed by %g min (hook_blocks = true)", retry_s / 60)
+                    # Lambda's only stop is terminate: its disk is lost, so a failed sync always blocks
+                    if s.hook_blocks or s.action == "lambda":
+                        log.error("stop postponed by %g min (hook_blocks, or a terminate)", retry_s / 60)
                         self._retry_at = now + retry_s
                         return
                     log.warning("stopping anyway: the stop keeps the disks (set hook_blocks = true to wait)")
-        try:
-            plans, note, provider = plan_stop(
-                s.action, command=s.command, endpoints=self.endpoints, runner=self.runner
-            )
-        except MetadataError as exc:
-            log.error("cannot find this instance for action %s: %s", s.action, exc)
-            self._record(now, d, ok=False, description=f"{s.action} (metadata failed)", provider=s.action)
-            self._notify("stop_failed", d, detail=str(exc))
-            self._retry_at = now + retry_s
-            return
-        log.info("stop plan: %s", note)
-        if self.dry_run:
-            shown = " || ".join(self._show(p) for p in plans)
-            log.warning("dry run: would stop now with: %s — %s", shown, d.reason)
-            self._record(now, d, ok=True, description=shown, provider=provider)
-            self._notify("stopping", d, action=shown)
-            # pretend the stop happened: the idle clock starts over so the log is not flooded
-            self.policy.mark_activity(now, "dry-run stop")
-            return
-        if any(x.get("ok") and not x.get("dry_run") for x in self._data["stops"][-1:]):
-            log.warning(
-                "the machine is still up %g min after a successful stop call: trying again", retry_s / 60
-            )
-        self._wall(f"gpuwise idle: stopping this machine now. {d.reason}")
-        self._notify("stopping", d, action=self._show(plans[0]))
-        for argv in plans:
-            res = self.runner.run(argv)
-            if res.ok:
-                log.warning("stopped with %s: %s", self._show(argv), d.reason)
-                self._record(now, d, ok=True, description=self._show(argv), provider=provider)
-                self._notify("stopped", d, action=self._show(argv))
-                self._event(d, "stopped")
-                self._retry_at = now + retry_s  # if the machine is still up then, try again
-                return
-            log.error("stop action %s failed: %s", self._show(argv), res.detail[-500:])
-        self._record(
-            now, d, ok=False, description=" || ".join(self._show(p) for p in plans), provider=provider
+        still_up = any(x.get("ok") and not x.get("dry_run") for x in self._data["stops"][-1:])
+        report = stop_machine(
+            self, d, StopNotices(self._wall, self._notify, self._event), retry_s=retry_s, still_up=still_up
         )
-        self._notify("stop_failed", d)
-        self._retry_at = now + retry_s
-
-    def _show(self, argv: list[str]) -> str:
-        """How a stop command appears in logs, notices and the state file: a user's own command line may
-        carry credentials, so it is named, not shown."""
-        if self.settings.action == "command" and argv[:2] == ["/bin/sh", "-c"]:
-            return "the configured stop command"
-        return " ".join(argv)
+        self._record(
+            now, d, ok=report.ok is not False, description=report.description, provider=report.provider
+        )
+        if report.ok is None:  # a dry run: the idle clock starts over so the log is not flooded
+            self.policy.mark_activity(now, "dry-run stop")
+        else:  # stopped (if the machine is still up then, try again) or failed: next try after warn_min
+            self._retry_at = now + retry_s
 
     def _record(self, now: float, d: Decision, *, ok: bool, description: str, provider: str | None) -> None:
         self._data["stops"].append(

@@ -18,7 +18,14 @@ from gpuwise.errors import ConfigError, close_matches
 from gpuwise.idle.hang import HangConfig
 from gpuwise.idle.policy import PolicyConfig
 
-ACTIONS = ("auto", "aws", "gcp", "azure", "alibaba", "shutdown", "command")
+# The stop actions: auto, every provider's own stop call (gpuwise.idle.providers.plan.STEPS, plus the
+# catalog's id "aliyun" for alibaba), shutdown and command.
+PROVIDER_ACTIONS = (
+    "runpod", "vast", "lambda", "paperspace", "jarvislabs", "nebius", "hyperstack", "tencent", "huawei",
+    "aws", "gcp", "azure", "alibaba", "aliyun",
+)  # fmt: skip
+ACTIONS = ("auto", *PROVIDER_ACTIONS, "shutdown", "command")
+FALLBACKS = (*PROVIDER_ACTIONS, "shutdown", "command")
 SIGNALS = ("gpu_processes", "ssh", "jupyter", "gpuwise_run", "keepalive")
 DEFAULT_SIGNALS = ("gpu_processes", "ssh", "gpuwise_run", "keepalive")
 
@@ -40,6 +47,13 @@ class IdleSettings:
     process_cpu_pct: float = 10.0  # CPU of a GPU process and its children, % of one core, that counts as busy
     process_io_kib_per_s: float = 64.0  # read+write chars/s (files, pipes, sockets) that counts as busy
     price_usd_per_hour: float | None = None
+    # -- how the stop is made (providers, fallbacks); keys added by issue 17 items 1-2
+    instance_id: str | None = None  # this machine's id at its provider, where it cannot be detected
+    allow_terminate: bool = False  # Lambda has no stop: terminate only when this is true
+    fallback: tuple[str, ...] | None = None  # tried in order after the action fails (None: auto -> shutdown)
+    stop_attempts: int = 1  # tries of each step before the next (each HTTP call also retries 429/5xx)
+    stop_backoff_s: float = 30.0  # wait after a failed try, doubled each time
+    api_url: str | None = None  # the provider API's base URL (a proxy); default: the documented one
     # -- the user's activity checks and hang detection (idle/activity.py, idle/hang.py)
     activity_command: str | None = None  # exit 0 = busy; run without a shell, split like a shell would
     activity_url: str | None = None  # HTTP 200 = busy
@@ -107,6 +121,7 @@ class IdleSettings:
                 "the jupyter signal needs jupyter_url",
                 fix="set jupyter_url in the idle section of config.toml",
             )
+        self._validate_stop()
         if self.webhook and not self.webhook.startswith(("http://", "https://")):
             raise ConfigError(
                 "webhook must be an http:// or https:// URL",
@@ -149,6 +164,29 @@ class IdleSettings:
                 "directory",
             )
 
+    def _validate_stop(self) -> None:
+        for name in self.fallback or ():
+            if name not in FALLBACKS:
+                hint = close_matches(name, FALLBACKS)
+                raise ConfigError(
+                    f"unknown idle fallback {name!r}" + (f". Did you mean {hint[0]!r}?" if hint else ""),
+                    fix="use some of " + ", ".join(FALLBACKS),
+                )
+        if "command" in (self.fallback or ()) and not self.command:
+            raise ConfigError("idle fallback 'command' needs a command", fix="set command in [idle]")
+        if isinstance(self.stop_attempts, bool) or not 1 <= self.stop_attempts <= 10:
+            raise ConfigError(f"stop_attempts = {self.stop_attempts} is not valid", fix="use 1 to 10")
+        if not (math.isfinite(self.stop_backoff_s) and 0 <= self.stop_backoff_s <= 3600):
+            raise ConfigError(f"stop_backoff_s = {self.stop_backoff_s} is not valid", fix="use 0 to 3600 s")
+        if self.api_url and not self.api_url.startswith(("http://", "https://")):
+            raise ConfigError("api_url must be an http:// or https:// URL", fix="correct api_url in [idle]")
+        if self.action == "lambda" and not self.allow_terminate:
+            raise ConfigError(
+                "idle action 'lambda' terminates the instance (Lambda has no stop)",
+                why="its local disk is deleted; only a persistent filesystem survives",
+                fix="set allow_terminate = true in [idle] if that is what you want",
+            )
+
 
 def load_settings(sections: dict[str, dict[str, Any]]) -> IdleSettings:
     """`[idle]` and `[machine]` sections → IdleSettings (ConfigError for a bad key or value)."""
@@ -186,9 +224,19 @@ def load_settings(sections: dict[str, dict[str, Any]]) -> IdleSettings:
         hang_util_pct: float | None = None
         hang_flat_pct: float | None = None
         stop_on_hang: bool | None = None
+        # issue 17 items 1-2: how the stop is made
+        instance_id: str | None = None
+        allow_terminate: bool | None = None
+        fallback: list[str] | None = None
+        stop_attempts: int | None = None
+        stop_backoff_s: float | None = None
+        api_url: str | None = None
 
     parsed = validate_section(sections.get("idle", {}), "idle", _Idle)
     values = parsed.model_dump(exclude_none=True)
+    for key in ("signals", "fallback"):
+        if key in values:
+            values[key] = tuple(values[key])
     if "watch_paths" in values:
         values["watch_paths"] = tuple(values["watch_paths"])
     hang = {
@@ -198,8 +246,6 @@ def load_settings(sections: dict[str, dict[str, Any]]) -> IdleSettings:
         hang["stop"] = values.pop("stop_on_hang")
     if hang:
         values["hang"] = replace(HangConfig(), **hang)
-    if "signals" in values:
-        values["signals"] = tuple(values["signals"])
     price = sections.get("machine", {}).get("price_usd_per_hour")
     if price is not None:
         if isinstance(price, bool) or not isinstance(price, int | float) or price < 0:

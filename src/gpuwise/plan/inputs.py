@@ -81,6 +81,15 @@ def data_needs_from(workload: Any, *, smoke: bool = False) -> DataNeeds:
 
 def smoke_workload(workload: Any) -> tuple[Any, str]:
     """The prototype smoke test of the workload (see SMOKE_*), and its one-line definition."""
+    if workload.measured is not None:  # rerun the measured task package: the baseline test on a new machine
+        spec = workload.measured
+        m = spec.measurement
+        units = float(m.units) if m is not None and m.units else min(float(spec.units), 1.0)
+        smoke = workload.model_copy(update={"measured": spec.model_copy(update={"units": units})})
+        return smoke, (
+            f"smoke test = the measured task package once more ({units:g} {spec.unit or 'units'}), "
+            "so the new machine's speed is known before the whole job"
+        )
     if workload.train is not None:
         train = workload.train
         update: dict[str, Any] = {"micro_batch": 1, "global_batch": None, "epochs": 1}
@@ -196,6 +205,10 @@ def make_runnable(workload: Any) -> Callable[[str], Verdict]:
     from gpuwise.catalog.specs import load_gpu_specs
     from gpuwise.plan.runnable import gpu_formats, verdict
 
+    if workload.measured is not None:  # it ran: which formats it uses is not known, so none is checked
+        from gpuwise.plan.runnable import OK
+
+        return lambda _gpu: OK
     needs = dtype_needs_from(workload)
     specs = load_gpu_specs()
 
@@ -224,6 +237,8 @@ def transfers_from(workload: Any, data: DataNeeds) -> tuple[float, float, str]:
     """
     from gpuwise.estimate.constants import BYTES
 
+    if workload.model is None:  # measured work: its inputs and outputs are not described
+        return 0.0, data.egress_gb, "measured task: no model download; upload = egress"
     params = float(workload.model.params or 0.0)
     train = workload.train
     if train is None:
@@ -246,6 +261,9 @@ def transfers_from(workload: Any, data: DataNeeds) -> tuple[float, float, str]:
 def units_from(workload: Any) -> tuple[tuple[str, float], ...]:
     """The workload's natural units for per-unit costs: (label, how many of them the workload is)."""
     out: list[tuple[str, float]] = []
+    if workload.measured is not None:
+        unit = str(workload.measured.unit or "units")
+        return ((f"per 1k {unit}", float(workload.measured.units) / 1000.0),)
     train = workload.train
     if train is not None:
         epochs = float(train.epochs)

@@ -17,6 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gpuwise.errors import ConfigError, NotFoundError, close_matches
+from gpuwise.workload.measured import USER_KEYS as _MEASURED_KEYS
+from gpuwise.workload.measured import MeasuredSpec, attach_measurement
 from gpuwise.workload.spec import Constraints, DataSpec, InferenceSpec, ModelSpec, TrainSpec, Workload
 
 # Keys of a Hugging Face config.json and of HF TrainingArguments users paste into a workload: the gpuwise key
@@ -80,6 +82,7 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "inference": InferenceSpec,
     "data": DataSpec,
     "constraints": Constraints,
+    "measured": MeasuredSpec,
 }
 _MODEL_USER_KEYS = [k for k in ModelSpec.model_fields if k != "source"]
 
@@ -97,7 +100,9 @@ def _check_keys(data: dict[str, Any], source: str) -> None:
                     f"got {type(value).__name__}",
                     fix=f"write it as a section: [{key}] followed by key = value lines",
                 )
-            allowed = _MODEL_USER_KEYS if key == "model" else list(_SECTIONS[key].model_fields)
+            allowed = {"model": _MODEL_USER_KEYS, "measured": _MEASURED_KEYS}.get(
+                key, list(_SECTIONS[key].model_fields)
+            )
             for sub in value:
                 if sub not in allowed:
                     _unknown(source, f"{key}.{sub}", allowed, section=key)
@@ -191,9 +196,11 @@ def _describe_error(err: dict[str, Any]) -> tuple[str, str]:
 
 
 def parse_workload(data: dict[str, Any], source: str) -> Workload:
-    """Validate a workload dict (as read from TOML); `source` names the file in messages."""
+    """Validate a workload dict (as read from TOML); `source` names the file in messages.
+
+    A `task = "measured"` workload's result file is read here, relative to `source`'s folder."""
     _check_keys(data, source)
-    merged = _merge_preset(data, source)
+    merged = attach_measurement(_merge_preset(data, source), source)
     if "name" not in merged:
         merged = {"name": Path(source).stem, **merged}
     try:

@@ -23,12 +23,25 @@ from gpuwise.workload.spec import Workload
 # section.key -> what it means (one sentence or two, units named). "" is the top level.
 DESCRIPTIONS: dict[str, str] = {
     "name": "Free text, shown in reports.",
-    "task": "What the workload does: training from scratch, fine-tuning, or serving.",
-    "model": "The model: a bundled preset, or its architecture.",
+    "task": "What the workload does: training from scratch, fine-tuning, serving, or `measured` work (a "
+    "task timed by `gpuwise bench task`: rendering, simulation, a custom model).",
+    "model": 'The model: a bundled preset, or its architecture (not for `task = "measured"`).',
     "train": 'Training settings (for `task = "train"` or `"finetune"`).',
     "inference": 'Serving settings (for `task = "inference"`).',
     "data": "Data moved and stored: dataset, checkpoints, egress.",
     "constraints": "What `gpuwise plan` may choose from (an absent constraint does not constrain).",
+    "measured": 'Measured work (for `task = "measured"`): a `gpuwise bench task` result and how much of '
+    "that work the whole job is. Projected to other GPUs by datasheet ratios: compute-bound by dense "
+    "FLOPs, memory-bound by memory bandwidth, unknown by the more conservative of the two.",
+    "measured.result": "The `gpuwise bench task` result JSON, relative to the workload file. It must have "
+    "been measured on a GPU.",
+    "measured.units": "The whole job, in the unit of the measurement (frames, samples, steps, …).",
+    "measured.unit": "The unit's name; checked against the result's unit when both are given.",
+    "measured.gpus": "GPUs the measured task used; default: every GPU of the measured machine.",
+    "measured.precision": "The precision family the task computes in, for the compute-bound ratio; "
+    "absent: the more conservative of the fp32 and bf16 ratios.",
+    "measured.measurement": "What gpuwise read from `result` (filled in when the file is loaded; not "
+    "written by hand).",
     "model.preset": "A bundled preset (`llama-3-8b`, `mixtral-8x7b`, `qwen2.5-72b`, …); keys given beside it "
     "override the preset's.",
     "model.kind": "`transformer`, or `cnn` / `diffusion` / `generic` for models described by "

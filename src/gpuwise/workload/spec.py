@@ -27,7 +27,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Task = Literal["train", "finetune", "inference"]
+from gpuwise.workload.measured import MeasuredSpec
+
+Task = Literal["train", "finetune", "inference", "measured"]
 Kind = Literal["transformer", "cnn", "diffusion", "generic"]
 Method = Literal["full", "lora", "qlora"]
 Precision = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
@@ -370,14 +372,31 @@ class Workload(BaseModel):
 
     name: str = ""
     task: Task
-    model: ModelSpec
+    # None only for task = "measured" (the measurement stands in for the model); `arch` reads it otherwise.
+    model: ModelSpec | None = None
     train: TrainSpec | None = None
     inference: InferenceSpec | None = None
+    measured: MeasuredSpec | None = None
     data: DataSpec = DataSpec()
     constraints: Constraints = Constraints()
 
     @model_validator(mode="after")
     def _sections(self) -> Workload:
+        if self.task == "measured":
+            if self.measured is None:
+                raise ValueError('task = "measured" needs a [measured] section (result, units)')
+            extra = [s for s in ("model", "train", "inference") if getattr(self, s) is not None]
+            if extra:
+                raise ValueError(
+                    'task = "measured" takes [measured], not '
+                    + ", ".join(f"[{s}]" for s in extra)
+                    + ": the measurement stands in for the model"
+                )
+            return self
+        if self.measured is not None:
+            raise ValueError(f'[measured] is for task = "measured", not "{self.task}"')
+        if self.model is None:
+            raise ValueError(f'task = "{self.task}" needs a [model] section')
         if self.task in ("train", "finetune"):
             if self.train is None:
                 raise ValueError(f'task = "{self.task}" needs a [train] section')
@@ -397,3 +416,10 @@ class Workload(BaseModel):
     @property
     def is_training(self) -> bool:
         return self.train is not None
+
+    @property
+    def arch(self) -> ModelSpec:
+        """The [model] section of a train, finetune or inference workload (each has one; validated)."""
+        if self.model is None:
+            raise ValueError(f'task = "{self.task}" has no [model] section')
+        return self.model

@@ -1,0 +1,164 @@
+"""How `gpuwise bench` shows itself: a progress bar per task on stderr, and the result tables on stdout."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+
+from gpuwise.cli.output import console
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from gpuwise.bench.results import TaskResult
+    from gpuwise.bench.suite import Task
+
+
+def _num(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return "—"
+    if value == 0:
+        return "0"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def _pct(fraction: Any) -> str:
+    return f"{100 * fraction:.1f} %" if isinstance(fraction, int | float) else "—"
+
+
+class SuiteProgress:
+    """A rich progress bar over the tasks on a terminal's stderr; one plain line per result otherwise."""
+
+    def __init__(self, err: Console, total: int) -> None:
+        self.err, self.total = err, total
+        self.progress: Any = None
+        self.bar: Any = None
+
+    def __enter__(self) -> SuiteProgress:
+        if self.err.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(
+                TextColumn("{task.description}", markup=False),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.err,
+                transient=True,
+            )
+            self.progress.start()
+            self.bar = self.progress.add_task("bench", total=self.total)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def start(self, task: Task) -> None:
+        if self.progress is not None:
+            self.progress.update(self.bar, description=" + ".join(task.produces))
+
+    def done(self, task: Task, results: list[TaskResult]) -> None:  # noqa: ARG002 - the runner's callback shape
+        if self.progress is not None:
+            self.progress.advance(self.bar)
+        for r in results:
+            line = f"{r.task}: " + (
+                f"{_num(r.value)} {r.unit}" + (f" ({_pct(r.fraction_of_peak)} of peak)" if r.peak else "")
+                if r.value is not None
+                else f"skipped: {r.reason}"
+            )
+            self.err.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def print_suite(document: dict[str, Any]) -> None:
+    m = document["machine"]
+    what = m.get("gpu") or m.get("gpu_name") or m.get("cpu") or "this machine"
+    table = Table(title=f"gpuwise bench {document['suite']} on {what} ({document['device']})")
+    for name, justify in (
+        ("task", "left"),
+        ("value", "right"),
+        ("unit", "left"),
+        ("peak", "right"),
+        ("of peak", "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]  # rich's literal type
+    skipped: list[str] = []
+    for r in document["results"]:
+        if r["value"] is None:
+            table.add_row(r["task"], "—", r["unit"], "", "skipped")
+            skipped.append(f"{r['task']}: {r.get('reason', 'no reason recorded')}")
+        else:
+            table.add_row(
+                r["task"], _num(r["value"]), r["unit"], _num(r["peak"]), _pct(r["fraction_of_peak"])
+            )
+    console.print(table)
+    for line in skipped:  # reasons below the table: in a cell they fold into a column of single words
+        console.print(f"skipped {line}", markup=False, highlight=False, soft_wrap=True)
+    if document["device"] == "cpu":
+        console.print("CPU peaks: cores × clock × FLOPs/cycle; the memory peak is an assumed DDR5 ceiling.")
+
+
+def print_task(document: dict[str, Any]) -> None:
+    t = document["task"]
+    rows = [
+        ("command", " ".join(t["command"])),
+        (
+            "units",
+            f"{_num(t['units'])} {t['unit']}" + (f" ({t['units_source']})" if t["units_source"] else ""),
+        ),
+        ("seconds", _num(t["seconds"])),
+        ("seconds per unit", _num(t["seconds_per_unit"])),
+        ("peak GPU memory", f"{_num(t['peak_memory_gib'])} GiB"),
+        ("GPU utilization", f"{_num(t['gpu_util_mean_pct'])} % (mean of {t['samples']} readings)"),
+        ("bound", f"{t['bound']}: {t['bound_reason']}"),
+    ]
+    if t["stopped_at_limit"]:
+        rows.append(("stopped", "at --max-seconds"))
+    table = Table(show_header=False, title="gpuwise bench task")
+    table.add_column("what")
+    table.add_column("value")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+def print_compare(columns: list[dict[str, Any]]) -> None:
+    table = Table(title="gpuwise bench compare")
+    table.add_column("", overflow="fold", min_width=16)  # names fold; numbers never do
+    for i, col in enumerate(columns, 1):
+        table.add_column(f"{i}: {col['gpu'] or 'no GPU'}", justify="right", overflow="fold")
+    table.add_row("machine", *[f"{c['provider'] or '?'} {c['instance_type'] or ''}".strip() for c in columns])
+    table.add_row("$/hour", *[_money(c["price_usd_per_hour"]) + f" ({c['price_source']})" for c in columns])
+    names: list[str] = []
+    for c in columns:
+        names += [n for n in c["values"] if n not in names]
+    for name in names:
+        cells = []
+        for c in columns:
+            v = c["values"].get(name)
+            cells.append("—" if v is None or v["value"] is None else f"{_num(v['value'])} {v['unit']}")
+        table.add_row(name, *cells)
+    if any("seconds_per_unit" in c for c in columns):
+        table.add_row(
+            "seconds per unit",
+            *[f"{_num(c['seconds_per_unit'])} s/{c['unit']}" if "unit" in c else "—" for c in columns],
+        )
+    for key, label in (
+        ("usd_per_1m_training_tokens", "$ per 1M training tokens"),
+        ("usd_per_1k_images", "$ per 1k images"),
+        ("usd_per_unit", "$ per unit"),
+    ):
+        if any(key in c for c in columns):
+            table.add_row(label, *[_money(c.get(key)) for c in columns])
+    console.print(table)
+    for i, c in enumerate(columns, 1):
+        console.print(f"{i}: {c['file']}", markup=False, highlight=False)
+
+
+def _money(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return "—"
+    return f"${value:,.2f}" if value >= 1 else f"${value:.4g}"
