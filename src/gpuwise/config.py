@@ -82,7 +82,9 @@ def load_config(path: Path | None = None) -> Config:
     for section, key in COMMAND_KEYS:
         value = sections.get(section, {}).get(key)
         if isinstance(value, str):
-            check_command_line(value, f"Config file {target}: {section}.{key}", shell=section == "idle")
+            check_command_line(
+                value, f"Config file {target}: {section}.{key}", shell=(section, key) in SHELL_KEYS
+            )
         if value:
             commands.append(f"{section}.{key}")
     if commands:
@@ -92,7 +94,13 @@ def load_config(path: Path | None = None) -> Config:
 
 # Keys whose value is a program gpuwise runs: (section, key). idle's run through /bin/sh -c; the alert
 # command is split like a shell would (or given as a list) and run without a shell.
-COMMAND_KEYS = (("idle", "command"), ("idle", "pre_stop_hook"), ("alerts", "command"))
+COMMAND_KEYS = (
+    ("idle", "command"),
+    ("idle", "pre_stop_hook"),
+    ("idle", "activity_command"),  # split like a shell would and run without one (idle/activity.py)
+    ("alerts", "command"),
+)
+SHELL_KEYS = (("idle", "command"), ("idle", "pre_stop_hook"))  # these go to /bin/sh -c
 
 # The one way to run a config's commands from a file that fails check_trusted_file: loud, and per process.
 INSECURE_ENV = "GPUWISE_INSECURE_CONFIG"

@@ -134,7 +134,7 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
         max_gap_s=max_gap_s,
     )
     check_input_file(trace, "Trace", fix=_TRACE_FIX)
-    result = replay_trace(trace, settings.policy)
+    result = replay_trace(trace, settings.policy, settings.hang)
     gpus = result.gpus
     if json_out:
         print_json(result.to_json())
@@ -165,6 +165,8 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
             )
         if len(result.stretches) > 12:
             console.print(f"  (+{len(result.stretches) - 12} earlier; --json lists all)")
+    for h in result.hangs:
+        console.print(f"possible hang from {format_trace_time(h.since_s)}: {h.reason}", soft_wrap=True)
 
 
 @app.command("run")

@@ -30,7 +30,10 @@ from typing import Any
 
 from gpuwise.gpu.sample import Snapshot
 from gpuwise.idle.actions import MetadataEndpoints, Runner, post_webhook, wall
+from gpuwise.idle.activity import activity_checks
+from gpuwise.idle.hang import HangDetector, HangState, HangVerdict, last_user_activity
 from gpuwise.idle.policy import Decision, IdlePolicy, IdleState, Observation, PolicyState
+from gpuwise.idle.progress import WatchedPaths
 from gpuwise.idle.settings import IdleSettings
 from gpuwise.idle.signals import Gatherer, gather_all, gatherers_for
 from gpuwise.idle.state import load_state, save_state, state_path
@@ -84,7 +87,11 @@ class IdleDaemon:
     host: str = field(default_factory=socket.gethostname)
     history: Any = None  # a gpuwise.monitor.history.HistoryStore (live runs only), or None
     boot_time: Callable[[], float | None] = _system_boot_time
+    # when a watched path last changed (None: from settings.watch_paths); hang detection needs it
+    progress: Callable[[float], float | None] | None = None
     policy: IdlePolicy = field(init=False)
+    hang: HangDetector | None = field(init=False, default=None)
+    _hang_state: HangState = field(init=False, default="none")
     _data: dict[str, Any] = field(init=False, default_factory=dict)
     _prev_state: IdleState = field(init=False, default=IdleState.BUSY)
     _retry_at: float | None = field(init=False, default=None)
@@ -97,10 +104,13 @@ class IdleDaemon:
         under `data_dir`, and a warning that says how to keep the machine. `options` are the remaining
         fields (dry_run, endpoints, history)."""
         keepalive = settings.keepalive_path(data_dir)
+        checks = activity_checks(
+            settings.activity_command, settings.activity_url, settings.activity_timeout_s, settings.interval_s
+        )
         return cls(
             settings,
             probe,
-            gatherers_for(settings, data_dir),
+            [*gatherers_for(settings, data_dir), *checks],
             state_path(data_dir),
             keepalive_hint=f"touch {keepalive}"
             if "keepalive" in settings.signals
@@ -132,6 +142,13 @@ class IdleDaemon:
                 restored.last_activity_cause,
             )
         self.policy = IdlePolicy(self.settings.policy.resolve_gap(self.settings.interval_s), restored)
+        if self.settings.watch_paths or self.progress is not None:
+            pol = self.policy.config
+            self.hang = HangDetector(
+                self.settings.hang, pol.threshold_pct, pol.mem_change_mib, pol.gap_limit_s, pol.warn_s
+            )
+            if self.progress is None:
+                self.progress = WatchedPaths(self.settings.watch_paths).last_change
         self._data = {
             "stops": list(data.get("stops", []))[-200:],
             "boots": [
@@ -150,10 +167,19 @@ class IdleDaemon:
             snapshot = Snapshot(samples=(), errors=(f"{type(exc).__name__}: {exc}",))
         self._history(snapshot, now)
         signals = gather_all(self.gatherers, now, snapshot)
-        decision = self.policy.observe(Observation.from_snapshot(now, snapshot, signals))
+        obs = Observation.from_snapshot(now, snapshot, signals)
+        decision = self.policy.observe(obs)
         self._transition(decision)
+        verdict = self._hang_step(obs)
         if decision.state == IdleState.STOPPING:
             self._stop(decision)
+        elif verdict is not None and verdict.state == "stopping":
+            window_s = self.settings.hang.window_min * 60
+            since = verdict.since_s if verdict.since_s is not None else now
+            self._stop(Decision(now, IdleState.STOPPING, verdict.reason, now - since, window_s, now))
+            if self.dry_run and self.hang is not None:
+                self.hang.reset()  # as the policy's clock after a dry-run stop: no flood of stops
+                self._hang_state = "none"  # and no "hang over" notice for a hang nobody ended
         self._prev_state = decision.state
         self._persist(decision)
         return decision
@@ -245,6 +271,35 @@ class IdleDaemon:
             self._notify("cancelled", d)
             self._event(d, "cancelled")
             self._retry_at = None
+
+    def _hang_step(self, obs: Observation) -> HangVerdict | None:
+        """Hang detection (only with watch_paths): warn when a possible hang begins and when it ends."""
+        if self.hang is None or self.progress is None:
+            return None
+        try:
+            last_progress = self.progress(obs.timestamp_s)
+        except Exception as exc:  # an unreadable watch list counts as progress: it can only delay a stop
+            log.warning("watched paths unreadable (counts as progress): %s", exc)
+            last_progress = obs.timestamp_s
+        verdict = self.hang.observe(obs, last_progress_s=last_progress, last_user_s=last_user_activity(obs))
+        before, self._hang_state = self._hang_state, verdict.state
+        d = Decision(obs.timestamp_s, IdleState.BUSY, verdict.reason, 0.0, 0.0, verdict.stop_due_s or 0.0)
+        if verdict.state != "none" and before == "none":
+            keep = (
+                f"To keep it running: {self.keepalive_hint}"
+                if self.settings.hang.stop
+                else "Check the job (py-spy dump, NCCL_DEBUG=INFO)"
+            )
+            text = f"gpuwise idle: {verdict.reason}. {keep}"
+            log.warning("%s", text)
+            self._wall(text)
+            self._notify("hang_suspected", d, stop_on_hang=self.settings.hang.stop)
+            self._event(d, "hang_suspected")
+        elif verdict.state == "none" and before != "none":
+            log.info("possible hang over: %s", verdict.reason)
+            self._notify("hang_cleared", d)
+            self._event(d, "hang_cleared")
+        return verdict
 
     # -- stopping
     def _stop(self, d: Decision) -> None:

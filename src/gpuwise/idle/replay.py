@@ -18,7 +18,22 @@ from typing import Any
 
 from gpuwise.gpu.sample import Sample
 from gpuwise.gpu.smi_csv import format_trace_time, iter_snapshot_groups, read_query_csv
+from gpuwise.idle.hang import HangConfig, HangDetector, last_user_activity
 from gpuwise.idle.policy import Decision, IdlePolicy, IdleState, Observation, PolicyConfig, fmt_min
+
+# a recording shows no files, so a replay assumes none changed: hang verdicts are the worst case
+NO_PROGRESS_NOTE = "a recording shows no files, so no progress is assumed"
+
+
+@dataclass(frozen=True)
+class HangStretch:
+    """A possible hang found in a recording: flat since `since_s`, reported at `flagged_s`, over at
+    `end_s` (activity, or the end of the trace)."""
+
+    since_s: float
+    flagged_s: float
+    end_s: float
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -48,6 +63,7 @@ class ReplayResult:
     stretches: tuple[IdleStretch, ...]  # idle stretches of at least `min_stretch_s`, in time order
     config: PolicyConfig
     gpus: tuple[int, ...] = ()  # the GPU indexes the series holds
+    hangs: tuple[HangStretch, ...] = ()  # possible hangs (only when replayed with a HangConfig)
 
     def to_json(self) -> dict[str, Any]:
         """The `gpuwise idle replay --json` object; times in the trace's own clock."""
@@ -90,6 +106,10 @@ class ReplayResult:
                 }
                 for s in self.stretches
             ],
+            "possible_hangs": [
+                {"since": at(h.since_s), "flagged": at(h.flagged_s), "end": at(h.end_s), "reason": h.reason}
+                for h in self.hangs
+            ],
         }
 
 
@@ -126,12 +146,16 @@ def replay(
     *,
     samples: int | None = None,
     min_stretch_s: float = 300.0,
+    hang: HangConfig | None = None,
 ) -> ReplayResult:
     """Run the policy over a recorded series; stop at the first `stopping` decision. An automatic
-    `max_gap_s` is fixed from the series' own median sampling interval."""
+    `max_gap_s` is fixed from the series' own median sampling interval. With `hang`, possible hangs are
+    found too (no progress assumed) and, with `hang.stop`, a hang's stop ends the replay if it comes first."""
     cfg = config or PolicyConfig()
     step = median_interval_s([o.timestamp_s for o in observations])
     policy = IdlePolicy(cfg.resolve_gap(step) if step is not None else cfg)
+    hangs, hang_stop = find_hangs(observations, hang, policy.config) if hang else ((), None)
+    until = hang_stop[0] if hang_stop is not None else None
     stretches: list[IdleStretch] = []
     open_start: float | None = None
     peak = IdleState.IDLE_CANDIDATE
@@ -144,6 +168,8 @@ def replay(
             stretches.append(IdleStretch(open_start, end_s, peak, window, ended_by))
 
     for obs in observations:
+        if until is not None and obs.timestamp_s > until:
+            break  # the hang's stop came first
         d = policy.observe(obs)
         max_idle = max(max_idle, d.idle_s)
         if d.state == IdleState.BUSY:
@@ -164,26 +190,18 @@ def replay(
     gpus = tuple(sorted({s.index for o in observations for s in o.samples}))
     first = observations[0].timestamp_s if observations else None
     end = observations[-1].timestamp_s if observations else None
+    stopped = last is not None and (last.state == IdleState.STOPPING or hang_stop is not None)
     if last is not None:
-        close(last.timestamp_s, "stop" if last.state == IdleState.STOPPING else "end of trace")
+        close(last.timestamp_s, "stop" if stopped else "end of trace")
     stop_at: float | None = None
     if last is None:
         reason = "no stop: the trace holds no samples"
     elif last.state == IdleState.STOPPING:
         stop_at, reason = last.timestamp_s, last.reason
+    elif hang_stop is not None:
+        stop_at, reason = hang_stop
     else:
-        cfg = policy.config
-        reason = (
-            f"no stop: the longest idle stretch was {fmt_min(max_idle)}; "
-            f"at the end of the trace the machine had been idle {fmt_min(last.idle_s)} "
-            f"(last activity: {policy.state.last_activity_cause}), "
-            f"short of the {fmt_min(last.window_s)} window"
-            + (
-                " that applies while GPU memory is held or not reported"
-                if last.window_s > cfg.window_s
-                else ""
-            )
-        )
+        reason = _no_stop_reason(policy, last, max_idle)
     return ReplayResult(
         stop_at,
         reason,
@@ -195,11 +213,59 @@ def replay(
         tuple(stretches),
         policy.config,
         gpus,
+        hangs,
     )
 
 
-def replay_trace(path: Path, config: PolicyConfig | None = None) -> ReplayResult:
+def _no_stop_reason(policy: IdlePolicy, last: Decision, max_idle: float) -> str:
+    held = (
+        " that applies while GPU memory is held or not reported"
+        if last.window_s > policy.config.window_s
+        else ""
+    )
+    return (
+        f"no stop: the longest idle stretch was {fmt_min(max_idle)}; "
+        f"at the end of the trace the machine had been idle {fmt_min(last.idle_s)} "
+        f"(last activity: {policy.state.last_activity_cause}), "
+        f"short of the {fmt_min(last.window_s)} window{held}"
+    )
+
+
+def find_hangs(
+    observations: Sequence[Observation], hang: HangConfig, policy: PolicyConfig
+) -> tuple[tuple[HangStretch, ...], tuple[float, str] | None]:
+    """Possible hangs in a recording (no progress assumed: it shows no files), and the first hang stop
+    (time, reason) when `hang.stop` is on."""
+    detector = HangDetector(
+        hang, policy.threshold_pct, policy.mem_change_mib, policy.gap_limit_s, policy.warn_s
+    )
+    found: list[HangStretch] = []
+    flagged: tuple[float, float, str] | None = None  # since, flagged at, reason
+
+    def close(end_s: float) -> None:
+        if flagged is not None:
+            found.append(HangStretch(flagged[0], flagged[1], end_s, f"{flagged[2]}; {NO_PROGRESS_NOTE}"))
+
+    for obs in observations:
+        v = detector.observe(obs, last_progress_s=None, last_user_s=last_user_activity(obs))
+        if v.state == "none":
+            close(obs.timestamp_s)
+            flagged = None
+            continue
+        if flagged is None:
+            flagged = (v.since_s if v.since_s is not None else obs.timestamp_s, obs.timestamp_s, v.reason)
+        if v.state == "stopping":
+            close(obs.timestamp_s)
+            return tuple(found), (obs.timestamp_s, f"{v.reason}; {NO_PROGRESS_NOTE}")
+    if observations:
+        close(observations[-1].timestamp_s)
+    return tuple(found), None
+
+
+def replay_trace(
+    path: Path, config: PolicyConfig | None = None, hang: HangConfig | None = None
+) -> ReplayResult:
     """Replay a recorded trace file (nvidia-smi --query-gpu CSV, or a Weights & Biases GPU export).
     Raises ReplayError for a file that is not a GPU trace."""
     samples = read_query_csv(path)
-    return replay(group_samples(samples), config, samples=len(samples))
+    return replay(group_samples(samples), config, samples=len(samples), hang=hang)

@@ -8,12 +8,14 @@ Imports pydantic inside `load_settings` so `gpuwise --help` stays cheap.
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from gpuwise.config import validate_section
 from gpuwise.errors import ConfigError, close_matches
+from gpuwise.idle.hang import HangConfig
 from gpuwise.idle.policy import PolicyConfig
 
 # The stop actions: auto, every provider's own stop call (gpuwise.idle.providers.plan.STEPS, plus the
@@ -52,6 +54,12 @@ class IdleSettings:
     stop_attempts: int = 1  # tries of each step before the next (each HTTP call also retries 429/5xx)
     stop_backoff_s: float = 30.0  # wait after a failed try, doubled each time
     api_url: str | None = None  # the provider API's base URL (a proxy); default: the documented one
+    # -- the user's activity checks and hang detection (idle/activity.py, idle/hang.py)
+    activity_command: str | None = None  # exit 0 = busy; run without a shell, split like a shell would
+    activity_url: str | None = None  # HTTP 200 = busy
+    activity_timeout_s: float = 10.0
+    watch_paths: tuple[str, ...] = ()  # files/directories/globs whose changes show a job's progress
+    hang: HangConfig = field(default_factory=HangConfig)
 
     def keepalive_path(self, data_dir: Path) -> Path:
         """The keep-alive file: `keepalive_file` when set, else <data dir>/idle/keepalive."""
@@ -119,7 +127,42 @@ class IdleSettings:
                 "webhook must be an http:// or https:// URL",
                 fix="correct webhook in the idle section of config.toml",
             )
+        self._validate_checks()
         return self
+
+    def _validate_checks(self) -> None:
+        """The activity-check and hang-detection keys."""
+        self.hang.validate()
+        if self.activity_command is not None:
+            try:
+                argv = shlex.split(self.activity_command)
+            except ValueError as exc:
+                raise ConfigError(
+                    f"activity_command cannot be split into words: {exc}",
+                    fix="close the quotes in activity_command in the idle section of config.toml",
+                ) from exc
+            if not argv:
+                raise ConfigError(
+                    "activity_command is empty",
+                    fix="set activity_command to a command that exits 0 while the machine is in use",
+                )
+        if self.activity_url is not None and not self.activity_url.startswith(("http://", "https://")):
+            raise ConfigError(
+                "activity_url must be an http:// or https:// URL",
+                fix="correct activity_url in the idle section of config.toml",
+            )
+        if not (math.isfinite(self.activity_timeout_s) and self.activity_timeout_s > 0):
+            raise ConfigError(
+                f"activity_timeout_s = {self.activity_timeout_s} is not valid", fix="use seconds > 0"
+            )
+        if self.hang.stop and not self.watch_paths:
+            raise ConfigError(
+                "stop_on_hang = true needs watch_paths",
+                why="a job is called hung only when none of its files changed, so without watched files "
+                "no hang is ever found and nothing would be stopped",
+                fix="set watch_paths in the idle section of config.toml to the job's log or checkpoint "
+                "directory",
+            )
 
     def _validate_stop(self) -> None:
         for name in self.fallback or ():
@@ -173,6 +216,14 @@ def load_settings(sections: dict[str, dict[str, Any]]) -> IdleSettings:
         keepalive_file: str | None = None
         process_cpu_pct: float | None = None
         process_io_kib_per_s: float | None = None
+        activity_command: str | None = None
+        activity_url: str | None = None
+        activity_timeout_s: float | None = None
+        watch_paths: list[str] | None = None
+        hang_window_min: float | None = None
+        hang_util_pct: float | None = None
+        hang_flat_pct: float | None = None
+        stop_on_hang: bool | None = None
         # issue 17 items 1-2: how the stop is made
         instance_id: str | None = None
         allow_terminate: bool | None = None
@@ -186,6 +237,15 @@ def load_settings(sections: dict[str, dict[str, Any]]) -> IdleSettings:
     for key in ("signals", "fallback"):
         if key in values:
             values[key] = tuple(values[key])
+    if "watch_paths" in values:
+        values["watch_paths"] = tuple(values["watch_paths"])
+    hang = {
+        k: values.pop(f"hang_{k}") for k in ("window_min", "util_pct", "flat_pct") if f"hang_{k}" in values
+    }
+    if "stop_on_hang" in values:
+        hang["stop"] = values.pop("stop_on_hang")
+    if hang:
+        values["hang"] = replace(HangConfig(), **hang)
     price = sections.get("machine", {}).get("price_usd_per_hour")
     if price is not None:
         if isinstance(price, bool) or not isinstance(price, int | float) or price < 0:

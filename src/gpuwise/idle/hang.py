@@ -1,0 +1,262 @@
+"""Hung-but-busy detection: a job that spins at full utilization while making no progress.
+
+A deadlocked NCCL collective keeps every kernel of the ring spinning on a flag that never flips, so
+`nvidia-smi` shows 100 % forever and the idle policy, rightly, calls the machine busy. What users report
+from such hangs (one `nvidia-smi` reading each; no public time series of a hang was found):
+
+* 100 % utilization at low, steady power: "GPU util is 100% but the power consumption is pretty low
+  (~70W)" (NVIDIA/nccl#968); "utilization of all GPUs pegged at 100% … the power consumption of all of
+  them is at idle" (Theano/libgpuarray#387); 100 % at 28 W of 250 W in P8 (tensorflow/tensorflow#2121);
+  100 % at ~120 W per GPU on 600-W cards after a hung all_reduce (local-inference-lab/rtx6kpro#15).
+* no memory or bus traffic: "100% SM utilization with 0% memory utilization indefinitely"
+  (NVIDIA/nccl#2079); "~99% after the freeze … RX=0, TX=0" (NVIDIA/nccl-tests#117).
+* but neither reading proves a hang. A real, working GB10 training run (the wandb_gb10 trace in
+  tests/fixtures/recordings/traces) held 84–91 % at 28.4–28.9 W for 40 minutes: a steady job is as
+  flat as a spin. And on AMD parts "100 % / 55 W" is what genuine compute looks like
+  (ROCm/legacy-rocm-build#6530).
+
+So the GPU side is only a precondition, and the decision rests on progress. A GPU *looks hung* when, for
+every sample of the stretch, utilization is at least `util_pct` (95: every report above reads 99–100 %,
+and the real training trace at 84–91 % stays out), power draw and memory used are reported (a GPU that
+does not report them, like GB10's unified memory, is never judged), power draw and (where reported) the SM
+clock stay within `flat_pct` (5 %) of their highest reading, memory used moves by less than
+`mem_change_mib`, and,
+where reported, memory utilization is at most 10 % and PCIe traffic under 10 MB/s. The machine looks hung
+while every GPU either looks hung or sits idle (a hang leaves some ranks at 0 %: libgpuarray#387,
+NVIDIA/nccl#1033) and at least one looks hung. It is a *possible hang* once that has lasted
+`window_min` (30: three times PyTorch's default NCCL collective timeout of 10 min, pytorch/pytorch#110947,
+so the framework's own watchdog acts first) with no progress — no watched file grew or changed
+(`[idle] watch_paths`: logs, checkpoints) — and no sign of a user (SSH input, keep-alive, Jupyter, the
+user's own activity check). Missing data (a failed reading, an unreadable watched path, a gap) restarts
+the stretch: it can only delay a verdict.
+
+A possible hang is reported (warning); the machine is stopped for it only with `stop` (`[idle]
+stop_on_hang = true`), and then only after the warning has stood for the policy's `warn_min`.
+
+Pure: no files, clock or printing; imports the sample model, the policy's types and errors.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gpuwise.errors import ConfigError
+from gpuwise.gpu.sample import Failed, NotSupported, Sample
+from gpuwise.idle.policy import MIB, Observation, fmt_min
+
+MEM_UTIL_MAX_PCT = 10.0  # "0% memory utilization" in a spinning NCCL deadlock (NVIDIA/nccl#2079)
+PCIE_MAX_BYTES_PER_S = 10e6  # "RX=0, TX=0" after the freeze (NVIDIA/nccl-tests#117); any copy moves GB/s
+# signals that say a person is at the machine (a hung job's own process and `gpuwise run` do not)
+USER_SIGNALS = frozenset({"ssh", "jupyter", "keepalive", "activity_command", "activity_url"})
+
+HangState = Literal["none", "suspected", "stopping"]
+
+
+@dataclass(frozen=True)
+class HangConfig:
+    window_min: float = 30.0
+    util_pct: float = 95.0
+    flat_pct: float = 5.0
+    stop: bool = False
+
+    def validate(self) -> HangConfig:
+        def bad(name: str, value: float, want: str) -> ConfigError:
+            return ConfigError(
+                f"idle option {name} = {value} is not valid",
+                why=f"it must be {want}",
+                fix=f"set {name} in the idle section of config.toml to {want}",
+            )
+
+        if not (math.isfinite(self.window_min) and self.window_min > 0):
+            raise bad("hang_window_min", self.window_min, "a positive number of minutes")
+        if not (math.isfinite(self.util_pct) and 0 < self.util_pct <= 100):
+            raise bad("hang_util_pct", self.util_pct, "a percentage above 0 and at most 100")
+        if not (math.isfinite(self.flat_pct) and 0 <= self.flat_pct <= 100):
+            raise bad("hang_flat_pct", self.flat_pct, "a percentage from 0 to 100")
+        return self
+
+
+@dataclass(frozen=True)
+class HangVerdict:
+    state: HangState
+    reason: str
+    since_s: float | None = None  # when the machine last showed progress, activity or a user
+    stop_due_s: float | None = None  # when a stop would come (stop_on_hang), if nothing changes
+    gpus: tuple[int, ...] = ()
+
+
+def _value(reading: object) -> float | None:
+    if isinstance(reading, NotSupported | Failed) or reading is None or isinstance(reading, bool):
+        return None
+    if not isinstance(reading, int | float) or not math.isfinite(float(reading)):
+        return None
+    return float(reading)
+
+
+@dataclass
+class _Stretch:
+    """One GPU's current flat, fully busy stretch: when it began and the ranges seen since."""
+
+    start_s: float
+    power: tuple[float, float]
+    mem: tuple[float, float]
+    clock: tuple[float, float] | None
+
+    def widened(self, power: float, mem: float, clock: float | None) -> _Stretch:
+        def grow(r: tuple[float, float], v: float) -> tuple[float, float]:
+            return (min(r[0], v), max(r[1], v))
+
+        new_clock = None if clock is None or self.clock is None else grow(self.clock, clock)
+        return _Stretch(self.start_s, grow(self.power, power), grow(self.mem, mem), new_clock)
+
+
+@dataclass
+class HangDetector:
+    """Feed every observation in time order with `observe()`.
+
+    `threshold_pct` and `mem_change_mib` are the idle policy's (what counts as an idle GPU and as a
+    memory change); `gap_s` the longest gap that is not missing data; `warn_s` how long the warning
+    stands before a stop."""
+
+    config: HangConfig = field(default_factory=HangConfig)
+    threshold_pct: float = 5.0
+    mem_change_mib: float = 64.0
+    gap_s: float = 120.0
+    warn_s: float = 600.0
+    _stretches: dict[int, _Stretch] = field(default_factory=dict, init=False)
+    _machine_since: float | None = field(default=None, init=False)
+    _last_ts: float | None = field(default=None, init=False)
+    _suspected_at: float | None = field(default=None, init=False)
+    _known: set[int] = field(default_factory=set, init=False)
+
+    def reset(self) -> None:
+        """Forget every stretch (after a stop, or when told the job moved on)."""
+        self._stretches.clear()
+        self._machine_since = None
+        self._suspected_at = None
+
+    def _flat(self, lo_hi: tuple[float, float]) -> bool:
+        lo, hi = lo_hi
+        return hi - lo <= self.config.flat_pct / 100.0 * hi
+
+    def _gpu(self, s: Sample, t: float) -> Literal["hung", "idle", "busy"]:
+        """Update GPU `s.index`'s stretch; say whether it looks hung, idle or anything else."""
+        util = _value(s.util_gpu_pct)
+        if s.lost or util is None:
+            self._stretches.pop(s.index, None)
+            return "busy"  # missing data: never part of a hang verdict
+        if util <= self.threshold_pct:
+            self._stretches.pop(s.index, None)
+            return "idle"
+        power, mem = _value(s.power_draw_watts), _value(s.memory_used_bytes)
+        clock = _value(s.sm_clock_mhz)
+        mem_util = _value(s.util_memory_pct)
+        tx, rx = _value(s.pcie_tx_bytes_per_s), _value(s.pcie_rx_bytes_per_s)
+        quiet_bus = (mem_util is None or mem_util <= MEM_UTIL_MAX_PCT) and (
+            tx is None or rx is None or tx + rx <= PCIE_MAX_BYTES_PER_S
+        )
+        if util < self.config.util_pct or power is None or mem is None or not quiet_bus:
+            self._stretches.pop(s.index, None)
+            return "busy"
+        old = self._stretches.get(s.index)
+        new = None if old is None else old.widened(power, mem, clock)
+        if (
+            new is None
+            or not self._flat(new.power)
+            or new.mem[1] - new.mem[0] >= self.mem_change_mib * MIB
+            or (new.clock is not None and not self._flat(new.clock))
+        ):
+            clock_range = None if clock is None else (clock, clock)
+            new = _Stretch(t, (power, power), (mem, mem), clock_range)
+        self._stretches[s.index] = new
+        return "hung"
+
+    def _machine(self, obs: Observation) -> tuple[int, ...]:
+        """Update the machine's stretch; the GPUs that look hung now (empty: the stretch ended)."""
+        t = obs.timestamp_s
+        gap = self._last_ts is not None and not (0 <= t - self._last_ts <= self.gap_s)
+        self._last_ts = t
+        if gap or obs.errors or not obs.samples:
+            self.reset()
+            return ()
+        looks: dict[int, str] = {}
+        for s in obs.samples:
+            state = self._gpu(s, t)
+            # two readings of one GPU at one instant: anything but "hung"/"idle" wins, then "hung"
+            prev = looks.get(s.index)
+            looks[s.index] = state if prev is None or state == "busy" or prev == "idle" else prev
+        missing = self._known - set(looks)
+        self._known |= set(looks)
+        if missing:  # a GPU missing from this read: missing data
+            self.reset()
+            return ()
+        hung = tuple(sorted(i for i, v in looks.items() if v == "hung"))
+        if not hung or any(v == "busy" for v in looks.values()):
+            self._machine_since = None
+            return ()
+        start = max(self._stretches[i].start_s for i in hung)
+        self._machine_since = start if self._machine_since is None else max(self._machine_since, start)
+        return hung
+
+    def observe(
+        self, obs: Observation, *, last_progress_s: float | None, last_user_s: float | None = None
+    ) -> HangVerdict:
+        """One observation → the verdict. `last_progress_s`: when a watched path last changed (None:
+        never seen to change); `last_user_s`: the latest sign of a person (see USER_SIGNALS)."""
+        t = obs.timestamp_s
+        hung = self._machine(obs)
+        if not hung or self._machine_since is None:
+            self._suspected_at = None
+            return HangVerdict("none", "no GPU looks hung")
+        since = max(x for x in (self._machine_since, last_progress_s, last_user_s) if x is not None)
+        cfg = self.config
+        window_s = cfg.window_min * 60.0
+        if t - since < window_s:
+            self._suspected_at = None
+            flat = f"GPU {_list(hung)} flat at full utilization without progress for {fmt_min(t - since)}"
+            return HangVerdict(
+                "none", f"{flat} (a possible hang after {fmt_min(window_s)})", since, None, hung
+            )
+        if self._suspected_at is None:
+            self._suspected_at = t
+        stop_due = max(since + window_s, self._suspected_at) + self.warn_s
+        what = self._describe(hung, t - since)
+        if not cfg.stop:
+            return HangVerdict("suspected", f"{what}; not stopping (stop_on_hang is off)", since, None, hung)
+        if t >= stop_due:
+            return HangVerdict("stopping", f"stop: {what}", since, stop_due, hung)
+        return HangVerdict(
+            "suspected", f"{what}; stop in {fmt_min(stop_due - t)} (stop_on_hang)", since, stop_due, hung
+        )
+
+    def _describe(self, hung: tuple[int, ...], for_s: float) -> str:
+        parts = []
+        for i in hung[:2]:
+            s = self._stretches[i]
+            power = f"{s.power[0]:.0f}–{s.power[1]:.0f} W"
+            clock = "" if s.clock is None else f", SM clock {s.clock[0]:.0f}–{s.clock[1]:.0f} MHz"
+            parts.append(f"GPU {i} {power}{clock}, {s.mem[1] / MIB:.0f} MiB")
+        return (
+            f"possible hang: {len(hung)} GPU{'s' if len(hung) > 1 else ''} at ≥{self.config.util_pct:g}% "
+            f"util with flat power, clock and memory and no progress (no watched file changed, no user) "
+            f"for {fmt_min(for_s)} ({'; '.join(parts)}{'; …' if len(hung) > 2 else ''})"
+        )
+
+
+def _list(ids: tuple[int, ...]) -> str:
+    return ", ".join(str(i) for i in ids)
+
+
+def last_user_activity(obs: Observation) -> float | None:
+    """The latest sign of a person in `obs`'s signals: an active or unreadable user signal counts as
+    now (missing data counts as a person), a quiet one at its `last_active_s`."""
+    latest: float | None = None
+    for sig in obs.signals:
+        if sig.name not in USER_SIGNALS:
+            continue
+        when = obs.timestamp_s if sig.state != "quiet" else sig.last_active_s
+        if when is not None and math.isfinite(when):
+            latest = when if latest is None else max(latest, min(when, obs.timestamp_s))
+    return latest
