@@ -23,7 +23,8 @@ app = typer.Typer(
         "Choose, verify, watch and stop rented cloud GPUs.\n\n"
         "plan ranks every offer by the total cost of your workload; estimate says whether it fits and how "
         "long it takes; catalog lists GPUs and dated prices; doctor diagnoses a GPU machine; monitor and "
-        "exporter watch it; idle stops it when nobody uses it."
+        "exporter watch it; idle stops it when nobody uses it; report looks back at what was spent, on what, "
+        "and whether it was worth it."
     ),
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
@@ -72,6 +73,7 @@ _COMMANDS: dict[str, _Entry] = {
     "ledger": _Entry("gpuwise.cli.run", "ledger"),
     "monitor": _Entry("gpuwise.cli.monitor", "monitor"),
     "plan": _Entry("gpuwise.cli.plan", "plan"),
+    "report": _Entry("gpuwise.cli.report", "report"),
     "run": _Entry("gpuwise.cli.run", "run", context_settings={"allow_interspersed_args": False}),
     "schema": _Entry("gpuwise.cli.schema", "schema"),
 }
