@@ -1,7 +1,7 @@
 """How long `gpuwise report` takes on a large history, as a ratio to reading the same rows with sqlite3.
 
 Builds 90 days x 8 GPUs x one sample every 10 s of monitor history (about 6.2 M rows, with the monitor's
-own schema) plus 200 ledger runs in a temporary directory, then times the report command's work (read +
+own schema, made inside SQLite) plus 200 ledger runs in a temporary directory, then times the report command's work (read +
 figures + JSON, in this process) and a plain `SELECT ts, gpu, util_gpu_pct FROM monitor_samples` fetched
 whole with the standard library. Target: the report under 5 s. Usage: python benchmarks/report_speed.py
 [--days 90] [--gpus 8] [--interval-s 10].
@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from gpuwise.monitor.history import HistoryStore
@@ -27,38 +25,33 @@ from gpuwise.run.ledger import LedgerStore
 NOW = 1_795_000_000.0  # a fixed "now" (2026-11-18), so every run builds the same history
 
 
-def _samples(days: int, gpus: int, interval_s: float) -> Iterator[tuple[object, ...]]:
-    rng = random.Random(19)
-    start = NOW - days * 86400
-    steps = int(days * 86400 / interval_s)
-    for i in range(steps):
-        ts = start + i * interval_s
-        busy = (i // 2000) % 3 != 0  # stretches of work and idleness, as a rented machine has
-        for g in range(gpus):
-            util = None if i % 997 == 0 else (rng.uniform(60, 100) if busy else 0.0)
-            yield (ts, g, None, "NVIDIA H100 80GB HBM3", util, None, None, None, None, None, None, 0)
+# One INSERT … SELECT over a recursive counter: the rows are made inside SQLite, about 10x faster than
+# building 6 M tuples in Python for executemany. Utilisation: work (60-100 %) two stretches in three, idle
+# (0 %) in the third, and one sample in 997 without a reading.
+_FILL = """
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < :rows - 1)
+INSERT INTO monitor_samples
+SELECT :start + (i / :gpus) * :interval, i % :gpus, NULL, 'NVIDIA H100 80GB HBM3',
+       CASE WHEN (i / :gpus) % 997 = 0 THEN NULL
+            WHEN ((i / :gpus) / 2000) % 3 = 0 THEN 0.0
+            ELSE 60 + (i * 2654435761) % 41 END,
+       NULL, NULL, NULL, NULL, NULL, NULL, 0
+FROM n
+"""
 
 
 def build(path: Path, days: int, gpus: int, interval_s: float) -> int:
     HistoryStore(path).close()  # the monitor's own schema
     LedgerStore(path).close()
     db = sqlite3.connect(path)
-    db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=OFF")
-    rows = 0
-    batch: list[tuple[object, ...]] = []
-    for row in _samples(days, gpus, interval_s):
-        batch.append(row)
-        if len(batch) >= 200_000:
-            db.executemany("INSERT INTO monitor_samples VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", batch)
-            rows += len(batch)
-            batch.clear()
-    db.executemany("INSERT INTO monitor_samples VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", batch)
-    rows += len(batch)
+    start = NOW - days * 86400
+    rows = int(days * 86400 / interval_s) * gpus
+    db.execute(_FILL, {"rows": rows, "start": start, "gpus": gpus, "interval": interval_s})
     runs = []
     for k in range(200):
-        start = NOW - days * 86400 + k * (days * 86400 / 200)
-        runs.append((f"run-{k}", f"p{k % 5}", "[]", '["python", "train.py"]', start, start + 6 * 3600, 0,
+        begin = start + k * (days * 86400 / 200)
+        runs.append((f"run-{k}", f"p{k % 5}", "[]", '["python", "train.py"]', begin, begin + 6 * 3600, 0,
                      "NVIDIA H100 80GB HBM3", gpus, "aws", "p5.48xlarge", 98.32, "config.toml"))  # fmt: skip
     db.executemany(
         "INSERT INTO run_ledger (run_id, project, tags, command, started_at, ended_at, exit_code, gpu, gpus, "

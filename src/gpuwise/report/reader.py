@@ -19,16 +19,19 @@ from gpuwise.errors import ConfigError, StorageError
 from gpuwise.idle.state import load_state
 from gpuwise.report.rows import BUCKET_S, IDLE_UTIL_PCT, History, Planned, RunRow, SampleBucket
 
+_GPU_SLOTS = 1 << 20  # (hour, GPU) as one integer sort key: SQLite's GROUP BY sorts every row, and one
+# integer compares faster than two columns (NVML's GPU indices are far below this)
 _BUCKETS_SQL = f"""
-SELECT gpu, CAST(ts / {BUCKET_S} AS INTEGER) AS b, COUNT(*),
+SELECT CAST(ts / {BUCKET_S} AS INTEGER) * {_GPU_SLOTS} + gpu AS k, COUNT(*),
        SUM(lost = 0 AND util_gpu_pct IS NOT NULL),
        TOTAL(CASE WHEN lost = 0 THEN util_gpu_pct END),
        SUM(lost = 0 AND util_gpu_pct <= {IDLE_UTIL_PCT}),
        MIN(ts), MAX(ts)
-FROM monitor_samples WHERE +ts >= ? AND +ts < ? GROUP BY b, gpu
+FROM monitor_samples WHERE {{ts}} >= ? AND {{ts}} < ? AND gpu >= 0 AND gpu < {_GPU_SLOTS} GROUP BY k
 """
-# `+ts` keeps SQLite off the ts index for this scan: a report reads most of the table, and a full scan in
-# file order is faster than an index walk with a table lookup per row. The GPU's name is read apart, from
+# `+ts` keeps SQLite off the ts index for the whole window: a report reads most of the table, and a full
+# scan in file order is faster than an index walk with a table lookup per row. A run's window (--project)
+# is small: there the index is used. The GPU's name is read apart, from
 # the newest rows (a string compared on 6 M rows cost more than the rest of the aggregate).
 _NAMES_SQL = (
     "SELECT gpu, name FROM monitor_samples WHERE ts >= ? AND ts < ? AND name IS NOT NULL "
@@ -93,24 +96,26 @@ def merge_windows(windows: Iterable[tuple[float, float]]) -> list[tuple[float, f
 
 
 def _buckets(
-    db: sqlite3.Connection, path: Path, windows: Sequence[tuple[float, float]]
+    db: sqlite3.Connection, path: Path, windows: Sequence[tuple[float, float]], *, whole: bool
 ) -> Iterator[SampleBucket]:
+    sql = _BUCKETS_SQL.format(ts="+ts" if whole else "ts")
     names: dict[int, str] = {}
     for start, end in reversed(windows):
         for gpu, name in _query(db, path, _NAMES_SQL, (start, end)):
             names.setdefault(int(gpu), str(name))
     for start, end in windows:
-        for r in _query(db, path, _BUCKETS_SQL, (start, end)):
+        for r in _query(db, path, sql, (start, end)):
+            bucket, gpu = divmod(int(r[0]), _GPU_SLOTS)
             yield SampleBucket(
-                gpu=int(r[0]),
-                bucket=int(r[1]),
-                samples=int(r[2]),
-                known=int(r[3] or 0),
-                util_sum_pct=float(r[4] or 0.0),
-                idle=int(r[5] or 0),
-                first_s=float(r[6]),
-                last_s=float(r[7]),
-                name=names.get(int(r[0])),
+                gpu=gpu,
+                bucket=bucket,
+                samples=int(r[1]),
+                known=int(r[2] or 0),
+                util_sum_pct=float(r[3] or 0.0),
+                idle=int(r[4] or 0),
+                first_s=float(r[5]),
+                last_s=float(r[6]),
+                name=names.get(gpu),
             )
 
 
@@ -195,7 +200,7 @@ def _read_db(
                     (max(since, r.started_at), min(until, r.ended_at if r.ended_at is not None else until))
                     for r in runs or []
                 )
-            buckets = list(_buckets(db, path, windows))
+            buckets = list(_buckets(db, path, windows, whole=project is None))
             firsts += [
                 r[0] for r in _query(db, path, "SELECT MIN(ts) FROM monitor_samples") if r[0] is not None
             ]
