@@ -1,10 +1,10 @@
 """How long `gpuwise report` takes on a large history, as a ratio to reading the same rows with sqlite3.
 
-Builds 90 days x 8 GPUs x one sample every 10 s of monitor history (about 6.2 M rows, with the monitor's
-own schema, made inside SQLite) plus 200 ledger runs in a temporary directory, then times the report command's work (read +
-figures + JSON, in this process) and a plain `SELECT ts, gpu, util_gpu_pct FROM monitor_samples` fetched
-whole with the standard library. Target: the report under 5 s. Usage: python benchmarks/report_speed.py
-[--days 90] [--gpus 8] [--interval-s 10].
+Builds 90 days x 8 GPUs x one sample every 10 s of monitor history (about 6.2 M rows in the monitor's own
+schema, made inside SQLite) plus 200 ledger runs in a temporary directory, then times the report's work
+(read + figures + JSON, in this process) and a plain `SELECT ts, gpu, util_gpu_pct FROM monitor_samples`
+fetched whole with the standard library. Target: the report under 5 s.
+Usage: python benchmarks/report_speed.py [--days 90] [--gpus 8] [--interval-s 10].
 """
 
 from __future__ import annotations

@@ -84,7 +84,11 @@ def test_costliest_runs_planned_vs_actual_and_idle(history: Path, capsys: pytest
     ]
     idle = data["idle"]  # one stop at T0+7h, the machine booted again at T0+9h: 2 h off at $10/h
     assert (idle["stops"], idle["counted_stops"], idle["hours_off"], idle["saved_usd"]) == (1, 1, 2.0, 20.0)
-    assert data["sources"]["monitor_samples"] == 1440 and data["sources"]["runs_with_plan"] == 2
+    assert data["inputs"]["monitor_samples"] == 1440 and data["inputs"]["runs_with_plan"] == 2
+    sources = {s["section"]: s for s in data["sources"]}
+    assert list(sources) == ["spend", "utilization", "idle", "planned_vs_actual"]
+    assert sources["utilization"]["rests_on"] == [f"1,440 monitor samples in {history}"]
+    assert any("user" in m for m in sources["spend"]["missing"])
     assert data["nothing_recorded"] is False
 
 
@@ -133,6 +137,9 @@ def test_nothing_recorded_yet(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr()
     data = json.loads(out.out)
     assert data["nothing_recorded"] is True and data["spend"] is None and data["utilization"] is None
+    assert {s["section"]: s["missing"] for s in data["sources"]}["spend"] == [
+        "no run ledger: `gpuwise run` records one row per run"
+    ]
     assert "nothing recorded yet" in out.err
 
 

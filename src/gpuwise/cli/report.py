@@ -130,6 +130,8 @@ def report(  # noqa: PLR0917 - typer passes each option as a parameter
     cost, by project, GPU, provider and month), the idle stopper's stops (the money saved) and the plans
     runs were launched from (planned vs actual hours: the estimator's error on your own work). Each section
     says what it rests on and what is missing; unknown utilization stays unknown, never 0 %.
+
+    Examples: gpuwise report --since 30d · gpuwise report --project llama --html report.html
     """
     from gpuwise import paths
     from gpuwise.cli.output import check_output_file, console, err_console, print_json

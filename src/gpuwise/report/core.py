@@ -164,7 +164,7 @@ def findings(report: dict[str, Any], runs: Sequence[RunRow]) -> list[str]:
     return out
 
 
-def _sources(history: History, price: float | None, price_source: str | None) -> dict[str, Any]:
+def _inputs(history: History, price: float | None, price_source: str | None) -> dict[str, Any]:
     return {
         "database": history.db_path,
         "monitor_samples": history.sample_rows if history.buckets is not None else None,
@@ -209,7 +209,7 @@ def build_report(
         "schema_version": SCHEMA_VERSION,
         "window": {"since": iso(since), "until": iso(until), "project": project},
         "nothing_recorded": history.empty(since, until),
-        "sources": _sources(history, price_usd_per_hour, price_source),
+        "inputs": _inputs(history, price_usd_per_hour, price_source),
         "spend": spent,
         "utilization": util,
         "idle": _idle(history, since, until, price_usd_per_hour),
@@ -223,7 +223,26 @@ def build_report(
         },
     }
     report["findings"] = findings(report, runs)
+    report["sources"] = _sources(report)
     return report
+
+
+_ABSENT = {
+    "spend": "no run ledger: `gpuwise run` records one row per run",
+    "utilization": "no monitor history: `gpuwise monitor`, `exporter` or `idle run` record samples",
+}
+
+
+def _sources(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """What each section rests on and what it lacks, as one list."""
+    out = []
+    for name in ("spend", "utilization", "idle", "planned_vs_actual"):
+        section = report[name]
+        if section is None:
+            out.append({"section": name, "rests_on": [], "missing": [_ABSENT[name]]})
+        else:
+            out.append({"section": name, "rests_on": section["rests_on"], "missing": section["missing"]})
+    return out
 
 
 def calibration(report: dict[str, Any], created_at: str) -> dict[str, Any] | None:
@@ -231,10 +250,7 @@ def calibration(report: dict[str, Any], created_at: str) -> dict[str, Any] | Non
     groups = [g for g in report["planned_vs_actual"]["by_gpu_task"] if g["task"] != "(unknown)"]
     if not groups:
         return None
-    runs = [r for r in report["planned_vs_actual"]["runs"] if r["hours_ratio"] is not None]
-    days = sorted(r["run_id"] for r in runs)
     window = report["window"]
-    del days
     return {
         "kind": "gpuwise-calibration",
         "version": 1,

@@ -193,7 +193,7 @@ def _body(r: dict[str, Any], chart_ids: list[str]) -> str:
     out = [
         f"<h1>gpuwise report{': project ' + _e(w['project']) if w['project'] else ''}</h1>",
         f"<p class=muted>{_e(w['since'])} .. {_e(w['until'])} (UTC). Sources: "
-        + _e(", ".join(f"{k} = {v}" for k, v in r["sources"].items() if v is not None))
+        + _e(", ".join(f"{k} = {v}" for k, v in r["inputs"].items() if v is not None))
         + "</p>",
         f"<h2>Findings</h2><ul>{findings}</ul>{charts}",
     ]
