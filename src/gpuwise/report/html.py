@@ -23,8 +23,8 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 
        max-width: 1180px; color: #222; }
 h1 { font-size: 1.4rem; } h2 { font-size: 1.1rem; margin-top: 2rem; }
 table { border-collapse: collapse; font-size: 0.85rem; width: 100%; table-layout: auto; }
-th, td { border-bottom: 1px solid #ddd; padding: 0.3rem 0.5rem; text-align: right; overflow-wrap: anywhere; }
-th { background: #f4f4f4; } td.l, th.l { text-align: left; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.3rem 0.5rem; text-align: right; white-space: nowrap; }
+th { background: #f4f4f4; } td.l, th.l { text-align: left; white-space: normal; overflow-wrap: anywhere; }
 .chart { width: 100%; height: 360px; } .muted { color: #666; font-size: 0.85rem; }
 .grid { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; } .grid > div { min-width: 0; }
 """
@@ -81,7 +81,9 @@ def _figures(r: dict[str, Any], go: Any) -> dict[str, Any]:
         fig = go.Figure(
             go.Bar(x=[g["key"] for g in spend["by_month"]], y=[g["cost_usd"] for g in spend["by_month"]])
         )
-        fig.update_layout(title="Spend by month (USD, runs with a known cost)", **layout)
+        fig.update_layout(
+            title="Spend by month (USD, runs with a known cost)", xaxis={"type": "category"}, **layout
+        )
         figs["chart-spend-month"] = fig
         fig = go.Figure(
             go.Bar(x=[g["key"] for g in spend["by_project"]], y=[g["cost_usd"] for g in spend["by_project"]])
@@ -107,6 +109,7 @@ def _figures(r: dict[str, Any], go: Any) -> dict[str, Any]:
         )  # fmt: skip
         fig.update_layout(
             title="GPU-hours per day and how busy they were (gaps: no reading)",
+            xaxis={"type": "category"},
             yaxis={"title": {"text": "GPU-hours"}},
             yaxis2={"title": {"text": "%"}, "overlaying": "y", "side": "right", "range": [0, 100]},
             barmode="group",
@@ -143,7 +146,7 @@ def _group_table(title: str, groups: list[dict[str, Any]]) -> str:
     )
     return (
         f"<div><h3>By {title}</h3><table><tr><th class=l>{title}</th><th>runs</th><th>GPU-h</th><th>cost</th>"
-        f"<th>runs without cost</th><th>busy</th></tr>{rows}</table></div>"
+        f"<th>no cost</th><th>busy</th></tr>{rows}</table></div>"
     )
 
 
@@ -192,7 +195,7 @@ def _body(r: dict[str, Any], chart_ids: list[str]) -> str:
     findings = "".join(f"<li>{_e(f)}</li>" for f in r["findings"]) or "<li>none</li>"
     out = [
         f"<h1>gpuwise report{': project ' + _e(w['project']) if w['project'] else ''}</h1>",
-        f"<p class=muted>{_e(w['since'])} .. {_e(w['until'])} (UTC). Sources: "
+        f"<p class=muted>{_e(w['since'])} .. {_e(w['until'])} (UTC). Read: "
         + _e(", ".join(f"{k} = {v}" for k, v in r["inputs"].items() if v is not None))
         + "</p>",
         f"<h2>Findings</h2><ul>{findings}</ul>{charts}",
