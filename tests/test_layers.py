@@ -28,7 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "catalog": set(),
     "estimate": {"catalog", "workload"},
     "plan": {"catalog", "estimate", "workload"},
-    "report": {"plan", "catalog", "estimate", "workload"},
+    "report": {"plan", "catalog", "estimate", "workload", "idle"},  # reads idle's state file (its stops)
     "gpu": set(),
     "doctor": {"gpu", "catalog"},
     "idle": {"gpu"},

@@ -25,7 +25,8 @@ app = typer.Typer(
         "exporter watch it; idle stops it when nobody uses it; bench measures what it delivers against "
         "its datasheet and times your own task; setup prints the script that installs its driver, CUDA and "
         "PyTorch; init writes a training project (train.py, workload, Dockerfile, SkyPilot task) that "
-        "resumes; export hands a plan option to SkyPilot, Kubernetes, torchrun or Docker."
+        "resumes; export hands a plan option to SkyPilot, Kubernetes, torchrun or Docker; report looks "
+        "back at what was spent, on what, and whether it was worth it."
     ),
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
@@ -77,6 +78,7 @@ _COMMANDS: dict[str, _Entry] = {
     "ledger": _Entry("gpuwise.cli.run", "ledger"),
     "monitor": _Entry("gpuwise.cli.monitor", "monitor"),
     "plan": _Entry("gpuwise.cli.plan", "plan"),
+    "report": _Entry("gpuwise.cli.report", "report"),
     "run": _Entry("gpuwise.cli.run", "run", context_settings={"allow_interspersed_args": False}),
     "schema": _Entry("gpuwise.cli.schema", "schema"),
     "setup": _Entry("gpuwise.cli.setup", "setup"),

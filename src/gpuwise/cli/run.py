@@ -18,6 +18,7 @@ import typer
 if TYPE_CHECKING:
     from gpuwise.run.ledger import LedgerStore
     from gpuwise.run.manifest import Manifest
+    from gpuwise.run.planref import PlannedRun
     from gpuwise.run.runner import RunOptions, RunResult, Supervisor
 
 PREEMPTION_CHOICES = ("auto", "aws", "gcp", "azure", "off")
@@ -198,16 +199,37 @@ def _ledger_row(
     )
 
 
-def _run_recorded(
+def _read_plan(plan: Path | None, pick: str) -> PlannedRun | None:
+    """The plan the run comes from (`--plan`), read and checked before anything starts (bad file: exit 2)."""
+    from gpuwise.cli.output import check_input_file
+    from gpuwise.errors import ConfigError
+    from gpuwise.run.planref import planned_from_plan
+    from gpuwise.safe_read import parse_json
+
+    if plan is None:
+        return None
+    fix = "give the output of `gpuwise plan WORKLOAD --json > plan.json`"
+    check_input_file(plan, "--plan", fix=fix, text=True)
+    try:
+        text = plan.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--plan {plan}: {exc.strerror or exc}", fix=fix) from exc
+    return planned_from_plan(parse_json(text, f"--plan {plan}", fix=fix), pick, plan.name)
+
+
+def _run_recorded(  # noqa: PLR0917 - one value per recorded part of the run
     sup: Supervisor,
     ledger: LedgerStore | None,
     machine: dict[str, Any],
     project: str | None,
     tags: tuple[str, ...],
+    planned: PlannedRun | None = None,
 ) -> RunResult:
     """Run the job under the supervisor with its ledger row opened before and closed after (exit code 2
     when gpuwise itself failed)."""
     row = None if ledger is None else _ledger_row(ledger, sup, machine, project, tags)
+    if ledger is not None and row is not None and planned is not None:
+        ledger.record_plan(row, planned)
     try:
         result = sup.run()
     except BaseException:
@@ -315,6 +337,22 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
     no_ledger: Annotated[
         bool, typer.Option("--no-ledger", help="Do not record this run in the ledger.")
     ] = False,
+    plan: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            metavar="PLAN.json",
+            help="The `gpuwise plan --json` output this run follows: its planned hours and cost are kept "
+            "with the run, and `gpuwise report` sets them against the actual ones.",
+        ),
+    ] = None,
+    plan_pick: Annotated[
+        str,
+        typer.Option(
+            "--plan-pick",
+            help="Which option of --plan: balanced, cheapest, fastest or a row number (1 = first).",
+        ),
+    ] = "balanced",
     config: Annotated[
         Path | None, typer.Option("--config", help="Config file (default: the user config.toml).")
     ] = None,
@@ -344,9 +382,11 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
     )  # fmt: skip
     sup = Supervisor(opts)
     resolve_executable(opts.command, sup.env)  # a missing command is bad input before anything is recorded
+    planned = _read_plan(plan, plan_pick)
     machine = _config_machine(config)
     _check_budget(project, budget_usd, force)
-    result = _run_recorded(sup, None if no_ledger else _ledger(), machine, project, tuple(tag or ()))
+    ledger_store = None if no_ledger else _ledger()
+    result = _run_recorded(sup, ledger_store, machine, project, tuple(tag or ()), planned)
     _report(result, sync, json_out)
     raise typer.Exit(result.exit_code)
 

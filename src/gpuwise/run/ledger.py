@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwise.errors import StorageError
+from gpuwise.run.planref import PlannedRun
 from gpuwise.sqlitedb import open_db
 
 _SCHEMA = """
@@ -45,6 +46,21 @@ CREATE TABLE IF NOT EXISTS run_ledger (
     bytes_uploaded INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS run_ledger_started ON run_ledger (started_at);
+-- the plan a run was launched from (`gpuwise run --plan`); a table of its own: run_ledger is unchanged
+CREATE TABLE IF NOT EXISTS run_plans (
+    ledger_id INTEGER PRIMARY KEY,            -- run_ledger.id
+    plan_file TEXT NOT NULL,
+    pick TEXT NOT NULL,
+    workload TEXT,
+    task TEXT,
+    gpu TEXT NOT NULL,                        -- the catalog's canonical GPU name
+    gpus INTEGER NOT NULL,
+    provider TEXT,
+    instance_type TEXT,
+    pricing TEXT,
+    planned_hours REAL NOT NULL,
+    planned_cost_usd REAL
+);
 """
 
 BY_CHOICES = ("project", "tag", "month", "gpu")
@@ -247,6 +263,28 @@ class LedgerStore:
                 r.instance_type,
                 r.price_usd_per_hour,
                 r.price_source,
+            ),
+        )
+
+    def record_plan(self, row: int, p: PlannedRun) -> None:
+        """Keep the plan the run at ledger row `row` was launched from."""
+        self._write(
+            "INSERT OR REPLACE INTO run_plans (ledger_id, plan_file, pick, workload, task, gpu, gpus, "
+            "provider, instance_type, pricing, planned_hours, planned_cost_usd) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                row,
+                p.source,
+                p.pick,
+                p.workload,
+                p.task,
+                p.gpu,
+                p.gpus,
+                p.provider,
+                p.instance_type,
+                p.pricing,
+                p.planned_hours,
+                p.planned_cost_usd,
             ),
         )
 
