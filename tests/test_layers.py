@@ -36,7 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "bench": {"gpu", "catalog", "estimate", "workload", "idle"},
     "run": {"gpu", "idle"},
     "checkpoint": {"run"},  # the public gpuwise.checkpoint API for training scripts
-    "export": {"plan", "catalog", "estimate", "workload", "doctor"},  # doctor: its CUDA/driver tables
+    "export": {"plan", "catalog", "estimate", "workload", "doctor", "setup"},  # CUDA tables; setup: images
     "setup": {"doctor", "catalog"},
     "locale": set(),
     "init": set(),  # the project template writer (`gpuwise init`): leaves only

@@ -14,8 +14,9 @@ from gpuwise.doctor.tables import load_tables
 from gpuwise.doctor.versions import at_least, format_version, parse_version
 from gpuwise.errors import UsageError
 from gpuwise.export.dockerfile import render_dockerfile
-from gpuwise.export.images import choose_image, cuda_images
+from gpuwise.export.images import choose_image
 from gpuwise.export.target import Job, target_from_flags
+from gpuwise.setup.images import load_images
 
 GPUS = ["H100", "H200", "B200", "A100-80GB", "L4", "T4", "V100", "RTX4090", "L40S", "A10G"]
 # every driver the CUDA table names (each toolkit's own and its minor-version-compatibility minimum), a
@@ -36,10 +37,11 @@ def hadolint() -> str:
 
 
 def test_the_base_image_satisfies_the_driver_rule_for_every_driver_and_gpu() -> None:
-    """doctor's rule, field by field: the driver meets the image CUDA's own driver (no cuda.driver_too_old
-    finding, not even minor-version compatibility, which NVIDIA_REQUIRE_CUDA would not accept), and the torch
+    """doctor's rule, field by field, at its strictest: the driver meets the own driver of the image's exact
+    CUDA release and of the build's CUDA (no cuda.driver_too_old finding, not even minor-version
+    compatibility, which NVIDIA_REQUIRE_CUDA would not accept), and the torch
     build carries code for the GPU. Where nothing fits, the refusal names the driver that would."""
-    tables, images = load_tables(), cuda_images()
+    tables, images = load_tables(), load_images()
     chosen = 0
     for gpu in GPUS:
         for driver in DRIVERS:
@@ -50,16 +52,20 @@ def test_the_base_image_satisfies_the_driver_rule_for_every_driver_and_gpu() -> 
                 assert "upgrade the driver to >=" in exc.fix
                 continue
             chosen += 1
-            req = tables.cuda_requirement(choice.image.cuda)
+            req = tables.cuda_requirement(choice.image.cuda_version)  # the exact release: 12.4.1, not 12.4.0
             assert req is not None
-            assert choice.min_driver == req.min_driver
-            if driver is not None:
-                assert at_least(parse_version(driver) or (0,), req.min_driver), (gpu, driver, choice.base)
-            assert choice.image.tag.startswith(format_version(choice.image.cuda) + ".")
-            assert images[choice.image.cuda] == choice.image
             build = tables.framework_build("pytorch", choice.torch_version, choice.torch_variant)
             assert build is not None, (gpu, driver, choice.torch_version, choice.torch_variant)
-            assert parse_version(build.cuda_version)[:2] == choice.image.cuda  # type: ignore[index]
+            own = tables.cuda_requirement(parse_version(build.cuda_version) or (0,))
+            assert own is not None
+            assert choice.min_driver == max(req.min_driver, own.min_driver)
+            if driver is not None:
+                assert at_least(parse_version(driver) or (0,), choice.min_driver), (gpu, driver, choice.base)
+            assert choice.image.tag.startswith(format_version(choice.image.cuda) + ".")
+            assert choice.image in images
+            # the image's CUDA is the build's, or older where the driver cannot run the build's own image
+            assert parse_version(build.cuda_version)[:2] >= choice.image.cuda  # type: ignore[index]
+            assert choice.torch_cuda == parse_version(build.cuda_version)[:2]  # type: ignore[index]
             assert choice.compute_capability is not None
             assert arch_supported(choice.compute_capability, build.arch_list), (gpu, build.variant)
     assert chosen > len(GPUS) * 5

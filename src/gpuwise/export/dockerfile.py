@@ -1,4 +1,5 @@
-"""`gpuwise export dockerfile`: a Dockerfile on the CUDA base image the target driver supports (images.py),
+"""`gpuwise export dockerfile`: a Dockerfile on the CUDA base image the target driver supports (images.py,
+on the image table and chooser `gpuwise setup --container` uses),
 with the matching PyTorch wheel and gpuwise in a virtual environment, running as a non-root user.
 
 hadolint-clean by construction: pinned pip packages with --no-cache-dir, apt lists removed, one RUN per
@@ -32,7 +33,13 @@ def _header(target: Target, choice: ImageChoice) -> list[str]:
         f"gpuwise export dockerfile: {target.gpus_per_node} x {target.gpu}{arch} ({target.source})",
         f"Base: CUDA {format_version(choice.image.cuda)} ({driver}); it needs NVIDIA driver "
         f">= {format_driver(choice.min_driver)} (CUDA release notes, as `gpuwise doctor` checks it).",
-        f"torch {choice.torch_version} from {choice.index_url} (a build with code for this GPU).",
+        f"torch {choice.torch_version} from {choice.index_url} (a build with code for this GPU"
+        + (
+            f"; it brings its own CUDA {format_version(choice.torch_cuda)} runtime, newer than the image's, "
+            "which this driver cannot run)."
+            if choice.torch_cuda > choice.image.cuda
+            else ")."
+        ),
         "Build: docker build -t IMAGE . (the build context holds the training script)",
     ]
 

@@ -1,43 +1,38 @@
 """Which CUDA base image and PyTorch wheel a container for a target should use.
 
-A small, pure chooser over the compatibility tables `doctor` checks machines against (doctor/data/
-cuda-compat.csv and framework-cuda.csv) and the nvidia/cuda tags in data/cuda-images.csv. The base image's
-CUDA version matters beyond the libraries: NVIDIA's images set NVIDIA_REQUIRE_CUDA, and the NVIDIA Container
-Toolkit refuses to start such a container on a driver older than that CUDA needs. So the rule is doctor's:
-the image's CUDA must be one the driver supports in full (driver >= that toolkit's own driver, no
-`cuda.driver_too_old` finding at all), and the torch build must carry code for the GPU's architecture.
+The base image comes from the one table and the one chooser `gpuwise setup --container` uses
+(gpuwise.setup.images), so the two commands name the same image for the same driver and GPU. The rule is
+doctor's, at its strictest: the driver must meet the own driver of the image's exact CUDA release (12.4.1
+needs 550.54.15), and of the torch build's CUDA (no `cuda.driver_too_old` finding at all); NVIDIA's images
+set NVIDIA_REQUIRE_CUDA, and the NVIDIA Container Toolkit refuses to start one on an older driver. The torch
+build must carry code for the GPU's architecture.
 
-Given a driver, the newest PyTorch with the newest CUDA that driver supports is chosen; without one, the
-newest PyTorch with its oldest CUDA (the widest range of drivers), and the driver it needs is stated.
-(A chooser for set-up scripts over the same tables is being built beside this one; they should become one.)
+Given a driver, builds are ranked as setup ranks them on a driver branch: the newest PyTorch, stable before
+experimental, the newest CUDA (setup.images.build_rank). Without one, the newest PyTorch with its oldest
+CUDA (the widest range of drivers), and the driver it needs is stated.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
 from gpuwise.catalog.specs import resolve_gpu
 from gpuwise.doctor.rules.frameworks import arch_supported
 from gpuwise.doctor.tables import FrameworkBuild, Tables, load_tables
 from gpuwise.doctor.versions import Version, at_least, format_version, major_minor, parse_version
 from gpuwise.errors import UsageError
+from gpuwise.setup.images import (
+    CudaImage,
+    build_min_driver,
+    build_rank,
+    choose_base_image,
+    image_min_driver,
+    load_images,
+)
 
 PYTORCH_INDEX = "https://download.pytorch.org/whl/"
-
-
-@dataclass(frozen=True)
-class CudaImage:
-    """One nvidia/cuda runtime tag (data/cuda-images.csv)."""
-
-    cuda: Version  # major.minor
-    tag: str  # without the repository, e.g. "12.8.1-runtime-ubuntu24.04"
-    python: str  # the distribution's Python the image installs (gpuwise needs 3.11 or newer)
-    source: str
 
 
 @dataclass(frozen=True)
@@ -47,14 +42,15 @@ class ImageChoice:
     image: CudaImage
     torch_version: str  # pip's pin, e.g. "2.14.0"
     torch_variant: str  # "cu128": the wheel index
-    min_driver: Version  # the toolkit's own driver for the image's CUDA (doctor's rule)
+    torch_cuda: Version  # the build's CUDA, major.minor (the image's may be older: the wheel brings its own)
+    min_driver: Version  # the newer of the image's and the torch build's own drivers (doctor's rule)
     driver: Version | None  # the driver it was chosen for, when given
     gpu: str
     compute_capability: str | None
 
     @property
     def base(self) -> str:
-        return f"nvidia/cuda:{self.image.tag}"
+        return self.image.image
 
     @property
     def index_url(self) -> str:
@@ -72,29 +68,13 @@ def _tables() -> Tables:
     return load_tables()
 
 
-@cache
-def cuda_images() -> dict[Version, CudaImage]:
-    text = resources.files("gpuwise.export").joinpath("data", "cuda-images.csv").read_text(encoding="utf-8")
-    images: dict[Version, CudaImage] = {}
-    for row in csv.DictReader(io.StringIO(text)):
-        version = parse_version(row["cuda"])
-        if version is not None:
-            images[major_minor(version)] = CudaImage(
-                major_minor(version), row["tag"], row["python"], row["source"]
-            )
-    return images
-
-
-def _candidates(
-    tables: Tables, images: dict[Version, CudaImage], capability: str | None
-) -> list[FrameworkBuild]:
-    """PyTorch CUDA builds that have a base image and run on this GPU's architecture."""
+def _candidates(tables: Tables, capability: str | None) -> list[FrameworkBuild]:
+    """PyTorch CUDA builds the driver table knows that run on this GPU's architecture."""
     out = []
     for row in tables.frameworks:
-        cuda = parse_version(row.cuda_version)
-        if row.framework != "pytorch" or not row.variant.startswith("cu") or cuda is None:
+        if row.framework != "pytorch" or not row.variant.startswith("cu"):
             continue
-        if major_minor(cuda) not in images or _own_driver(row.cuda_version) is None:
+        if build_min_driver(row, tables) is None:
             continue
         if capability is not None and not arch_supported(capability, row.arch_list):
             continue
@@ -102,23 +82,22 @@ def _candidates(
     return out
 
 
-@cache
-def _own_driver(cuda_version: str) -> Version | None:
-    """The driver a CUDA version's toolkit ships with (its GA release's), None when the table lacks it."""
-    req = _tables().cuda_requirement(parse_version(cuda_version) or (0,))
-    return None if req is None else req.min_driver
+def _need(row: FrameworkBuild, images: tuple[CudaImage, ...]) -> Version:
+    """The oldest driver that runs ``row`` in a base image: its own CUDA's driver and the oldest image's."""
+    tables = _tables()
+    own = build_min_driver(row, tables)
+    assert own is not None  # _candidates kept only rows the table knows
+    image_needs = [need for image in images if (need := image_min_driver(image, tables)) is not None]
+    return max(own, min(image_needs)) if image_needs else own
 
 
-def _min_driver(row: FrameworkBuild) -> Version:
-    driver = _own_driver(row.cuda_version)
-    assert driver is not None  # _candidates kept only rows the table knows
-    return driver
+def _runs(row: FrameworkBuild, driver: Version, images: tuple[CudaImage, ...]) -> bool:
+    return at_least(driver, _need(row, images))
 
 
-def _key(row: FrameworkBuild, *, newest_cuda: bool) -> tuple[Version, Version]:
+def _oldest_cuda_first(row: FrameworkBuild) -> tuple[Version, Version]:
     cuda = parse_version(row.cuda_version) or (0,)
-    version = parse_version(row.version) or (0,)
-    return version, cuda if newest_cuda else tuple(-p for p in cuda)
+    return parse_version(row.version) or (0,), tuple(-p for p in cuda)
 
 
 def choose_image(gpu: str, *, driver: str | None = None, torch: str | None = None) -> ImageChoice:
@@ -126,7 +105,7 @@ def choose_image(gpu: str, *, driver: str | None = None, torch: str | None = Non
 
     Raises UsageError with the nearest working choice when nothing satisfies all three.
     """
-    tables, images = _tables(), cuda_images()
+    tables, images = _tables(), load_images()
     spec = resolve_gpu(gpu)
     if spec.vendor != "NVIDIA":
         raise UsageError(
@@ -137,9 +116,9 @@ def choose_image(gpu: str, *, driver: str | None = None, torch: str | None = Non
     capability = spec.compute_capability
     wanted_driver = _parse_driver(driver)
     wanted_torch = _parse_torch(torch)
-    fits_gpu = _candidates(tables, images, capability)
+    fits_gpu = _candidates(tables, capability)
     fits_torch = [r for r in fits_gpu if wanted_torch is None or _same_minor(r.version, wanted_torch)]
-    fits_all = [r for r in fits_torch if wanted_driver is None or at_least(wanted_driver, _min_driver(r))]
+    fits_all = [r for r in fits_torch if wanted_driver is None or _runs(r, wanted_driver, images)]
     if not fits_all:
         raise _no_choice(
             spec.name,
@@ -149,15 +128,21 @@ def choose_image(gpu: str, *, driver: str | None = None, torch: str | None = Non
             driver=driver,
             torch=torch,
         )
-    best = max(fits_all, key=lambda r: _key(r, newest_cuda=wanted_driver is not None))
-    cuda = major_minor(parse_version(best.cuda_version) or (0,))
+    best = max(fits_all, key=build_rank if wanted_driver is not None else _oldest_cuda_first)
+    torch_cuda = major_minor(parse_version(best.cuda_version) or (0,))
+    image = choose_base_image(torch_cuda, wanted_driver, tables=tables, images=images)
+    assert image is not None  # _runs held (or no driver was given)
+    own = build_min_driver(best, tables)
+    image_own = image_min_driver(image, tables)
+    assert own is not None and image_own is not None  # _candidates and choose_base_image keep known rows
     return ImageChoice(
-        image=images[cuda],
+        image=image,
         torch_version=format_version(wanted_torch)
         if wanted_torch and len(wanted_torch) >= 3
         else f"{best.version}.0",
         torch_variant=best.variant,
-        min_driver=_min_driver(best),
+        torch_cuda=torch_cuda,
+        min_driver=max(own, image_own),
         driver=wanted_driver,
         gpu=spec.name,
         compute_capability=capability,
@@ -215,8 +200,9 @@ def _no_choice(
             f"No PyTorch {torch} CUDA build with a base image runs on {gpu}{arch}",
             fix=f"give a version from {versions[0]} to {versions[-1]}, e.g. --torch {versions[-1]}",
         )
-    oldest = min(fits_torch, key=lambda r: (_min_driver(r), [-p for p in parse_version(r.version) or (0,)]))
-    need = format_driver(_min_driver(oldest))
+    images = load_images()
+    oldest = min(fits_torch, key=lambda r: (_need(r, images), [-p for p in parse_version(r.version) or (0,)]))
+    need = format_driver(_need(oldest, images))
     return UsageError(
         f"Driver {driver} is too old for every PyTorch{' ' + torch if torch else ''} CUDA build that "
         f"runs on {gpu}",

@@ -20,7 +20,8 @@ from gpuwise.doctor.rules.frameworks import arch_supported
 from gpuwise.doctor.tables import FrameworkBuild, Tables
 from gpuwise.doctor.versions import Version, at_least, format_version, major_minor, parse_version
 from gpuwise.errors import ConfigError, NotFoundError, UsageError
-from gpuwise.setup.tables import Architecture, CudaImage, DriverBranch, OsSupport, SetupTables, driver_text
+from gpuwise.setup.images import CudaImage, build_min_driver, build_rank, choose_base_image
+from gpuwise.setup.tables import Architecture, DriverBranch, OsSupport, SetupTables, driver_text
 
 FRAMEWORKS = {"torch": "pytorch", "pytorch": "pytorch"}
 _FRAMEWORK = re.compile(r"^\s*(?P<name>[A-Za-z_-]+)\s*(?:==\s*(?P<version>[0-9][0-9A-Za-z.+*-]*))?\s*$")
@@ -185,9 +186,8 @@ def branch_problem(branch: int, architecture: Architecture) -> str | None:
 def build_runs_on(build: FrameworkBuild, branch: DriverBranch, tables: Tables) -> bool:
     """Whether every release of ``branch`` runs ``build``'s CUDA with the toolkit's own driver (the
     doctor's `cuda.driver_too_old` rule, without leaning on minor-version compatibility)."""
-    cuda = parse_version(build.cuda_version)
-    req = tables.cuda_requirement(cuda) if cuda else None
-    return req is not None and at_least(branch.min_version, req.min_driver)
+    need = build_min_driver(build, tables)  # the rule export applies to a driver version too
+    return need is not None and at_least(branch.min_version, need)
 
 
 def build_has_kernels(build: FrameworkBuild, capability: str) -> bool:
@@ -453,7 +453,7 @@ def _best(
     stable = [(b, br) for b, br in pairs if b.status == "stable"]
     pairs = stable or pairs
     branch = min((br for _, br in pairs), key=_branch_rank)
-    build = max((b for b, br in pairs if br == branch), key=lambda b: parse_version(b.cuda_version) or (0,))
+    build = max((b for b, br in pairs if br == branch), key=build_rank)  # the ranking export uses too
     return build, branch
 
 
@@ -535,14 +535,10 @@ def cuda_base_image(
     setup_tables: SetupTables | None = None,
 ) -> CudaImage:
     """The `nvidia/cuda` runtime image for a framework build of ``cuda_version`` on a machine whose driver
-    is ``driver`` (a version, or a branch's lowest release).
-
-    Only images whose CUDA toolkit's own driver the driver meets are candidates (the doctor's
-    `cuda.driver_too_old` rule, without minor-version compatibility). Among them: the newest of the same
-    CUDA major.minor as the build, else the newest older one, else the newest of all (a framework wheel
-    brings its own CUDA runtime; the image's CUDA matters for what else runs in it). Raises
-    UnsupportedCombinationError when the driver is older than every image needs. Pure given the tables
-    (loaded from package data when not passed)."""
+    is ``driver`` (a version, or a branch's lowest release): images.choose_base_image, the one choice that
+    `export dockerfile` makes too. An image runs on a driver that meets its exact CUDA release's own driver
+    (the stricter rule; no minor-version compatibility). Raises UnsupportedCombinationError when the driver
+    is older than every image needs. Pure given the tables (loaded from package data when not passed)."""
     if tables is None:
         from gpuwise.doctor.tables import load_tables
 
@@ -557,12 +553,8 @@ def cuda_base_image(
         raise ConfigError(
             f"Not a version: {cuda_version!r} / {driver!r}", fix="give e.g. ('12.6', '560.35.03')"
         )
-    runnable = [
-        image
-        for image in setup_tables.images
-        if (req := tables.cuda_requirement(image.cuda_version)) is not None and at_least(have, req.min_driver)
-    ]
-    if not runnable:
+    image = choose_base_image(want, have, tables=tables, images=setup_tables.images)
+    if image is None:
         oldest = min(setup_tables.images, key=lambda i: i.cuda_version)
         raise UnsupportedCombinationError(
             f"No CUDA base image runs on driver {driver_text(have)}",
@@ -570,6 +562,4 @@ def cuda_base_image(
             f"{_own_driver(oldest.cuda_version, tables)}",
             fix=f"upgrade the driver to >= {_own_driver(oldest.cuda_version, tables)}",
         )
-    same = [i for i in runnable if major_minor(i.cuda_version) == major_minor(want)]
-    older = [i for i in runnable if major_minor(i.cuda_version) < major_minor(want)]
-    return max(same or older or runnable, key=lambda i: i.cuda_version)
+    return image

@@ -2,7 +2,8 @@
 
 Pure parsing of package data. Facts the doctor's tables already hold are not repeated here (one home per
 fact): a branch's lowest release and an architecture's first branch are the own drivers of their CUDA
-toolkits in the doctor's cuda-compat.csv. Standard library and gpuwise.doctor only.
+toolkits in the doctor's cuda-compat.csv. The base images are parsed by images.py (shared with `export`).
+Standard library, gpuwise.doctor and gpuwise.setup.images only.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from importlib import resources
 
 from gpuwise.doctor.tables import Tables, load_tables
 from gpuwise.doctor.versions import Version, parse_version
+from gpuwise.setup.images import CudaImage, parse_images
 
 
 @dataclass(frozen=True)
@@ -47,13 +49,6 @@ class OsSupport:
     nvidia_repo: str  # NVIDIA's codename: "ubuntu2204", "rhel9", …
     min_cuda: Version | None  # the oldest CUDA the distribution's NVIDIA repository carries (None: not known)
     max_driver_branch: int | None
-    source: str
-
-
-@dataclass(frozen=True)
-class CudaImage:
-    cuda_version: Version
-    image: str
     source: str
 
 
@@ -165,5 +160,4 @@ def parse_setup_tables(
         )
         for r in system_rows
     )
-    images = tuple(CudaImage(_version(r["cuda_version"]), r["image"], r["source"]) for r in image_rows)
-    return SetupTables(tuple(architectures), tuple(branches), systems, images)
+    return SetupTables(tuple(architectures), tuple(branches), systems, parse_images(image_rows))
