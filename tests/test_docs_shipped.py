@@ -3,6 +3,7 @@ and no command that does not exist yet."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,10 +32,23 @@ def test_no_user_facing_text_points_outside_the_product() -> None:
     assert _offenders(USER_FACING + SOURCE, ("CONTRACTS", sibling)) == []
 
 
-def test_no_fix_sends_users_to_a_command_that_does_not_exist() -> None:
-    """Calibration errors told users to run `gpuwise bench`, which is not a command yet."""
-    from gpuwise.cli.main import app
+def test_no_text_sends_users_to_a_command_that_does_not_exist() -> None:
+    """Calibration errors once told users to run `gpuwise bench` before it existed: every `gpuwise WORD` in
+    docs, help, errors and package data must name a command the CLI has (all of them registered)."""
+    from gpuwise.cli.main import full_app
 
+    app = full_app()
     commands = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
-    if "bench" not in commands:
-        assert _offenders(USER_FACING + SOURCE, ("gpuwise bench",)) == []
+    # `gpuwise WORD` in code spans everywhere, and on the indented command lines of the Markdown pages
+    in_code = re.compile(r"`gpuwise ([a-z][a-z-]+)\b")
+    on_command_line = re.compile(r"^(?: {4,}|\t)(?:\$ )?gpuwise ([a-z][a-z-]+)\b", re.M)
+    unknown = []
+    for path in USER_FACING + SOURCE:
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        words = set(in_code.findall(text))
+        if path.suffix == ".md":
+            words |= set(on_command_line.findall(text))
+        unknown += [f"{path.relative_to(REPO)}: gpuwise {w}" for w in sorted(words - commands)]
+    assert unknown == []

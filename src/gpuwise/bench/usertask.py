@@ -251,7 +251,7 @@ def task_section(run: TaskRun, *, units: float | None, unit: str) -> tuple[dict[
         "units": counted,
         "unit": unit,
         "units_source": source,
-        "seconds": round(run.seconds, 3),
+        "seconds": round(run.seconds, 6),  # to the µs: seconds_per_unit is computed from the same figure
         "seconds_per_unit": per_unit,
         "peak_memory_gib": round(r.peak_memory_bytes / GIB, 3) if r.peak_memory_bytes is not None else None,
         "gpu_util_mean_pct": _mean(r.util_gpu),
