@@ -161,3 +161,28 @@ def parse_iso_date(text: str) -> date:
         return date.fromisoformat(text[:10])
     except ValueError:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
+
+
+class RunSpan:
+    """Hours, GPU-hours and cost of one run from its start and end (epoch seconds), GPU count and hourly
+    price: one rule for the ledger's rows and the report's (unknown in, unknown out; a clock that ran
+    backwards counts 0 h). Mixed into dataclasses that declare these four fields."""
+
+    started_at: float
+    ended_at: float | None
+    gpus: int | None
+    price_usd_per_hour: float | None
+
+    @property
+    def hours(self) -> float | None:
+        return None if self.ended_at is None else max(0.0, self.ended_at - self.started_at) / 3600
+
+    @property
+    def gpu_hours(self) -> float | None:
+        h = self.hours
+        return None if h is None or self.gpus is None else h * self.gpus
+
+    @property
+    def cost_usd(self) -> float | None:
+        h = self.hours
+        return None if h is None or self.price_usd_per_hour is None else h * self.price_usd_per_hour

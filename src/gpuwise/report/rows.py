@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuwise.units import RunSpan
+
 BUCKET_S = 3600  # samples are aggregated per GPU per hour (in SQL): 6 M rows become ~17 k buckets
 IDLE_UTIL_PCT = 5.0  # a sample at or below this utilisation is idle (the monitor history's own threshold)
 
@@ -39,7 +41,7 @@ class Planned:
 
 
 @dataclass(frozen=True)
-class RunRow:
+class RunRow(RunSpan):
     """A `run_ledger` row, read-only, with what the report derives from it."""
 
     ledger_id: int
@@ -59,20 +61,6 @@ class RunRow:
     preemptions: int
     planned: Planned | None = None
     hints: dict[str, int] = field(default_factory=dict)  # monitor hint id -> times raised during the run
-
-    @property
-    def hours(self) -> float | None:
-        return None if self.ended_at is None else max(0.0, self.ended_at - self.started_at) / 3600
-
-    @property
-    def gpu_hours(self) -> float | None:
-        h = self.hours
-        return None if h is None or self.gpus is None else h * self.gpus
-
-    @property
-    def cost_usd(self) -> float | None:
-        h = self.hours
-        return None if h is None or self.price_usd_per_hour is None else h * self.price_usd_per_hour
 
 
 @dataclass(frozen=True)

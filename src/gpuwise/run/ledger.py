@@ -23,6 +23,7 @@ from typing import Any
 from gpuwise.errors import StorageError
 from gpuwise.run.planref import PlannedRun
 from gpuwise.sqlitedb import open_db
+from gpuwise.units import RunSpan
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS run_ledger (
@@ -82,7 +83,7 @@ class RunStart:
 
 
 @dataclass(frozen=True)
-class LedgerEntry:
+class LedgerEntry(RunSpan):
     run_id: str
     project: str | None
     tags: tuple[str, ...]
@@ -100,20 +101,6 @@ class LedgerEntry:
     preemptions: int
     checkpoints: int
     bytes_uploaded: int
-
-    @property
-    def hours(self) -> float | None:
-        return None if self.ended_at is None else max(0.0, self.ended_at - self.started_at) / 3600
-
-    @property
-    def gpu_hours(self) -> float | None:
-        h = self.hours
-        return None if h is None or self.gpus is None else h * self.gpus
-
-    @property
-    def cost_usd(self) -> float | None:
-        h = self.hours
-        return None if h is None or self.price_usd_per_hour is None else h * self.price_usd_per_hour
 
 
 def _iso(ts: float | None) -> str | None:
