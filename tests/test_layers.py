@@ -28,7 +28,8 @@ ALLOWED: dict[str, set[str]] = {
     "catalog": set(),
     "estimate": {"catalog", "workload"},
     "plan": {"catalog", "estimate", "workload"},
-    "report": {"plan", "catalog", "estimate", "workload", "idle"},  # reads idle's state file (its stops)
+    # reads idle's state file (its stops) and the monitor's history schema (its hourly rollups)
+    "report": {"plan", "catalog", "estimate", "workload", "idle", "monitor"},
     "gpu": set(),
     "doctor": {"gpu", "catalog"},
     "idle": {"gpu"},

@@ -3,7 +3,9 @@
 `HistoryStore` is the edge (a file at `gpuwise.paths.history_db()` by default); `summarize()` is pure
 and turns rows into what `monitor --since 2h` shows. Tables are prefixed `monitor_` because the same
 file will also hold the run ledger. Rows older than the retention (7 days by default, `[monitor]
-history_retention_days`) are deleted when the store opens and then about once an hour.
+history_retention_days`) are deleted when the store opens and then about once an hour. Opening the store
+also makes sure the hourly rollups `gpuwise report` reads are there (monitor/rollup.py): an older history
+gets them built once, which takes about 2 s per million samples.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from gpuwise.errors import StorageError
 from gpuwise.gpu.sample import Snapshot, value_or_none
+from gpuwise.monitor.rollup import IDLE_UTIL_PCT, ensure_rollups, trim_rollups
 from gpuwise.sqlitedb import open_db
 
 DEFAULT_RETENTION_S = 7 * 86400
@@ -88,6 +91,14 @@ class HistoryStore:
             fix="set GPUWISE_DATA_DIR to a writable directory, or run with --no-history",
             synchronous_normal=True,
         )
+        try:
+            ensure_rollups(self._db)
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise StorageError(
+                f"Cannot build the hourly rollups in the history database {path}: {exc}",
+                fix="set GPUWISE_DATA_DIR to a writable directory, or run with --no-history",
+            ) from exc
 
     def close(self) -> None:
         self._db.close()
@@ -128,7 +139,8 @@ class HistoryStore:
             raise StorageError(f"Cannot write the history database {self.path}: {exc}") from exc
 
     def prune(self, now_s: float, *, force: bool = False) -> int:
-        """Delete rows older than the retention; cheap to call often (runs at most hourly)."""
+        """Delete rows older than the retention; cheap to call often (runs at most hourly). The hourly
+        rollups follow in the same transaction (the hour the cutoff cuts is recomputed from what is kept)."""
         if not force and now_s - self._last_prune < _PRUNE_EVERY_S:
             return 0
         self._last_prune = now_s
@@ -137,6 +149,7 @@ class HistoryStore:
             with self._db:
                 n = self._db.execute("DELETE FROM monitor_samples WHERE ts < ?", (cutoff,)).rowcount
                 n += self._db.execute("DELETE FROM monitor_events WHERE ts < ?", (cutoff,)).rowcount
+                trim_rollups(self._db, cutoff)
         except sqlite3.Error as exc:
             raise StorageError(f"Cannot prune the history database {self.path}: {exc}") from exc
         return n
@@ -251,7 +264,7 @@ def summarize(
     since_s: float,
     until_s: float,
     *,
-    idle_pct: float = 5.0,
+    idle_pct: float = IDLE_UTIL_PCT,
     min_idle_s: float = 300.0,
     buckets: int = 48,
 ) -> HistorySummary:

@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from gpuwise.report.rows import BUCKET_S, IDLE_UTIL_PCT, RunRow, SampleBucket
+from gpuwise.monitor.rollup import BUCKET_S, IDLE_UTIL_PCT
+from gpuwise.report.rows import RunRow, SampleBucket
 
 
 def r4(x: float | None) -> float | None:

@@ -2,13 +2,18 @@
 and the plans runs came from) read-only, and the idle stopper's state file.
 
 The database is opened with SQLite's `mode=ro` URI, so the report never writes to it: a damaged file is
-bad input (exit 2, naming it) and stays as it was. Samples are aggregated per GPU per hour in SQL (GROUP BY
-over hour buckets): a 90-day, 8-GPU, 10-second history is 6 M rows, too many to bring into Python.
+bad input (exit 2, naming it) and stays as it was. Samples are aggregated per GPU per hour: a 90-day, 8-GPU,
+10-second history is 6 M rows, too many to bring into Python and too many to GROUP BY in under 5 s. When
+the monitor's hourly rollups cover every sample (`monitor_meta` says so; gpuwise.monitor.rollup keeps
+them), whole hours come from `monitor_hourly` and only the hours at a window's edges from the samples;
+otherwise (an older file the report, being read-only, will not upgrade) every sample is grouped in SQL.
+Both give the same buckets.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
@@ -17,7 +22,8 @@ from typing import Any
 
 from gpuwise.errors import ConfigError, StorageError
 from gpuwise.idle.state import load_state
-from gpuwise.report.rows import BUCKET_S, IDLE_UTIL_PCT, History, Planned, RunRow, SampleBucket
+from gpuwise.monitor.rollup import BUCKET_S, IDLE_UTIL_PCT, META_TABLE, ROLLUP_TABLE, rollups_current
+from gpuwise.report.rows import History, Planned, RunRow, SampleBucket
 
 _GPU_SLOTS = 1 << 20  # (hour, GPU) as one integer sort key: SQLite's GROUP BY sorts every row, and one
 # integer compares faster than two columns (NVML's GPU indices are far below this)
@@ -37,6 +43,10 @@ _NAMES_SQL = (
     "SELECT gpu, name FROM monitor_samples WHERE ts >= ? AND ts < ? AND name IS NOT NULL "
     "ORDER BY ts DESC LIMIT 4096"
 )
+_HOURLY_SQL = f"""
+SELECT hour, gpu, samples, known, util_sum, idle, first_ts, last_ts FROM {ROLLUP_TABLE}
+WHERE hour >= ? AND hour <= ? AND gpu >= 0 AND gpu < {_GPU_SLOTS}
+"""
 # The GROUP BY sorts every row: in memory, with SQLite's helper threads, it is the report's main cost.
 _PRAGMAS = ("PRAGMA temp_store = MEMORY", "PRAGMA cache_size = -131072", "PRAGMA threads = 2")
 
@@ -95,28 +105,85 @@ def merge_windows(windows: Iterable[tuple[float, float]]) -> list[tuple[float, f
     return out
 
 
+# (hour, gpu, samples, known, util_sum, idle, first_ts, last_ts): one GPU's samples in one hour
+_Agg = tuple[int, int, int, int, float, int, float, float]
+
+
+def _grouped(db: sqlite3.Connection, path: Path, sql: str, start: float, end: float) -> list[_Agg]:
+    """The samples of [start, end) grouped per hour and GPU in SQL, in (hour, GPU) order."""
+    out = []
+    for r in _query(db, path, sql, (start, end)):
+        hour, gpu = divmod(int(r[0]), _GPU_SLOTS)
+        out.append((hour, gpu, int(r[1]), int(r[2] or 0), float(r[3] or 0.0), int(r[4] or 0), r[5], r[6]))
+    return out
+
+
+def _rolled(db: sqlite3.Connection, path: Path, start: float, end: float, oldest: float) -> list[_Agg]:
+    """The same as `_grouped` from the hourly rollups: a rollup row whose first and last samples both lie in
+    [start, end) is taken whole; one cut by an edge of the window (or holding samples older than the oldest
+    one left, which only a prune that predates rollups leaves) has its samples grouped from the table."""
+    out: list[_Agg] = []
+    edges: dict[int, list[tuple[int, float, float]]] = {}  # hour -> (gpu, first_ts, last_ts) cut by an edge
+    # ±1: CAST truncates toward zero, so a hour's rows may reach a little past floor(ts / 3600)
+    hours = (math.floor(start / BUCKET_S) - 1, math.floor(end / BUCKET_S) + 1)
+    for r in _query(db, path, _HOURLY_SQL, hours):
+        first, last = float(r[6]), float(r[7])
+        if last < start or first >= end or last < oldest:  # none of its samples in the window
+            continue
+        if start <= first and last < end and first >= oldest:
+            out.append((int(r[0]), int(r[1]), int(r[2]), int(r[3]), float(r[4]), int(r[5]), first, last))
+        else:
+            edges.setdefault(int(r[0]), []).append((int(r[1]), first, last))
+    sql = _BUCKETS_SQL.format(ts="ts")  # an edge is at most an hour of rows: the ts index finds them
+    for hour, cut in edges.items():
+        gpus = {g for g, _, _ in cut}
+        lo, hi = max(start, min(f for _, f, _ in cut)), min(end, max(t for _, _, t in cut) + 1.0)
+        out += [a for a in _grouped(db, path, sql, lo, hi) if a[0] == hour and a[1] in gpus]
+    return sorted(out, key=lambda a: (a[0], a[1]))
+
+
 def _buckets(
-    db: sqlite3.Connection, path: Path, windows: Sequence[tuple[float, float]], *, whole: bool
+    db: sqlite3.Connection,
+    path: Path,
+    windows: Sequence[tuple[float, float]],
+    *,
+    whole: bool,
+    oldest: float | None,
 ) -> Iterator[SampleBucket]:
+    """Per window, the hour buckets: from the rollups when `oldest` is given (they cover every sample; the
+    oldest sample left, or inf when none is), else grouped from the samples."""
     sql = _BUCKETS_SQL.format(ts="+ts" if whole else "ts")
     names: dict[int, str] = {}
     for start, end in reversed(windows):
         for gpu, name in _query(db, path, _NAMES_SQL, (start, end)):
             names.setdefault(int(gpu), str(name))
     for start, end in windows:
-        for r in _query(db, path, sql, (start, end)):
-            bucket, gpu = divmod(int(r[0]), _GPU_SLOTS)
+        finite = math.isfinite(start) and math.isfinite(end)
+        aggs = (
+            _rolled(db, path, start, end, oldest)
+            if oldest is not None and finite
+            else _grouped(db, path, sql, start, end)
+        )
+        for hour, gpu, samples, known, util_sum, idle, first, last in aggs:
             yield SampleBucket(
                 gpu=gpu,
-                bucket=bucket,
-                samples=int(r[1]),
-                known=int(r[2] or 0),
-                util_sum_pct=float(r[3] or 0.0),
-                idle=int(r[4] or 0),
-                first_s=float(r[5]),
-                last_s=float(r[6]),
+                bucket=hour,
+                samples=samples,
+                known=known,
+                util_sum_pct=util_sum,
+                idle=idle,
+                first_s=float(first),
+                last_s=float(last),
                 name=names.get(gpu),
             )
+
+
+def _rollups_complete(db: sqlite3.Connection, path: Path, tables: set[str]) -> bool:
+    """Whether the monitor's hourly rollups stand for every sample (see gpuwise.monitor.rollup)."""
+    if ROLLUP_TABLE not in tables or META_TABLE not in tables:
+        return False
+    meta = {str(k): str(v) for k, v in _query(db, path, f"SELECT key, value FROM {META_TABLE}")}
+    return rollups_current(meta)
 
 
 def _run(r: Sequence[Any], with_plans: bool) -> RunRow:
@@ -200,10 +267,20 @@ def _read_db(
                     (max(since, r.started_at), min(until, r.ended_at if r.ended_at is not None else until))
                     for r in runs or []
                 )
-            buckets = list(_buckets(db, path, windows, whole=project is None))
-            firsts += [
+            oldest = [
                 r[0] for r in _query(db, path, "SELECT MIN(ts) FROM monitor_samples") if r[0] is not None
             ]
+            rolled = _rollups_complete(db, path, tables)
+            buckets = list(
+                _buckets(
+                    db,
+                    path,
+                    windows,
+                    whole=project is None,
+                    oldest=(float(oldest[0]) if oldest else math.inf) if rolled else None,
+                )
+            )
+            firsts += oldest
             if "monitor_events" in tables and runs:
                 runs = [RunRow(**{**r.__dict__, "hints": _hints(db, path, r, until)}) for r in runs]
         rows = sum(b.samples for b in buckets or [])

@@ -9,20 +9,18 @@ from typing import Any
 
 from gpuwise.units import RunSpan
 
-BUCKET_S = 3600  # samples are aggregated per GPU per hour (in SQL): 6 M rows become ~17 k buckets
-IDLE_UTIL_PCT = 5.0  # a sample at or below this utilisation is idle (the monitor history's own threshold)
-
 
 @dataclass(frozen=True)
 class SampleBucket:
-    """One GPU's monitor samples within one hour bucket (`bucket` = floor(ts / BUCKET_S))."""
+    """One GPU's monitor samples within one hour bucket (`bucket` = floor(ts / BUCKET_S), the hour of
+    gpuwise.monitor.rollup: 6 M rows of 90 days become ~17 k buckets)."""
 
     gpu: int
     bucket: int
     samples: int  # every row, lost ones included
     known: int  # rows with a utilisation reading (not lost, util not null)
     util_sum_pct: float  # sum of those readings
-    idle: int  # known rows at or below IDLE_UTIL_PCT
+    idle: int  # known rows at or below IDLE_UTIL_PCT (gpuwise.monitor.rollup)
     first_s: float
     last_s: float
     name: str | None
