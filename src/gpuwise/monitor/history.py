@@ -5,7 +5,7 @@ and turns rows into what `monitor --since 2h` shows. Tables are prefixed `monito
 file will also hold the run ledger. Rows older than the retention (7 days by default, `[monitor]
 history_retention_days`) are deleted when the store opens and then about once an hour. Opening the store
 also makes sure the hourly rollups `gpuwise report` reads are there (monitor/rollup.py): an older history
-gets them built once, which takes about 2 s per million samples.
+gets them built once, which takes about 1.2 s per million samples (benchmarks/report_speed.py).
 """
 
 from __future__ import annotations
