@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuwise.errors import StorageError
 from gpuwise.gpu.sample import NOT_SUPPORTED, Sample, Snapshot
 from gpuwise.monitor.history import HistoryStore
 from gpuwise.monitor.rollup import IDLE_UTIL_PCT, ROLLUP_META
@@ -182,3 +183,21 @@ def test_project_windows_agree_too(tmp_path: Path, runs: list[tuple[float, float
     rolled = _buckets(path, since, until, "p")
     assert rolled == _buckets(raw, since, until, "p")
     assert rolled
+
+
+def test_rollups_that_cannot_be_built_are_a_storage_error_and_the_file_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "gpuwise.sqlite"
+    _old_history(path, _snapshots(50))
+    with closing(sqlite3.connect(path)) as db:  # a table of that name, not ours: the backfill cannot fit it
+        db.execute("CREATE TABLE monitor_hourly (hour INTEGER PRIMARY KEY, note TEXT)")
+        db.commit()
+    try:  # not pytest.raises: keep the traceback (and the store in it) alive, as a caller would
+        HistoryStore(path)
+    except StorageError as exc:
+        error = exc
+    assert "hourly rollups" in str(error) and "--no-history" in error.fix
+    assert "monitor_hourly_add" not in _tables(path) and "monitor_meta" not in _tables(path)
+    with closing(sqlite3.connect(path, timeout=0)) as db:  # rolled back: the write lock is not kept
+        db.execute("INSERT INTO monitor_samples (ts, gpu, lost) VALUES (?, 0, 1)", (T0 + 10.0,))
+        db.commit()
+    assert len(_buckets(path, *WINDOWS[0])) == 6  # two hours of three GPUs, read from the samples themselves
