@@ -191,6 +191,17 @@ def test_the_dockerfile_pins_a_base_image_and_wheel_that_match(project: Path) ->
     )
 
 
+def test_the_dockerfile_base_image_is_one_setup_and_export_would_choose(project: Path) -> None:
+    """One table of nvidia/cuda tags serves `setup --container`, `export dockerfile` and this template, so
+    the three never name an image the others do not know."""
+    from gpuwise.setup.images import load_images
+
+    text = (project / "Dockerfile").read_text(encoding="utf-8")
+    base = re.search(r"^FROM (nvidia/cuda:\S+)$", text, re.M)
+    assert base is not None
+    assert base.group(1) in {image.image for image in load_images()}
+
+
 def test_the_skypilot_task_wraps_torchrun_in_gpuwise_run(project: Path) -> None:
     task = yaml.safe_load((project / "skypilot.yaml").read_text(encoding="utf-8"))
     assert task["name"] == "demo-project"
