@@ -75,6 +75,9 @@ class ModelSpec(BaseModel):
     model_config = _STRICT
 
     preset: str | None = None
+    # extension: a Hugging Face config.json (relative to the workload file) whose architecture fills the
+    # keys below (gpuwise.workload.hf_config); keys given beside it override what it read
+    hf_config: str | None = None
     kind: Kind = "transformer"
     params: float | None = Field(default=None, gt=0)
     layers: int | None = Field(default=None, ge=1)
@@ -91,7 +94,7 @@ class ModelSpec(BaseModel):
     active_params: float | None = Field(default=None, gt=0)
     flops_per_sample: float | None = Field(default=None, gt=0)
     sample_unit: str = "sample"
-    source: str = ""  # extension: where a preset's numbers come from
+    source: str = ""  # extension: where a preset's (or hf_config's) numbers come from
 
     _fin = field_validator("params", "active_params", "flops_per_sample")(_finite)
 
