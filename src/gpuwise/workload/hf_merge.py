@@ -38,6 +38,9 @@ def merge_hf_config(data: dict[str, Any], source: str) -> dict[str, Any]:
         path = Path(source).parent / path
     arch = read_hf_config(load_hf_config(path), str(path))
     fields = arch.model_fields()
+    if "params" in model and "active_params" not in model:
+        # the counted active figure belongs to the counted total: with the user's total, derive it anew
+        del fields["active_params"]
     overridden = sorted(k for k in fields if k in model)
     note = (
         f"hf_config {name} ({arch.model_type}): read {', '.join(dict.fromkeys(arch.used))}; "
