@@ -15,9 +15,9 @@ from gpuwise.cli.output import print_json
 def presets(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List the bundled model presets (`[model] preset = "…"` in a workload) with their source.
+    """List the bundled model presets (`preset = "…"` in a workload's model section) with their source.
 
-    For a model without a preset, point `[model] hf_config` at its Hugging Face config.json.
+    For a model without a preset, point `hf_config` in the model section at its Hugging Face config.json.
     """
     from gpuwise.workload.presets import preset_rows
 
@@ -44,7 +44,7 @@ def presets(
         )
     console.print(table)
     console.print(
-        'Use one as [model] preset = "NAME"; for any other model, [model] hf_config = "config.json".'
+        escape('Use one as [model] preset = "NAME"; for any other model, [model] hf_config = "config.json".')
     )
 
 
