@@ -135,8 +135,27 @@ def test_the_note_reaches_the_estimate_assumptions(
 ) -> None:
     path = _workload(tmp_path, _fixture("qwen3-8b"))
     assert main(["estimate", str(path), "--gpu", "H100", "--json"]) == 0
-    assumptions = json.loads(capsys.readouterr().out)["assumptions"]
-    assert any("hf_config config.json (qwen3)" in a for a in assumptions)
+    out = json.loads(capsys.readouterr().out)
+    assert any("hf_config config.json (qwen3)" in a for a in out["assumptions"])
+    assert out["model"]["params"] == pytest.approx(8.2e9, rel=0.02)
+    assert out["model"]["source"].startswith("hf_config config.json (qwen3): read num_hidden_layers")
+
+
+def test_estimate_json_names_a_preset_or_the_file_as_the_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _workload(tmp_path, "{}", "")
+    text = path.read_text().replace('hf_config = "config.json"', 'preset = "mixtral-8x7b"')
+    path.write_text(text)
+    assert main(["estimate", str(path), "--gpu", "H100:2", "--json"]) == 0
+    model = json.loads(capsys.readouterr().out)["model"]
+    assert model == {"params": 46.7e9, "active_params": 12.9e9, "source": model["source"]}
+    assert model["source"].startswith("preset mixtral-8x7b: ")
+    path.write_text(
+        text.replace('preset = "mixtral-8x7b"', "params = 1e9\nlayers = 16\nhidden = 2048\nheads = 16")
+    )
+    assert main(["estimate", str(path), "--gpu", "H100", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"]["source"] == "the workload file's [model] keys"
 
 
 @pytest.mark.parametrize(

@@ -420,6 +420,20 @@ class Workload(BaseModel):
     def is_training(self) -> bool:
         return self.train is not None
 
+    def model_summary(self) -> dict[str, Any] | None:
+        """`estimate --json`'s `model`: the parameter counts used and where the architecture came from
+        (a preset, an `hf_config` file, or the workload file's own keys); None for a measured task."""
+        if self.model is None:
+            return None
+        m = self.model
+        if m.preset:
+            where = f"preset {m.preset}: {m.source}"
+        elif m.hf_config:
+            where = m.source
+        else:
+            where = "the workload file's [model] keys"
+        return {"params": m.params, "active_params": m.n_active_params, "source": where}
+
     @property
     def arch(self) -> ModelSpec:
         """The [model] section of a train, finetune or inference workload (each has one; validated)."""
