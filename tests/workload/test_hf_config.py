@@ -43,6 +43,11 @@ PRESET_FIXTURES = {
     "qwen2.5-7b": "qwen2.5-7b",
     "phi-3-mini": "phi-3-mini-4k",
     "gpt2": "gpt2",
+    "qwen3-8b": "qwen3-8b",
+    "gemma-7b": "gemma-7b",
+    "starcoder2-3b": "starcoder2-3b",
+    "falcon-7b": "falcon-7b",
+    "pythia-1.4b": "pythia-1.4b",
 }
 
 
@@ -81,8 +86,18 @@ def test_bundled_presets_agree_with_the_counter(preset: str) -> None:
     row = get_preset(preset)
     assert row["params"] == pytest.approx(arch.params, rel=0.02)
     assert row.get("active_params", row["params"]) == pytest.approx(arch.active_params, rel=0.02)
-    for key in ("layers", "hidden", "heads", "kv_heads", "vocab", "ffn_hidden"):
-        assert row.get(key, getattr(arch, key)) == getattr(arch, key), key
+    for key in (
+        "layers",
+        "hidden",
+        "heads",
+        "kv_heads",
+        "vocab",
+        "ffn_hidden",
+        "gated_mlp",
+        "tied_embeddings",
+    ):
+        default = {"gated_mlp": True, "tied_embeddings": False, "kv_heads": row["heads"]}.get(key)
+        assert row.get(key, default) == getattr(arch, key), key
 
 
 def _workload(tmp_path: Path, config: Any, model: str = "") -> Path:
