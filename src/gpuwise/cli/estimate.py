@@ -102,7 +102,7 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
     cal = load_calibration(calibration) if calibration is not None else None
     result = run_estimate(work, spec, n, nodes, cal, network_gbps=network_gbps)
     if as_json:
-        print_json(result.to_json())
+        print_json({**result.to_json(), "model": work.model_summary()})
         return
     _render(result, str(workload), work.name)
 

@@ -78,6 +78,7 @@ _COMMANDS: dict[str, _Entry] = {
     "ledger": _Entry("gpuwise.cli.run", "ledger"),
     "monitor": _Entry("gpuwise.cli.monitor", "monitor"),
     "plan": _Entry("gpuwise.cli.plan", "plan"),
+    "presets": _Entry("gpuwise.cli.presets", "presets"),
     "report": _Entry("gpuwise.cli.report", "report"),
     "run": _Entry("gpuwise.cli.run", "run", context_settings={"allow_interspersed_args": False}),
     "schema": _Entry("gpuwise.cli.schema", "schema"),

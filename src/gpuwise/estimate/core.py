@@ -78,8 +78,8 @@ def estimate(  # noqa: PLR0917 - the positional (workload, gpu, count, nodes, ca
             )
         est = measured_estimate(workload, gpu, count=count, nodes=n_nodes, notes=notes)
         return apply_hours_ratio(est, calibration, workload.task)
-    if workload.arch.preset:
-        notes.add(f"model {workload.arch.preset}: {workload.arch.source}")
+    if workload.arch.source:
+        notes.add(f"model {workload.arch.preset or 'from config.json'}: {workload.arch.source}")
     if workload.train is not None:
         est = train_estimate(
             workload,

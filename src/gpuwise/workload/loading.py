@@ -1,10 +1,10 @@
 """Reading a workload file: TOML loading, key checks, preset merging and one clear message for bad input.
 
 `load_workload(path)` reads a TOML file; `parse_workload(data, source)` validates an already-parsed dict.
-Both return a `Workload` (gpuwise.workload.spec) whose model section is resolved (preset merged with the
-user's overrides, defaults filled), so the estimator never looks anything up again. Every problem becomes
-one `ConfigError` naming the file, the key path (`train.micro_batch`), what was expected and, for a
-misspelt key or a Hugging Face name pasted in, the key to write instead.
+Both return a `Workload` (gpuwise.workload.spec) whose model section is resolved (preset or `hf_config`
+merged with the user's overrides, defaults filled), so the estimator never looks anything up again. Every
+problem becomes one `ConfigError` naming the file, the key path (`train.micro_batch`), what was expected
+and, for a misspelt key or a Hugging Face name pasted in, the key to write instead.
 
 Must not import the CLI, the catalog or the estimator.
 """
@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gpuwise.errors import ConfigError, NotFoundError, close_matches
+from gpuwise.workload.hf_merge import merge_hf_config
 from gpuwise.workload.measured import USER_KEYS as _MEASURED_KEYS
 from gpuwise.workload.measured import MeasuredSpec, attach_measurement
 from gpuwise.workload.spec import Constraints, DataSpec, InferenceSpec, ModelSpec, TrainSpec, Workload
@@ -200,7 +201,7 @@ def parse_workload(data: dict[str, Any], source: str) -> Workload:
 
     A `task = "measured"` workload's result file is read here, relative to `source`'s folder."""
     _check_keys(data, source)
-    merged = attach_measurement(_merge_preset(data, source), source)
+    merged = attach_measurement(_merge_preset(merge_hf_config(data, source), source), source)
     if "name" not in merged:
         merged = {"name": Path(source).stem, **merged}
     try:

@@ -47,3 +47,20 @@ def get_preset(name: str) -> dict[str, Any]:
     row = {k: v for k, v in _table()[key].items() if k != "aliases"}
     row["preset"] = key
     return row
+
+
+def preset_rows() -> list[dict[str, Any]]:
+    """Every preset as `gpuwise presets` shows it: name, kind, parameter counts, aliases and source."""
+    rows = []
+    for name, row in _table().items():
+        rows.append(
+            {
+                "name": name,
+                "kind": row.get("kind", "transformer"),
+                "params": row.get("params"),
+                "active_params": row.get("active_params", row.get("params")),
+                "aliases": list(row.get("aliases", ())),
+                "source": row.get("source", ""),
+            }
+        )
+    return rows

@@ -44,6 +44,10 @@ DESCRIPTIONS: dict[str, str] = {
     "written by hand).",
     "model.preset": "A bundled preset (`llama-3-8b`, `mixtral-8x7b`, `qwen2.5-72b`, …); keys given beside it "
     "override the preset's.",
+    "model.hf_config": "A Hugging Face `config.json` (a local file, relative to the workload file; never "
+    "downloaded): its architecture fills the keys below and its parameters are counted from it; keys given "
+    "beside it override what it read. Llama, Mistral, Qwen2/3, Gemma, Phi, GPT-2, GPT-NeoX, Falcon, "
+    "StarCoder2, Mixtral, DeepSeek-V2/V3, T5 and Whisper configs.",
     "model.kind": "`transformer`, or `cnn` / `diffusion` / `generic` for models described by "
     "`params` and `flops_per_sample`.",
     "model.params": "Total parameters.",
@@ -63,7 +67,7 @@ DESCRIPTIONS: dict[str, str] = {
     "model.flops_per_sample": "Forward FLOPs per sample (one multiply-add = 2 FLOPs); required when "
     "`kind` is not `transformer`.",
     "model.sample_unit": "What one sample is, for reports (`image`, `clip`, …).",
-    "model.source": "Where a preset's numbers come from (filled in by presets).",
+    "model.source": "Where a preset's numbers come from (filled in by presets and `hf_config`).",
     "train.method": "`full` fine-tuning or training, `lora`, or `qlora` (LoRA on a 4-bit base).",
     "train.precision": "Compute dtype of mixed-precision training (fp32 master weights).",
     "train.pure_low_precision": "Keep weights, gradients and optimizer states in the compute dtype too.",

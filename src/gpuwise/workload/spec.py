@@ -75,6 +75,9 @@ class ModelSpec(BaseModel):
     model_config = _STRICT
 
     preset: str | None = None
+    # extension: a Hugging Face config.json (relative to the workload file) whose architecture fills the
+    # keys below (gpuwise.workload.hf_config); keys given beside it override what it read
+    hf_config: str | None = None
     kind: Kind = "transformer"
     params: float | None = Field(default=None, gt=0)
     layers: int | None = Field(default=None, ge=1)
@@ -91,7 +94,7 @@ class ModelSpec(BaseModel):
     active_params: float | None = Field(default=None, gt=0)
     flops_per_sample: float | None = Field(default=None, gt=0)
     sample_unit: str = "sample"
-    source: str = ""  # extension: where a preset's numbers come from
+    source: str = ""  # extension: where a preset's (or hf_config's) numbers come from
 
     _fin = field_validator("params", "active_params", "flops_per_sample")(_finite)
 
@@ -416,6 +419,20 @@ class Workload(BaseModel):
     @property
     def is_training(self) -> bool:
         return self.train is not None
+
+    def model_summary(self) -> dict[str, Any] | None:
+        """`estimate --json`'s `model`: the parameter counts used and where the architecture came from
+        (a preset, an `hf_config` file, or the workload file's own keys); None for a measured task."""
+        if self.model is None:
+            return None
+        m = self.model
+        if m.preset:
+            where = f"preset {m.preset}: {m.source}"
+        elif m.hf_config:
+            where = m.source
+        else:
+            where = "the workload file's [model] keys"
+        return {"params": m.params, "active_params": m.n_active_params, "source": where}
 
     @property
     def arch(self) -> ModelSpec:
