@@ -21,7 +21,8 @@ app = typer.Typer(
     help=(
         "Choose, verify, watch and stop rented cloud GPUs.\n\n"
         "plan ranks every offer by the total cost of your workload; estimate says whether it fits and how "
-        "long it takes; catalog lists GPUs and dated prices; doctor diagnoses a GPU machine; monitor and "
+        "long it takes (presets lists the bundled models; any Hugging Face config.json works too); catalog "
+        "lists GPUs and dated prices; doctor diagnoses a GPU machine; monitor and "
         "exporter watch it; idle stops it when nobody uses it; bench measures what it delivers against "
         "its datasheet and times your own task; setup prints the script that installs its driver, CUDA and "
         "PyTorch; init writes a training project (train.py, workload, Dockerfile, SkyPilot task) that "
