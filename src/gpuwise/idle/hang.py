@@ -192,7 +192,9 @@ class HangDetector:
         if missing:  # a GPU missing from this read: missing data
             self.reset()
             return ()
-        hung = tuple(sorted(i for i, v in looks.items() if v == "hung"))
+        # a GPU read twice in one poll ("hung" then "idle") keeps its "hung" look but its stretch ended with
+        # the idle reading: it has no stretch to date the hang from, so it does not count as hung
+        hung = tuple(sorted(i for i, v in looks.items() if v == "hung" and i in self._stretches))
         if not hung or any(v == "busy" for v in looks.values()):
             self._machine_since = None
             return ()
