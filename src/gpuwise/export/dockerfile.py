@@ -14,17 +14,18 @@ import json
 
 from gpuwise import __version__
 from gpuwise.doctor.versions import format_version
-from gpuwise.export.images import ImageChoice, choose_image, format_driver
+from gpuwise.export.images import ImageChoice, choose_image
 from gpuwise.export.target import Job, Target
 from gpuwise.export.torchrun import torchrun_argv
 from gpuwise.export.yamltext import comment_lines
+from gpuwise.setup.tables import driver_text
 
 _UID = 10001
 
 
 def _header(target: Target, choice: ImageChoice) -> list[str]:
     driver = (
-        f"chosen for driver {format_driver(choice.driver)}"
+        f"chosen for driver {driver_text(choice.driver)}"
         if choice.driver
         else "no --driver given: the oldest CUDA of the newest PyTorch, for the widest range of drivers"
     )
@@ -32,7 +33,7 @@ def _header(target: Target, choice: ImageChoice) -> list[str]:
     return [
         f"gpuwise export dockerfile: {target.gpus_per_node} x {target.gpu}{arch} ({target.source})",
         f"Base: CUDA {format_version(choice.image.cuda)} ({driver}); it needs NVIDIA driver "
-        f">= {format_driver(choice.min_driver)} (CUDA release notes, as `gpuwise doctor` checks it).",
+        f">= {driver_text(choice.min_driver)} (CUDA release notes, as `gpuwise doctor` checks it).",
         f"torch {choice.torch_version} from {choice.index_url} (a build with code for this GPU"
         + (
             f"; it brings its own CUDA {format_version(choice.torch_cuda)} runtime, newer than the image's, "

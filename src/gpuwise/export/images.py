@@ -31,6 +31,7 @@ from gpuwise.setup.images import (
     image_min_driver,
     load_images,
 )
+from gpuwise.setup.tables import driver_text
 
 PYTORCH_INDEX = "https://download.pytorch.org/whl/"
 
@@ -55,12 +56,6 @@ class ImageChoice:
     @property
     def index_url(self) -> str:
         return PYTORCH_INDEX + self.torch_variant
-
-
-def format_driver(version: Version) -> str:
-    """A driver version as NVIDIA writes it: the third field has two digits (535.104.05, not 535.104.5)."""
-    parts = [str(part) for part in version[:2]] + [f"{part:02d}" for part in version[2:]]
-    return ".".join(parts)
 
 
 @cache
@@ -202,7 +197,7 @@ def _no_choice(
         )
     images = load_images()
     oldest = min(fits_torch, key=lambda r: (_need(r, images), [-p for p in parse_version(r.version) or (0,)]))
-    need = format_driver(_need(oldest, images))
+    need = driver_text(_need(oldest, images))
     return UsageError(
         f"Driver {driver} is too old for every PyTorch{' ' + torch if torch else ''} CUDA build that "
         f"runs on {gpu}",
