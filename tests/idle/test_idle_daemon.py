@@ -16,9 +16,10 @@ from gpuwise.errors import GpuError
 from gpuwise.gpu.probe import ReplayProbe
 from gpuwise.gpu.replay import load_recording
 from gpuwise.gpu.sample import Sample, Snapshot
-from gpuwise.idle.actions import MetadataEndpoints, Runner
+from gpuwise.idle.actions import Runner
 from gpuwise.idle.daemon import IdleDaemon
 from gpuwise.idle.policy import IdleState, PolicyConfig
+from gpuwise.idle.providers.metadata import MetadataEndpoints
 from gpuwise.idle.settings import IdleSettings
 from gpuwise.idle.state import compute_savings, load_state
 

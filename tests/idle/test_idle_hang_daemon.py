@@ -13,10 +13,11 @@ from idle_fakes import FakeClock, make_stubs, stub_env, webhook_receiver
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.probe import ReplayProbe
 from gpuwise.gpu.replay import load_recording
-from gpuwise.idle.actions import MetadataEndpoints, Runner
+from gpuwise.idle.actions import Runner
 from gpuwise.idle.daemon import IdleDaemon
 from gpuwise.idle.hang import HangConfig
 from gpuwise.idle.progress import WatchedPaths
+from gpuwise.idle.providers.metadata import MetadataEndpoints
 from gpuwise.idle.settings import IdleSettings, load_settings
 from gpuwise.idle.state import load_state
 

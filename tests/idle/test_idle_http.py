@@ -15,7 +15,7 @@ from idle_fakes import serve
 
 from gpuwise import httpclient
 from gpuwise.gpu.sample import Snapshot
-from gpuwise.idle.actions import MetadataError, metadata_text_or_none
+from gpuwise.idle.providers.metadata import MetadataError, metadata_text_or_none
 from gpuwise.idle.signals import JupyterKernels
 from gpuwise.webhook import post_json
 

@@ -24,8 +24,9 @@ from provider_fakes import (
 
 from gpuwise import httpclient
 from gpuwise.errors import ConfigError
-from gpuwise.idle.actions import MetadataEndpoints, Runner
+from gpuwise.idle.actions import Runner
 from gpuwise.idle.providers.base import StopContext
+from gpuwise.idle.providers.metadata import MetadataEndpoints
 from gpuwise.idle.providers.plan import STEPS, identify, plan_steps
 from gpuwise.idle.settings import PROVIDER_ACTIONS, IdleSettings
 

@@ -22,9 +22,9 @@ from idle_fakes import FakeClock
 from gpuwise import paths
 from gpuwise.cli.main import main
 from gpuwise.gpu.sample import Sample, Snapshot
-from gpuwise.idle.actions import MetadataEndpoints
 from gpuwise.idle.daemon import IdleDaemon
 from gpuwise.idle.policy import IdleState
+from gpuwise.idle.providers.metadata import MetadataEndpoints
 from gpuwise.idle.settings import IdleSettings
 from gpuwise.idle.state import load_state, state_path
 

@@ -14,8 +14,9 @@ from idle_fakes import FakeClock, make_stubs, stub_env, webhook_receiver
 from provider_fakes import fake_api
 
 from gpuwise.gpu.sample import Sample, Snapshot
-from gpuwise.idle.actions import MetadataEndpoints, Runner, post_webhook
+from gpuwise.idle.actions import Runner, post_webhook
 from gpuwise.idle.daemon import IdleDaemon
+from gpuwise.idle.providers.metadata import MetadataEndpoints
 from gpuwise.idle.settings import IdleSettings
 from gpuwise.idle.state import load_state
 from gpuwise.webhook import chat_fields

@@ -14,7 +14,7 @@ import pytest
 from run_fakes import TRAINER, job, json_last_line, start_gpuwise
 
 from conftest import FakeMetadata
-from gpuwise.idle.actions import MetadataEndpoints, MetadataError
+from gpuwise.idle.providers.metadata import MetadataEndpoints, MetadataError
 from gpuwise.run.manifest import MANIFEST_NAME
 from gpuwise.run.watchers import AwsSpotWatcher, AzureWatcher, GcpWatcher, approve_azure_event
 

@@ -94,7 +94,12 @@ def host_memory_bytes() -> int | None:
 def cloud_instance(metadata_base: str | None, *, timeout_s: float = 1.0) -> tuple[str, str | None] | None:
     """(provider, instance type) from the cloud's metadata service, or None off a cloud. `metadata_base`
     sends every provider's request to one URL (a fake server in tests)."""
-    from gpuwise.idle.actions import MetadataEndpoints, MetadataError, detect_provider, metadata_text_or_none
+    from gpuwise.idle.providers.metadata import (
+        MetadataEndpoints,
+        MetadataError,
+        detect_provider,
+        metadata_text_or_none,
+    )
 
     ep = (
         MetadataEndpoints.all_at(metadata_base, timeout_s=timeout_s)

@@ -224,8 +224,8 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     from gpuwise import paths
     from gpuwise.cli.output import check_input_file, setup_logging
     from gpuwise.gpu.probe import open_probe
-    from gpuwise.idle.actions import MetadataEndpoints
     from gpuwise.idle.daemon import IdleDaemon, RetryingProbe
+    from gpuwise.idle.providers.metadata import MetadataEndpoints
 
     settings = _settings(
         config,
@@ -409,9 +409,9 @@ def providers(
 
 def _this_machine(settings: IdleSettings, metadata_url: str | None, json_out: bool) -> None:
     from gpuwise.cli.output import console, print_json
-    from gpuwise.idle.actions import MetadataEndpoints
     from gpuwise.idle.providers.base import StopContext
     from gpuwise.idle.providers.check import check_machine
+    from gpuwise.idle.providers.metadata import MetadataEndpoints
     from gpuwise.idle.providers.plan import STEPS
 
     ctx = StopContext(

@@ -152,7 +152,7 @@ def _run_options(  # noqa: PLR0917 - one value per `run` option
 ) -> RunOptions:
     """The supervisor's options from the command line (defaults from the environment filled in)."""
     from gpuwise import paths
-    from gpuwise.idle.actions import MetadataEndpoints
+    from gpuwise.idle.providers.metadata import MetadataEndpoints
     from gpuwise.run.runner import RunOptions
 
     ckpt_dir = checkpoint_dir or Path(os.environ.get("GPUWISE_CHECKPOINT_DIR") or "checkpoints")

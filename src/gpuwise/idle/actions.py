@@ -1,11 +1,11 @@
 """Stop actions and notices (the edge): the big clouds' CLI stop calls, `shutdown -h now`, a custom command,
 the pre-stop hook, wall(1) messages and webhooks.
 
-Instance identity from the metadata services lives in `gpuwise.idle.providers.metadata` (re-exported here for
-`gpuwise run`'s preemption watchers); the stop call of every provider, marketplaces included, and the order
-they are tried in live in `gpuwise.idle.providers`. Provider CLIs are looked up on the PATH given (tests put
-recording stubs first). Tokens are never logged: a webhook URL is shown as scheme://host only. Standard
-library only.
+Instance identity from the metadata services lives in `gpuwise.idle.providers.metadata` (shared with
+`gpuwise run`'s preemption watchers and `gpuwise bench`'s machine section); the stop call of every
+provider, marketplaces included, and the order they are tried in live in `gpuwise.idle.providers`.
+Provider CLIs are looked up on the PATH given (tests put recording stubs first). Tokens are never logged: a
+webhook URL is shown as scheme://host only. Standard library only.
 """
 
 from __future__ import annotations
@@ -21,28 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwise import httpclient
-from gpuwise.idle.providers.metadata import (
-    AZURE_API_VERSION,
-    IDENTITY,
-    PROVIDERS,
-    MetadataEndpoints,
-    MetadataError,
-    detect_provider,
-    metadata_text_or_none,
-)
 from gpuwise.webhook import chat_fields, post_json, redact_url
 
 __all__ = [
-    "AZURE_API_VERSION",
-    "IDENTITY",
-    "PROVIDERS",
     "SHUTDOWN_ARGV",
     "ActionResult",
-    "MetadataEndpoints",
-    "MetadataError",
     "Runner",
-    "detect_provider",
-    "metadata_text_or_none",
     "notice_text",
     "post_webhook",
     "stop_argv",

@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from gpuwise.gpu.sample import Snapshot
-from gpuwise.idle.actions import MetadataEndpoints, Runner, post_webhook, wall
+from gpuwise.idle.actions import Runner, post_webhook, wall
 from gpuwise.idle.activity import activity_checks
 from gpuwise.idle.hang import HangDetector, HangState, HangVerdict, last_user_activity
 from gpuwise.idle.policy import Decision, IdlePolicy, IdleState, Observation, PolicyState
 from gpuwise.idle.progress import WatchedPaths
+from gpuwise.idle.providers.metadata import MetadataEndpoints
 from gpuwise.idle.settings import IdleSettings
 from gpuwise.idle.signals import Gatherer, gather_all, gatherers_for
 from gpuwise.idle.state import load_state, save_state, state_path

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import FrameType
 
 from gpuwise.errors import GpuwiseError, StorageError, UsageError
-from gpuwise.idle.actions import MetadataEndpoints
+from gpuwise.idle.providers.metadata import MetadataEndpoints
 from gpuwise.run.manifest import Candidate, newest, run_id_from
 from gpuwise.run.store import CheckpointStore, scan_local
 from gpuwise.run.syncer import Syncer, SyncStats

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gpuwise import httpclient
-from gpuwise.idle.actions import (
+from gpuwise.idle.providers.metadata import (
     MetadataEndpoints,
     MetadataError,
     detect_provider,
