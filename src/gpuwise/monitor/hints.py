@@ -17,6 +17,7 @@ from statistics import fmean
 from gpuwise.gpu import throttle
 from gpuwise.gpu.sample import Sample, Snapshot, value_or_none
 from gpuwise.monitor.host import HostStats
+from gpuwise.monitor.rollup import IDLE_UTIL_PCT
 
 # Throttle reasons that mean "slower than it could be" (gpu_idle, app/display clock settings are
 # not bottlenecks). Thermal and hardware slowdowns are worse than a power cap under full load.
@@ -36,7 +37,7 @@ class Hint:
 class HintThresholds:
     low_util_pct: float = 40.0  # below this mean util a GPU with work on it is starving
     busy_util_pct: float = 50.0  # at or above this a GPU counts as "working"
-    idle_util_pct: float = 5.0  # at or below this a GPU counts as idle
+    idle_util_pct: float = IDLE_UTIL_PCT  # at or below this a GPU counts as idle (the rollups use the same)
     high_cpu_pct: float = 85.0
     high_iowait_pct: float = 20.0
     memory_full_fraction: float = 0.95
