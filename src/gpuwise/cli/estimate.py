@@ -102,9 +102,18 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
     cal = load_calibration(calibration) if calibration is not None else None
     result = run_estimate(work, spec, n, nodes, cal, network_gbps=network_gbps)
     if as_json:
-        print_json({**result.to_json(), "model": work.model_summary()})
+        print_json({**result.to_json(), "model": work.model_summary(), **_speech_json(result)})
         return
     _render(result, str(workload), work.name)
+
+
+def _speech_json(est: Estimate) -> dict[str, object]:
+    """A speech workload's `speech` object: windows, the real-time factor and its inverse (docs/json.md)."""
+    d = est.details
+    if "realtime_factor" not in d:
+        return {}
+    keys = ("windows", "window_advance_s", "realtime_factor", "rtf", "output_tokens_per_s")
+    return {"speech": {k: d[k] for k in keys}}
 
 
 def _render(est: Estimate, path: str, name: str) -> None:
@@ -172,6 +181,9 @@ def _render(est: Estimate, path: str, name: str) -> None:
         perf.add_row("GPU-hours", f"{est.gpu_hours:,.1f}" if finite else "∞")
         if math.isfinite(est.mfu):  # a measured task's FLOPs are unknown
             perf.add_row("MFU", f"{est.mfu:.0%}")
+        if "realtime_factor" in est.details:  # speech: audio seconds per wall second, and its inverse
+            rtfx = est.details["realtime_factor"]
+            perf.add_row("real-time factor", f"{rtfx:,.0f}× real time (RTF {1 / rtfx:.4f})")
         if est.meets_target is not None:
             perf.add_row("meets target rate", "yes" if est.meets_target else "[red]no[/]")
     perf.add_row("bottleneck", est.bottleneck.replace("_", " "))

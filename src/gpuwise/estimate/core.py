@@ -22,6 +22,7 @@ from gpuwise.estimate import interconnect_constants as NET  # noqa: N812 - the l
 from gpuwise.estimate import memory_constants as MEM  # noqa: N812 - the memory constants table
 from gpuwise.estimate.calibration import Calibration
 from gpuwise.estimate.calibration_report import apply_hours_ratio
+from gpuwise.estimate.encdec import encdec_inference_estimate
 from gpuwise.estimate.inference import inference_estimate
 from gpuwise.estimate.measured import measured_estimate
 from gpuwise.estimate.models import Estimate
@@ -91,6 +92,11 @@ def estimate(  # noqa: PLR0917 - the positional (workload, gpu, count, nodes, ca
             network_gbps=network_gbps,
         )
         stack = default_framework(workload.task, workload.train, workload.arch.kind)
+    elif workload.arch.encoder_layers is not None:  # T5- and Whisper-style models: per stack
+        est = encdec_inference_estimate(
+            workload, gpu, count=count, nodes=n_nodes, calibration=calibration, notes=notes
+        )
+        stack = "inference"
     else:
         est = inference_estimate(
             workload, gpu, count=count, nodes=n_nodes, calibration=calibration, notes=notes

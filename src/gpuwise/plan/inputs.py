@@ -282,6 +282,8 @@ def units_from(workload: Any) -> tuple[tuple[str, float], ...]:
             out.append((f"per 1k {plural}", samples / 1000.0))
         return tuple(out)
     inf = workload.inference
+    if getattr(inf, "audio_hours", None) is not None:  # speech: per audio hour, and per 1M decoder tokens
+        return (("per audio hour", float(inf.audio_hours)),)
     if inf.requests is not None:
         requests = float(inf.requests)
     else:

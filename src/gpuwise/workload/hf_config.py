@@ -85,6 +85,8 @@ class HfArch:
     active_params: float
     encoder_decoder: bool
     used: tuple[str, ...]
+    # encoder-decoder models: encoder_layers and, for speech, the audio keys (gpuwise.workload.speech)
+    encdec_fields: tuple[tuple[str, float], ...] = ()
 
     def model_fields(self) -> dict[str, Any]:
         """The `[model]` keys this architecture fills (the workload's own keys are laid over them)."""
@@ -102,6 +104,7 @@ class HfArch:
             "tied_embeddings": self.tied_embeddings,
             "experts": self.experts,
             "experts_per_token": self.experts_per_token,
+            **dict(self.encdec_fields),
         }
 
 

@@ -2,8 +2,10 @@
 
 Both stacks are counted, and the decoder's cross-attention: T5's shared embedding, relative position
 buckets and RMS norms; Whisper's two input convolutions, position tables, biased projections (k has none)
-and LayerNorms. The `[model]` fields they fill give `layers` as encoder + decoder layers: the estimator
-treats the model as one stack of that many layers (its encoder-decoder specifics are not modelled yet).
+and LayerNorms. The `[model]` fields they fill give `layers` as encoder + decoder layers and
+`encoder_layers` as the encoder's share; Whisper adds its audio window (`max_source_positions` frames ×
+the front end's stride of 2 × the 10-ms mel hop = 30 s), mel bins and decoder positions. Inference is
+estimated per stack (gpuwise.estimate.encdec); training still as one stack of `layers`.
 
 Must not import the CLI, the catalog or the estimator.
 """
@@ -48,6 +50,7 @@ def count_t5(r: _Reader) -> HfArch:
         gated=gated,
         tied=tied,
         total=total,
+        encdec=(("encoder_layers", enc_layers),),
     )
 
 
@@ -81,6 +84,14 @@ def count_whisper(r: _Reader) -> HfArch:
         gated=False,
         tied=tied,
         total=total,
+        encdec=(
+            ("encoder_layers", enc_layers),
+            ("encoder_tokens", src_pos),
+            # conv2 has stride 2 and the mel hop is 10 ms (160 samples at 16 kHz): 1500 positions = 30 s
+            ("audio_window_s", src_pos * 2 / 100),
+            ("mel_bins", mels),
+            ("decoder_max_tokens", tgt_pos),
+        ),
     )
 
 
@@ -96,6 +107,7 @@ def _arch(
     gated: bool,
     tied: bool,
     total: int,
+    encdec: tuple[tuple[str, float], ...],
 ) -> HfArch:
     return HfArch(
         model_type=r.model_type,
@@ -115,4 +127,5 @@ def _arch(
         active_params=float(total),
         encoder_decoder=True,
         used=tuple(r.used),
+        encdec_fields=encdec,
     )

@@ -55,8 +55,8 @@ def merge_hf_config(data: dict[str, Any], source: str) -> dict[str, Any]:
     )
     if arch.encoder_decoder:
         note += (
-            f"; encoder-decoder: encoder, decoder and cross-attention counted, estimated as one stack of "
-            f"{arch.layers} layers (encoder + decoder)"
+            f"; encoder-decoder: encoder, decoder and cross-attention counted; inference estimated per "
+            f"stack, training as one stack of {arch.layers} layers (encoder + decoder)"
         )
     if overridden:
         note += "; overridden in [model]: " + ", ".join(overridden)

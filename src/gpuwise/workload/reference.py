@@ -68,6 +68,14 @@ DESCRIPTIONS: dict[str, str] = {
     "`kind` is not `transformer`.",
     "model.sample_unit": "What one sample is, for reports (`image`, `clip`, …).",
     "model.source": "Where a preset's numbers come from (filled in by presets and `hf_config`).",
+    "model.encoder_layers": "Encoder-decoder models (T5, Whisper): how many of `layers` are the encoder; "
+    "inference is then estimated per stack (the encoder once per input, the decoder per output token).",
+    "model.encoder_tokens": "Encoder positions per input of a speech model (Whisper: 1500 per 30-s window).",
+    "model.audio_window_s": "Seconds of audio one encoder input holds (Whisper: 30); makes the model a "
+    "speech model, whose `[inference]` takes `audio_hours`.",
+    "model.mel_bins": "Input channels of a speech model's convolutional front end (Whisper: 80, "
+    "large-v3: 128).",
+    "model.decoder_max_tokens": "The decoder's positions (Whisper: 448): prompt + output tokens per window.",
     "train.method": "`full` fine-tuning or training, `lora`, or `qlora` (LoRA on a 4-bit base).",
     "train.precision": "Compute dtype of mixed-precision training (fp32 master weights).",
     "train.pure_low_precision": "Keep weights, gradients and optimizer states in the compute dtype too.",
@@ -114,6 +122,13 @@ DESCRIPTIONS: dict[str, str] = {
     "inference.target_output_tokens_per_s": "Output tokens per second to sustain (with `duration_hours`).",
     "inference.duration_hours": "How long to serve `target_output_tokens_per_s`.",
     "inference.tensor_parallel": "Tensor-parallel degree per replica.",
+    "inference.audio_hours": "Speech models: hours of audio to transcribe (instead of `requests`, which are "
+    "then clips of one window each); `prompt_tokens` are the decoder's forced start tokens and "
+    "`output_tokens` the decoder tokens per window; `concurrency` is the windows per batch.",
+    "inference.window_s": "Speech models: seconds of audio per window, at most the model's `audio_window_s` "
+    "(default: it); a shorter window is padded, so it costs the same compute.",
+    "inference.overlap_s": "Speech models: seconds each window shares with the next (Hugging Face's "
+    "pipeline: 2 × `stride_length_s`, 10 s at its defaults); each window brings `window_s − overlap_s` of new audio.",
     "data.dataset_gb": "Dataset size in GB (10⁹ bytes), stored for the run and read each epoch.",
     "data.checkpoint_every_hours": "Checkpoint interval; sets the work a spot preemption loses.",
     "data.egress_gb": "GB downloaded out of the cloud at the end (results, weights).",

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuwise.workload.measured import MeasuredSpec
+from gpuwise.workload.speech import check_inference, check_model
 
 Task = Literal["train", "finetune", "inference", "measured"]
 Kind = Literal["transformer", "cnn", "diffusion", "generic"]
@@ -95,6 +96,12 @@ class ModelSpec(BaseModel):
     flops_per_sample: float | None = Field(default=None, gt=0)
     sample_unit: str = "sample"
     source: str = ""  # extension: where a preset's (or hf_config's) numbers come from
+    # extension: encoder-decoder and speech models (T5, Whisper; gpuwise.workload.speech checks them)
+    encoder_layers: int | None = Field(default=None, ge=1)  # of `layers`, the encoder's
+    encoder_tokens: int | None = Field(default=None, ge=1)  # encoder positions per input (Whisper: 1500)
+    audio_window_s: float | None = Field(default=None, gt=0)  # audio per encoder input (Whisper: 30 s)
+    mel_bins: int | None = Field(default=None, ge=1)  # the convolutional front end's input channels
+    decoder_max_tokens: int | None = Field(default=None, ge=1)  # decoder positions (Whisper: 448)
 
     _fin = field_validator("params", "active_params", "flops_per_sample")(_finite)
 
@@ -129,6 +136,7 @@ class ModelSpec(BaseModel):
             raise ValueError("active_params cannot exceed params")
         if self.heads is not None and self.kv_heads is not None and self.heads % self.kv_heads:
             raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        check_model(self)
         return self
 
     # Resolved architecture, for the estimator (all defaults spelt out in one place).
@@ -312,8 +320,13 @@ class InferenceSpec(BaseModel):
     target_output_tokens_per_s: float | None = Field(default=None, gt=0)
     duration_hours: float | None = Field(default=None, gt=0)
     tensor_parallel: int = Field(default=1, ge=1)
+    # extension: speech models (gpuwise.workload.speech): hours of audio instead of requests, the audio
+    # per window (default: the model's) and the seconds each window shares with the next
+    audio_hours: float | None = Field(default=None, gt=0)
+    window_s: float | None = Field(default=None, gt=0)
+    overlap_s: float = Field(default=0, ge=0)
 
-    _fin = field_validator("requests", "target_output_tokens_per_s", "duration_hours")(_finite)
+    _fin = field_validator("requests", "target_output_tokens_per_s", "duration_hours", "audio_hours")(_finite)
 
     @model_validator(mode="before")
     @classmethod
@@ -325,6 +338,10 @@ class InferenceSpec(BaseModel):
     @model_validator(mode="after")
     def _one_amount(self) -> InferenceSpec:
         rate = self.target_output_tokens_per_s is not None or self.duration_hours is not None
+        if self.audio_hours is not None:
+            if self.requests is not None or rate:
+                raise ValueError("give audio_hours alone: not with requests or a target rate")
+            return self
         if self.requests is not None and rate:
             raise ValueError(
                 "give either requests or target_output_tokens_per_s with duration_hours, not both"
@@ -414,6 +431,7 @@ class Workload(BaseModel):
                 raise ValueError('task = "inference" needs an [inference] section')
             if self.train is not None:
                 raise ValueError('task = "inference" takes [inference], not [train]')
+            check_inference(self.model, self.inference)
         return self
 
     @property
