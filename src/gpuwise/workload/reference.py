@@ -128,7 +128,8 @@ DESCRIPTIONS: dict[str, str] = {
     "inference.window_s": "Speech models: seconds of audio per window, at most the model's `audio_window_s` "
     "(default: it); a shorter window is padded, so it costs the same compute.",
     "inference.overlap_s": "Speech models: seconds each window shares with the next (Hugging Face's "
-    "pipeline: 2 × `stride_length_s`, 10 s at its defaults); each window brings `window_s − overlap_s` of new audio.",
+    "pipeline: 2 × `stride_length_s`, 10 s at its defaults); each window brings `window_s − overlap_s` "
+    "of new audio.",
     "data.dataset_gb": "Dataset size in GB (10⁹ bytes), stored for the run and read each epoch.",
     "data.checkpoint_every_hours": "Checkpoint interval; sets the work a spot preemption loses.",
     "data.egress_gb": "GB downloaded out of the cloud at the end (results, weights).",

@@ -6,8 +6,8 @@ models fit together (docs/workload.md).
 (seconds of audio one encoder input holds: a speech model), `mel_bins` (the input channels of Whisper's
 convolutional front end) and `decoder_max_tokens` (the decoder's positions: Whisper's 448).
 `[inference]` gains `audio_hours` (the amount of work; or `requests`, clips of one window each), `window_s`
-(seconds of audio per window, at most the model's) and `overlap_s` (seconds each window shares with the next: Hugging Face's
-pipeline strides 5 s on each side of a 30-s chunk by default).
+(seconds of audio per window, at most the model's) and `overlap_s` (seconds each window shares with the
+next: Hugging Face's pipeline strides 5 s on each side of a 30-s chunk by default).
 
 The checks raise ValueError with the fix in the message; the loader turns them into one exit-2 message.
 Must not import the CLI, the catalog or the estimator.
@@ -90,7 +90,8 @@ def check_inference(m: ModelSpec, inf: InferenceSpec) -> None:
     if inf.audio_hours is None and inf.requests is None:
         raise ValueError(
             "a speech model's amount of work is audio_hours (hours of audio to transcribe) or requests "
-            "(clips of at most one window each), not a target rate of output tokens; write e.g. audio_hours = 100"
+            "(clips of at most one window each), not a target rate of output tokens; write e.g. "
+            "audio_hours = 100"
         )
     _check_decoder_room(m, inf, prompt_is_encoder=False)
 
