@@ -59,13 +59,16 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
     A configuration that does not fit is still an answer (exit 0, "fits": false in --json).
     Time comes as a point and a range (hours_low to hours_high) from how far real jobs of the
     same training stack ([train] framework) fell from their estimates. Uneven layouts
-    (--count 10 --nodes 4) are allowed.
+    (--count 10 --nodes 4) are allowed. A speech workload ([inference] audio_hours) also
+    prints its real-time factor (audio seconds per wall second) and RTF.
 
     Examples:
 
       gpuwise estimate examples/llama3-8b-lora.toml --gpu L40S --count 2
 
       gpuwise estimate examples/llama3-8b-pretrain.toml --gpu H100:8 --nodes 2 --json
+
+      gpuwise estimate examples/whisper-large-v3-transcribe.toml --gpu A100-80GB
     """
     from gpuwise.catalog.specs import parse_gpu_request, resolve_gpu
     from gpuwise.cli.output import check_at_least, check_input_file, print_json
