@@ -208,3 +208,39 @@ def test_bad_speech_file_exits_2_with_the_fix(tmp_path: Path, capsys: pytest.Cap
     err = capsys.readouterr().err
     assert "window_s = 45" in err and "To fix" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("preset", "tp", "measured_ms"), [("flan-t5-xl", 2, 94), ("flan-t5-xxl", 4, 123)])
+def test_t5_latency_against_nemo_t5_inference(preset: str, tp: int, measured_ms: float) -> None:
+    """NVIDIA NeMo Framework user guide, "T5 Results"
+    (https://docs.nvidia.com/nemo-framework/user-guide/latest/LLMs/T5/performance.html): "Inference
+    performance was measured for NVIDIA DGX SuperPOD (1 × 8 × A100 80GB) ... Batch size: 1, Input tokens
+    length: 60, Output tokens length: 20", average latency 3B: 94 ms on 2 GPUs (tensor parallel 2), 11B:
+    123 ms on 4. NeMo's T5 3B / 11B have flan-t5-xl's / flan-t5-xxl's shapes (d_model 2048 / 4096, 24 + 24
+    layers, GeGLU); its engine is compiled (FasterTransformer), so engine = "compiled".
+
+    Tolerance 0.7x-1.4x: one batch-1 measurement per size with an unstated software version; at 20 output
+    tokens a 2-ms difference in the per-step overhead alone moves the latency by 40 ms."""
+    inf = {
+        "weights_precision": "fp16",
+        "prompt_tokens": 60,
+        "output_tokens": 20,
+        "concurrency": 1,
+        "requests": 1000.0,
+        "tensor_parallel": tp,
+        "engine": "compiled",
+    }
+    w = parse_workload({"task": "inference", "model": {"preset": preset}, "inference": inf}, "t5.toml")
+    est = estimate(w, resolve_gpu("A100-80GB"), tp)
+    latency_ms = est.hours * 3600 / 1000 * 1000
+    assert 0.7 * measured_ms <= latency_ms <= 1.4 * measured_ms, latency_ms
+    eager = parse_workload(
+        {"task": "inference", "model": {"preset": preset}, "inference": {**inf, "engine": "eager"}}, "t5.toml"
+    )
+    assert estimate(eager, resolve_gpu("A100-80GB"), tp).hours > est.hours
+
+
+def test_engine_on_a_decoder_only_model_is_bad_input() -> None:
+    inf = {"prompt_tokens": 60, "output_tokens": 20, "concurrency": 1, "requests": 10.0, "engine": "compiled"}
+    with pytest.raises(ConfigError, match="encoder-decoder models"):
+        parse_workload({"task": "inference", "model": {"preset": "llama-3-8b"}, "inference": inf}, "e.toml")

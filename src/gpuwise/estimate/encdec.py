@@ -256,14 +256,24 @@ def _batch_time(
     self_kv, cross_kv = shape.kv_bytes(ctx_avg, kv_b)
     memory_s = (shape.dec_weight_params * wb + c * (self_kv + cross_kv)) / tp / bw_eff
     compute_s = c * shape.step_flops(ctx_avg) / (tp * flops_s)
-    ops = notes.const(OPS_PER_DECODER_LAYER) * shape.dec_layers + notes.const(OPS_PER_STEP)
-    cpu_s = ops * notes.const(EAGER_OP_OVERHEAD_S)
-    step_s = max(memory_s, compute_s, cpu_s)
+    if inf.engine == "compiled":  # one graph launch per step: the serving engines' fixed overhead
+        cpu_s = 0.0
+        step_s = max(memory_s, compute_s) + notes.const(K.DECODE_STEP_OVERHEAD_S)
+    else:
+        ops = notes.const(OPS_PER_DECODER_LAYER) * shape.dec_layers + notes.const(OPS_PER_STEP)
+        cpu_s = ops * notes.const(EAGER_OP_OVERHEAD_S)
+        step_s = max(memory_s, compute_s, cpu_s)
+        notes.add('engine = "eager" (PyTorch eager, as Hugging Face transformers and openai-whisper run)')
     if tp > 1:
         step_s += 3 * shape.dec_layers * notes.const(K.TP_LAYER_LATENCY_S)
     notes.add(
-        "decode step = max(decoder weights + self and cross KV read at the bandwidth efficiency, its FLOPs, "
-        "eager PyTorch's CPU time: operators × overhead, which the GPU cannot hide at small batches)"
+        "decode step = max(decoder weights + self and cross KV read at the bandwidth efficiency, its FLOPs"
+        + (
+            ") + a compiled engine's fixed overhead"
+            if inf.engine == "compiled"
+            else ", eager PyTorch's CPU time: operators × overhead, which the GPU cannot hide at small "
+            "batches)"
+        )
     )
     return _Batch(encode_s, step_s, memory_s, compute_s, cpu_s, inf.output_tokens)
 

@@ -325,6 +325,9 @@ class InferenceSpec(BaseModel):
     audio_hours: float | None = Field(default=None, gt=0)
     window_s: float | None = Field(default=None, gt=0)
     overlap_s: float = Field(default=0, ge=0)
+    # extension: how encoder-decoder decoding is launched: "eager" PyTorch (HF transformers, openai-whisper;
+    # the default there) or "compiled" (CUDA graphs, TensorRT, FasterTransformer/NeMo, CTranslate2)
+    engine: Literal["eager", "compiled"] | None = None
 
     _fin = field_validator("requests", "target_output_tokens_per_s", "duration_hours", "audio_hours")(_finite)
 

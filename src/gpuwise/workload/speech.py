@@ -7,7 +7,8 @@ models fit together (docs/workload.md).
 convolutional front end) and `decoder_max_tokens` (the decoder's positions: Whisper's 448).
 `[inference]` gains `audio_hours` (the amount of work; or `requests`, clips of one window each), `window_s`
 (seconds of audio per window, at most the model's) and `overlap_s` (seconds each window shares with the
-next: Hugging Face's pipeline strides 5 s on each side of a 30-s chunk by default).
+next: Hugging Face's pipeline strides 5 s on each side of a 30-s chunk by default). `engine` ("eager" |
+"compiled") says how an encoder-decoder model's decode steps are launched.
 
 The checks raise ValueError with the fix in the message; the loader turns them into one exit-2 message.
 Must not import the CLI, the catalog or the estimator.
@@ -69,6 +70,11 @@ def check_inference(m: ModelSpec, inf: InferenceSpec) -> None:
             f'{what} (no audio_window_s): use a speech preset (e.g. preset = "whisper-large-v3"), a Whisper '
             "hf_config, or give the model's "
             "encoder_layers, encoder_tokens and audio_window_s; for text give requests instead"
+        )
+    if inf.engine is not None and m.encoder_layers is None:
+        raise ValueError(
+            "engine is modelled for encoder-decoder models (T5, Whisper) only: decoder-only serving is "
+            "estimated with vLLM-class CUDA graphs already; remove engine"
         )
     if not is_speech(m):
         if m.encoder_layers is not None:
