@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuwise.catalog.specs import resolve_gpu
 from gpuwise.cli.main import main
@@ -244,3 +246,34 @@ def test_engine_on_a_decoder_only_model_is_bad_input() -> None:
     inf = {"prompt_tokens": 60, "output_tokens": 20, "concurrency": 1, "requests": 10.0, "engine": "compiled"}
     with pytest.raises(ConfigError, match="encoder-decoder models"):
         parse_workload({"task": "inference", "model": {"preset": "llama-3-8b"}, "inference": inf}, "e.toml")
+
+
+@given(
+    preset=st.sampled_from(["whisper-small", "whisper-large-v3", "whisper-large-v3-turbo"]),
+    gpu=st.sampled_from(["T4", "L4", "A100-80GB", "H100"]),
+    concurrency=st.integers(1, 48),
+    audio_hours=st.floats(0.01, 1e5),
+    engine=st.sampled_from(["eager", "compiled"]),
+)
+@settings(max_examples=40, deadline=None)
+def test_speech_estimates_are_consistent(
+    preset: str, gpu: str, concurrency: int, audio_hours: float, engine: str
+) -> None:
+    """Hours scale with the audio, the real-time factor is the total throughput, a bigger batch never needs
+    less memory, and two GPUs (two replicas) halve the time."""
+    spec = resolve_gpu(gpu)
+    w = speech(preset, concurrency=concurrency, audio_hours=audio_hours, engine=engine)
+    est = estimate(w, spec)
+    assert est.hours > 0
+    assert est.details["realtime_factor"] == pytest.approx(est.throughput_total)
+    assert est.hours == pytest.approx(audio_hours / est.throughput_total)
+    assert estimate(w, spec, 2).hours == pytest.approx(est.hours / 2)
+    bigger = estimate(
+        speech(preset, concurrency=concurrency + 1, audio_hours=audio_hours, engine=engine), spec
+    )
+    assert bigger.memory.total > est.memory.total
+
+
+def test_tensor_parallel_above_the_gpu_count_cannot_run() -> None:
+    est = estimate(speech(tensor_parallel=2), resolve_gpu("L4"))
+    assert est.infeasible_reason is not None and "tensor_parallel = 2" in est.infeasible_reason
