@@ -277,3 +277,29 @@ def test_speech_estimates_are_consistent(
 def test_tensor_parallel_above_the_gpu_count_cannot_run() -> None:
     est = estimate(speech(tensor_parallel=2), resolve_gpu("L4"))
     assert est.infeasible_reason is not None and "tensor_parallel = 2" in est.infeasible_reason
+
+
+def test_beams_multiply_the_decoded_sequences_and_their_caches() -> None:
+    """A beam of 5 (openai-whisper's and faster-whisper's default) decodes 5 sequences per window, each with
+    its own self- and cross-attention cache; the encoder still runs once per window."""
+    gpu = resolve_gpu("A100-80GB")
+    greedy = estimate(speech(concurrency=4), gpu)
+    beam = estimate(speech(concurrency=4, beams=5), gpu)
+    assert beam.memory.kv_cache == pytest.approx(5 * greedy.memory.kv_cache)
+    assert beam.details["encode_s_per_batch"] == pytest.approx(greedy.details["encode_s_per_batch"])
+    assert beam.details["decode_memory_s"] > greedy.details["decode_memory_s"]
+    with pytest.raises(ConfigError, match="beams is modelled for encoder-decoder"):
+        parse_workload(
+            {
+                "task": "inference",
+                "model": {"preset": "llama-3-8b"},
+                "inference": {
+                    "prompt_tokens": 9,
+                    "output_tokens": 9,
+                    "concurrency": 1,
+                    "requests": 1.0,
+                    "beams": 2,
+                },
+            },
+            "b.toml",
+        )

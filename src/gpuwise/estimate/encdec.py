@@ -186,7 +186,7 @@ def encdec_inference_estimate(
         "replicas": float(replicas),
     }
     requests_per_s = c / batch.total_s * replicas
-    flops_per_request = shape.encode_flops() + inf.output_tokens * shape.step_flops(dec_prompt)
+    flops_per_request = shape.encode_flops() + inf.output_tokens * inf.beams * shape.step_flops(dec_prompt)
     mfu = flops_per_request * requests_per_s / count / peak
     if speech:
         n_windows, advance = windows(inf, m)
@@ -226,14 +226,18 @@ def _memory(
     kv_b = 0.5 if inf.kv_dtype == "int4" else K.BYTES[inf.kv_dtype]
     weights = m.n_params * wb / tp
     self_kv, cross_kv = shape.kv_bytes(dec_prompt + inf.output_tokens, kv_b)
-    kv = c * (self_kv + cross_kv) / tp
+    # Beam search decodes `beams` hypotheses per request, each with its own copy of both caches (HF
+    # generate expands the encoder output per beam).
+    seqs = c * inf.beams
+    kv = seqs * (self_kv + cross_kv) / tp
     notes.add(
         f"KV cache per sequence: self-attention {self_kv / 2**20:,.1f} MiB + cross-attention "
         f"{cross_kv / 2**20:,.1f} MiB (2·decoder layers·d·{kv_b:g} B per position, {shape.enc_positions} "
-        f"encoder positions), × {c} sequences"
+        f"encoder positions), × {seqs} sequences"
+        + (f" ({c} requests × {inf.beams} beams)" if inf.beams > 1 else "")
     )
     # The encoder runs the whole batch at once (no chunked prefill): SDPA/flash attention keeps no s² matrix.
-    acts = c * shape.enc_positions * (shape.hidden * 8 + m.n_ffn * 6) / tp + c * (m.vocab or 0) * 4
+    acts = c * shape.enc_positions * (shape.hidden * 8 + m.n_ffn * 6) / tp + seqs * (m.vocab or 0) * 4
     allocated = weights + kv + acts
     overhead = notes.const(MEM.CUDA_CONTEXT_GIB) * GIB + allocated * notes.const(MEM.FRAGMENTATION)
     if tp > 1:
@@ -254,8 +258,9 @@ def _batch_time(
     encode_s = max(encode_s, shape.enc_params * wb / tp / bw_eff)
     ctx_avg = dec_prompt + inf.output_tokens / 2
     self_kv, cross_kv = shape.kv_bytes(ctx_avg, kv_b)
-    memory_s = (shape.dec_weight_params * wb + c * (self_kv + cross_kv)) / tp / bw_eff
-    compute_s = c * shape.step_flops(ctx_avg) / (tp * flops_s)
+    seqs = c * inf.beams  # every beam is a sequence the decoder steps
+    memory_s = (shape.dec_weight_params * wb + seqs * (self_kv + cross_kv)) / tp / bw_eff
+    compute_s = seqs * shape.step_flops(ctx_avg) / (tp * flops_s)
     if inf.engine == "compiled":  # one graph launch per step: the serving engines' fixed overhead
         cpu_s = 0.0
         step_s = max(memory_s, compute_s) + notes.const(K.DECODE_STEP_OVERHEAD_S)

@@ -134,6 +134,8 @@ DESCRIPTIONS: dict[str, str] = {
     "eager, as Hugging Face transformers and openai-whisper run; ~50 operators per decoder layer at ~10 µs "
     "of CPU each) or `compiled` (CUDA graphs, TensorRT, FasterTransformer/NeMo, CTranslate2: a fixed 2 ms "
     "per step).",
+    "inference.beams": "Encoder-decoder models: beam search width (openai-whisper's and faster-whisper's "
+    "transcribe use 5, Hugging Face's pipeline 1); each beam is a decoded sequence with its own KV caches.",
     "data.dataset_gb": "Dataset size in GB (10⁹ bytes), stored for the run and read each epoch.",
     "data.checkpoint_every_hours": "Checkpoint interval; sets the work a spot preemption loses.",
     "data.egress_gb": "GB downloaded out of the cloud at the end (results, weights).",

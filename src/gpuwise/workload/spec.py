@@ -328,6 +328,9 @@ class InferenceSpec(BaseModel):
     # extension: how encoder-decoder decoding is launched: "eager" PyTorch (HF transformers, openai-whisper;
     # the default there) or "compiled" (CUDA graphs, TensorRT, FasterTransformer/NeMo, CTranslate2)
     engine: Literal["eager", "compiled"] | None = None
+    # extension: beam search width of an encoder-decoder model's decoder (openai-whisper's and
+    # faster-whisper's transcribe default to 5; Hugging Face's pipeline to 1, greedy)
+    beams: int = Field(default=1, ge=1)
 
     _fin = field_validator("requests", "target_output_tokens_per_s", "duration_hours", "audio_hours")(_finite)
 

@@ -8,7 +8,7 @@ convolutional front end) and `decoder_max_tokens` (the decoder's positions: Whis
 `[inference]` gains `audio_hours` (the amount of work; or `requests`, clips of one window each), `window_s`
 (seconds of audio per window, at most the model's) and `overlap_s` (seconds each window shares with the
 next: Hugging Face's pipeline strides 5 s on each side of a 30-s chunk by default). `engine` ("eager" |
-"compiled") says how an encoder-decoder model's decode steps are launched.
+"compiled") says how an encoder-decoder model's decode steps are launched, `beams` its beam width.
 
 The checks raise ValueError with the fix in the message; the loader turns them into one exit-2 message.
 Must not import the CLI, the catalog or the estimator.
@@ -75,6 +75,11 @@ def check_inference(m: ModelSpec, inf: InferenceSpec) -> None:
         raise ValueError(
             "engine is modelled for encoder-decoder models (T5, Whisper) only: decoder-only serving is "
             "estimated with vLLM-class CUDA graphs already; remove engine"
+        )
+    if inf.beams > 1 and m.encoder_layers is None:
+        raise ValueError(
+            "beams is modelled for encoder-decoder models (T5, Whisper) only; remove it (decoder-only "
+            "serving is estimated with greedy or sampled decoding)"
         )
     if not is_speech(m):
         if m.encoder_layers is not None:
