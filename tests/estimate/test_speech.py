@@ -303,3 +303,25 @@ def test_beams_multiply_the_decoded_sequences_and_their_caches() -> None:
             },
             "b.toml",
         )
+
+
+def test_a_t5_target_rate_is_met_or_stretched() -> None:
+    inf: dict[str, Any] = {
+        "prompt_tokens": 256,
+        "output_tokens": 64,
+        "concurrency": 8,
+        "duration_hours": 10.0,
+    }
+    gpu = resolve_gpu("L4")
+
+    def est(rate: float) -> Any:
+        data = {
+            "task": "inference",
+            "model": {"preset": "t5-base"},
+            "inference": {**inf, "target_output_tokens_per_s": rate},
+        }
+        return estimate(parse_workload(data, "t.toml"), gpu)
+
+    easy, hard = est(1.0), est(1e9)
+    assert (easy.meets_target, easy.hours) == (True, 10.0)
+    assert hard.meets_target is False and hard.hours > 10.0

@@ -16,8 +16,7 @@ Pure: data in, an `Estimate` out. Training of encoder-decoder models is still es
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuwise.catalog.models import GpuSpec
 from gpuwise.estimate import constants as K  # noqa: N812 - the constants table
@@ -207,9 +206,20 @@ def encdec_inference_estimate(
         )
     else:
         thr_total = requests_per_s * inf.output_tokens
-        total = inf.requests * inf.output_tokens if inf.requests is not None else math.nan
-        hours = total / thr_total / 3600
-    return _result(gpu, count, nodes, capacity, mem, unit, thr_total, hours, mfu, batch, details, notes)
+        hours, meets = _text_hours(inf, thr_total, notes)
+    est = _result(gpu, count, nodes, capacity, mem, unit, thr_total, hours, mfu, batch, details, notes)
+    return est if speech else replace(est, meets_target=meets)
+
+
+def _text_hours(inf: InferenceSpec, thr_total: float, notes: Notes) -> tuple[float, bool | None]:
+    """Hours to serve every request, or the target rate's duration (stretched when it is not met)."""
+    if inf.requests is not None:
+        return inf.requests * inf.output_tokens / thr_total / 3600, None
+    target, duration = inf.target_output_tokens_per_s or 0.0, inf.duration_hours or 0.0
+    if thr_total >= target:
+        return duration, True
+    notes.add(f"serves {thr_total:,.0f} of the {target:,.0f} output tokens/s target: hours stretched")
+    return duration * target / thr_total, False
 
 
 def _memory(
