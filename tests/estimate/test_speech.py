@@ -45,8 +45,9 @@ def test_whisper_large_v3_batch_transcription_against_insanely_fast_whisper() ->
     the GPU model counts, so the estimate should come in below it; more than 2.5x below would mean a GPU-side
     cost is missing. The same table's distil-large-v2 row (2 decoder layers instead of 32) takes 78 s, only
     1.26x less: most of the measured time does not scale with the decoder, which is why we do not tighten
-    the band by fitting a constant to this row. output_tokens = 150 is our assumption (the podcast's speaking rate is not published):
-    ~110 tokens for 30 s at ~160 words/min, timestamp tokens, the longest window of a batch of 24."""
+    the band by fitting a constant to this row. output_tokens = 150 is our assumption (the podcast's speaking
+    rate is not published): ~110 tokens for 30 s at ~160 words/min, timestamp tokens, the longest window of a
+    batch of 24."""
     w = speech(audio_hours=150 / 60, window_s=30, overlap_s=10)
     est = estimate(w, resolve_gpu("A100-80GB"))
     seconds = est.hours * 3600
