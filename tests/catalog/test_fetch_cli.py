@@ -145,3 +145,34 @@ def test_a_refused_key_exits_2_and_writes_nothing(
     assert main(["catalog", "fetch", "tencent"]) == 2
     assert "refused the credentials (AuthFailure.SecretIdNotFound)" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_json_summary(
+    recorded_aliyun: RecordedApi, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "prices.csv"
+    assert main(["catalog", "fetch", "aliyun", "--region", "cn-hangzhou", "-o", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc == {
+        "provider": "aliyun",
+        "file": str(out),
+        "price_date": date.today().isoformat(),
+        "currencies": ["CNY"],
+        "rows": 4,
+        "instance_types": 3,
+        "regions": ["cn-hangzhou"],
+        "skipped": {
+            "GPU not known to gpuwise: NVIDIA GRID P4-1Q (aliyun family 'vgn5i' is not in gpuwise's "
+            "instance-family table)": 1
+        },
+        "warnings": [],
+    }
+
+
+def test_a_file_named_otherwise_is_imported_with_its_provider(
+    recorded_aliyun: RecordedApi, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "prices.csv"
+    assert main(["catalog", "fetch", "aliyun", "--region", "cn-hangzhou", "-o", str(out)]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"gpuwise catalog import {out} --provider aliyun" in said
