@@ -100,7 +100,7 @@ def test_a_failing_region_warns_on_stderr_and_the_rest_is_written(
     ("argv", "said"),
     [
         (["catalog", "fetch", "alyun"], "Did you mean 'aliyun'"),
-        (["catalog", "fetch", "huawei"], "not built yet"),
+        (["catalog", "fetch", "baidu"], "not built yet"),
         (["catalog", "fetch", "aliyun", "--region", "cn-hangzou"], "Did you mean 'cn-hangzhou'"),
         (["catalog", "fetch", "aliyun", "--currency", "USD"], "--currency is for tencent only"),
         (["catalog", "fetch", "tencent", "--currency", "EUR"], "bills in CNY or USD"),

@@ -14,7 +14,8 @@ from gpuwise.catalog.store import CatalogFileError, install_user_catalog, read_i
 from gpuwise.errors import UsageError
 
 HEADER = (
-    "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region,Currency,PriceDate\n"
+    "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region,"
+    + "Currency,PriceDate\n"
 )
 TODAY = date(2026, 12, 2)
 

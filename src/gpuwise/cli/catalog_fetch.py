@@ -1,4 +1,4 @@
-"""`gpuwise catalog fetch aliyun|tencent`: the Chinese clouds' GPU prices from their own APIs, with the
+"""`gpuwise catalog fetch aliyun|huawei|tencent`: the Chinese clouds' GPU prices from their own APIs, with the
 user's credentials, written as a dated catalog file that `gpuwise catalog import` reads.
 
 Registered on the `catalog` group by cli/catalog.py. Top-level imports stay cheap (typer and the standard
@@ -17,12 +17,9 @@ import typer
 if TYPE_CHECKING:
     from gpuwise.catalog.fetch.common import FetchResult
 
-CLOUDS = ("aliyun", "tencent")
+CLOUDS = ("aliyun", "huawei", "tencent")
 # Clouds the issue names whose fetch is not built yet: said so, not silently missing.
-NOT_YET = {
-    "huawei": "Huawei Cloud (ECS ListFlavors with the BSS price API)",
-    "baidu": "Baidu AI Cloud (BCC)",
-}
+NOT_YET = {"baidu": "Baidu AI Cloud (BCC)"}
 
 
 def _fetcher(cloud: str, currency: str | None) -> Callable[[list[str], date], FetchResult]:
@@ -38,17 +35,22 @@ def _fetcher(cloud: str, currency: str | None) -> Callable[[list[str], date], Fe
         )
     if cloud not in CLOUDS:
         raise NotFoundError("cloud", cloud, [*CLOUDS, *NOT_YET], fix="use one of: " + ", ".join(CLOUDS))
+    if currency is not None and cloud != "tencent":
+        raise ConfigError(
+            "--currency is for tencent only",
+            why=f"{cloud}'s price API names the currency of its prices itself",
+            fix="drop --currency",
+        )
     if cloud == "aliyun":
         from gpuwise.catalog.fetch import aliyun
 
-        if currency is not None:
-            raise ConfigError(
-                "--currency is for tencent only",
-                why="Alibaba Cloud's price API names the currency of every price itself",
-                fix="drop --currency",
-            )
         api = aliyun.sdk_api()
         return lambda regions, today: aliyun.fetch(api, regions, today=today)
+    if cloud == "huawei":
+        from gpuwise.catalog.fetch import huawei
+
+        hapi = huawei.sdk_api()
+        return lambda regions, today: huawei.fetch(hapi, regions, today=today)
     from gpuwise.catalog.fetch import tencent
 
     code = (currency or "CNY").strip().upper()
@@ -62,7 +64,7 @@ def _fetcher(cloud: str, currency: str | None) -> Callable[[list[str], date], Fe
 
 
 def fetch(  # noqa: PLR0917 - typer passes options positionally
-    cloud: Annotated[str, typer.Argument(help="aliyun or tencent (huawei and baidu: not yet).")],
+    cloud: Annotated[str, typer.Argument(help="aliyun, huawei or tencent (baidu: not yet).")],
     region: Annotated[
         list[str] | None,
         typer.Option("--region", help="Region to fetch (repeatable; default: every region the account has)."),
@@ -89,9 +91,10 @@ def fetch(  # noqa: PLR0917 - typer passes options positionally
     """Fetch GPU instance prices (pay-as-you-go and spot, per region) from a Chinese cloud's own API.
 
     Runs with your account's credentials from the environment: ALIBABA_CLOUD_ACCESS_KEY_ID and
-    ALIBABA_CLOUD_ACCESS_KEY_SECRET for aliyun, TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY for
-    tencent (a read-only key is enough; they are never printed). Needs the cloud's SDK:
-    pip install 'gpuwise\\[aliyun]' or 'gpuwise\\[tencent]'. Prices are the account's (discounts applied), in
+    ALIBABA_CLOUD_ACCESS_KEY_SECRET for aliyun, HUAWEICLOUD_SDK_AK and HUAWEICLOUD_SDK_SK for huawei,
+    TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY for tencent (a read-only key is enough; they are
+    never printed). Needs the cloud's SDK: pip install 'gpuwise\\[aliyun]' (or huawei, tencent). Huawei
+    Cloud prices are pay-per-use only (no spot). Prices are the account's (discounts applied), in
     the cloud's currency (CNY for China-site accounts), dated today. A region that fails is a warning;
     the rest are written. The file is SkyPilot's vms.csv schema plus Currency and PriceDate columns.
 
