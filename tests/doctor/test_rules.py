@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 from doctor_facts import HEALTHY_TORCH, healthy_facts, healthy_sample, healthy_snapshot
+from npu_facts import NPU_BREAKERS
 
 from gpuwise.doctor.facts import (
     DriverFacts,
@@ -218,6 +219,8 @@ BREAKERS: dict[str, tuple[Callable[[Facts], Facts], str, str]] = {
         "PermitRootLogin yes",
     ),
 }
+
+BREAKERS.update(NPU_BREAKERS)  # Huawei Ascend (npu-smi): tests/doctor/npu_facts.py
 
 
 def _raised(findings: list[Finding], rule_id: str) -> list[Finding]:

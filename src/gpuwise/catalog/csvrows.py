@@ -15,6 +15,7 @@ import csv
 import io
 import math
 from dataclasses import dataclass
+from datetime import date
 
 REQUIRED_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price")
 NUMERIC_COLUMNS = ("AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "SpotPrice")
@@ -135,6 +136,9 @@ def validate_fields(fields: dict[str, str]) -> str | None:
             return f"{column} {raw.strip()!r} is not a number"
         if value is not None and value < 0:
             return f"{column} {raw.strip()!r} is negative"
+    problem = _validate_currency_and_date(fields)
+    if problem:
+        return problem
     if fields.get("AcceleratorName", "").strip():
         count = parse_number(fields.get("AcceleratorCount", ""))
         if count is None or count <= 0:
@@ -143,3 +147,41 @@ def validate_fields(fields: dict[str, str]) -> str | None:
                 f"got {fields.get('AcceleratorCount', '').strip()!r}"
             )
     return None
+
+
+def _validate_currency_and_date(fields: dict[str, str]) -> str | None:
+    """The optional columns `gpuwise catalog fetch` writes: ``Currency`` (an ISO 4217 code such as CNY;
+    empty means USD) and ``PriceDate`` (YYYY-MM-DD, the day the prices were fetched)."""
+    currency = fields.get("Currency", "").strip()
+    if currency and not (len(currency) == 3 and currency.isascii() and currency.isalpha()):
+        return f"Currency {currency!r} is not a three-letter currency code (such as USD or CNY)"
+    price_date = fields.get("PriceDate", "").strip()
+    if price_date:
+        try:
+            date.fromisoformat(price_date)
+        except ValueError:
+            return f"PriceDate {price_date!r} is not a date (YYYY-MM-DD)"
+    return None
+
+
+def price_date_column(text: str) -> date | None:
+    """The oldest ``PriceDate`` in a catalog file (the least fresh price rules), or None when the file has
+    no such column or no value in it. Rows whose value is not a date are left to the row validation."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    if reader.fieldnames is None or "PriceDate" not in [h.strip() for h in reader.fieldnames]:
+        return None
+    found: date | None = None
+    try:
+        for row in reader:
+            raw = next((v for k, v in row.items() if k is not None and k.strip() == "PriceDate"), None)
+            try:
+                value = date.fromisoformat(str(raw).strip()) if raw and str(raw).strip() else None
+            except ValueError:
+                continue
+            if value is not None and (found is None or value < found):
+                found = value
+    except csv.Error:
+        return None
+    return found

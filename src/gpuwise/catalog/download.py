@@ -86,6 +86,7 @@ class CatalogInput:
     display_name: str  # the name problems are reported under (a path or URL)
     text: str
     collected: date | None = None  # the file's collection date when known (else the install date)
+    date_exact: bool = False  # True: ``collected`` is the prices' own date (a fetched file's PriceDate)
 
 
 EventKind = Literal["plan", "start", "progress", "retry", "fallback", "done", "missing"]

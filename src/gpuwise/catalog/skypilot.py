@@ -153,7 +153,8 @@ def _row_offer(  # noqa: PLR0917 - one row and the context it is read in
         memory_gib=memory,
         price_usd_per_hour=price,
         spot_price_usd_per_hour=spot,
-        currency="USD",
+        # the Currency column `catalog fetch` writes for clouds that bill in yuan; absent or empty: USD
+        currency=f.get("Currency", "").strip().upper() or "USD",
         price_as_of=info.price_as_of,
         price_date_exact=info.date_exact,
         source=source,

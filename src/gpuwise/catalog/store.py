@@ -30,7 +30,7 @@ from datetime import date
 from pathlib import Path
 
 from gpuwise.catalog.build import build_catalog
-from gpuwise.catalog.csvrows import RowProblem, read_vms_csv
+from gpuwise.catalog.csvrows import RowProblem, price_date_column, read_vms_csv
 from gpuwise.catalog.download import MAX_FILE_BYTES, MAX_TOTAL_BYTES, CatalogInput
 from gpuwise.catalog.models import SourceFile, SourceInfo
 from gpuwise.catalog.offers import MANIFEST
@@ -78,6 +78,7 @@ class InstallResult:
     collected: date
     rows_dropped: dict[str, dict[str, int]] = field(default_factory=dict)  # provider -> reason -> rows
     file_dates: dict[str, date] = field(default_factory=dict)  # provider -> collection date from file time
+    price_dates: dict[str, date] = field(default_factory=dict)  # provider -> the file's own PriceDate
 
 
 # ---------------------------------------------------------------- finding files to import
@@ -232,12 +233,31 @@ def read_import_files(
         origin = f"imported from {file} on {today.isoformat()}; the file carries no price date"
         if collected is not None:
             origin += f"; collected {collected.isoformat()} (the file's modification time)"
+        fetched = price_date_column(text)  # a file `gpuwise catalog fetch` wrote dates its own prices
+        if fetched is not None:
+            _check_not_future(fetched, today, file)
+            origin = f"imported from {file} on {today.isoformat()}; prices fetched {fetched.isoformat()}"
+            collected = fetched
         inputs.append(
             CatalogInput(
-                provider=provider, origin=origin, display_name=str(file), text=text, collected=collected
+                provider=provider,
+                origin=origin,
+                display_name=str(file),
+                text=text,
+                collected=collected,
+                date_exact=fetched is not None,
             )
         )
     return inputs
+
+
+def _check_not_future(fetched: date, today: date, file: Path) -> None:
+    if fetched > today:
+        raise UsageError(
+            f"{file}: PriceDate {fetched.isoformat()} is after today ({today.isoformat()})",
+            why="a price cannot have been fetched in the future; the file or the clock is wrong",
+            fix="check the file's PriceDate column and the system date",
+        )
 
 
 # ---------------------------------------------------------------- validating and installing
@@ -401,7 +421,14 @@ def install_user_catalog(catalog_dir: Path, inputs: list[CatalogInput], *, today
         rows_kept={p: kept for p, (_, _, kept) in reduced.items()},
         collected=today,
         rows_dropped=dropped,
-        file_dates={p: item.collected for p, (item, _, _) in reduced.items() if item.collected is not None},
+        file_dates={
+            p: item.collected
+            for p, (item, _, _) in reduced.items()
+            if item.collected is not None and not item.date_exact
+        },
+        price_dates={
+            p: item.collected for p, (item, _, _) in reduced.items() if item.collected and item.date_exact
+        },
     )
 
 
@@ -434,7 +461,7 @@ def _entries(
         provider: {
             "file": names[provider],
             "price_as_of": (item.collected or today).isoformat(),
-            "date_exact": False,
+            "date_exact": item.date_exact,
             "origin": item.origin,
             "gpu_rows": kept,
         }

@@ -1,4 +1,4 @@
-"""`gpuwise catalog gpus | offers | stats | import | update`: the GPU spec table and the dated price catalog.
+"""`gpuwise catalog gpus | offers | stats | import | update | fetch`: GPU specs and the dated price catalog.
 
 The clock is read here (today's date for price ages) and passed into the pure catalog code. Top-level
 imports stay cheap (typer and the standard library); the catalog modules are imported inside commands.
@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from gpuwise.cli.catalog_fetch import fetch as _fetch
 
 if TYPE_CHECKING:
     from gpuwise.catalog.models import Figure, GpuSpec, Offer
@@ -419,6 +421,7 @@ def _report_install(result: Any, json_out: bool, what: str) -> None:
         "gpu_rows_dropped": result.rows_dropped,
         "collected": result.collected.isoformat(),
         "collected_from_file_times": {p: d.isoformat() for p, d in result.file_dates.items()},
+        "price_dates": {p: d.isoformat() for p, d in result.price_dates.items()},
     }
     if json_out:
         print_json(doc)
@@ -435,6 +438,11 @@ def _report_install(result: Any, json_out: bool, what: str) -> None:
     console.print(f"User catalog now at {result.catalog_dir} ({offers} offers).", markup=False)
     if result.previous_dir:
         console.print(f"The previous catalog is kept at {result.previous_dir}.", markup=False)
+    if result.price_dates:
+        dated = ", ".join(f"{p} {d.isoformat()}" for p, d in result.price_dates.items())
+        console.print(f"Prices dated by the files' PriceDate: {dated}.", markup=False)
+        if len(result.price_dates) == len(result.rows_kept):
+            return
     if result.file_dates:
         dates = sorted(set(result.file_dates.values()))
         span = dates[0].isoformat() + ("" if len(dates) == 1 else f" … {dates[-1].isoformat()}")
@@ -558,3 +566,7 @@ def update(  # noqa: PLR0917 - typer passes options positionally
         )
     result = install_user_catalog(catalog_dir or paths.user_catalog_dir(), inputs, today=today)
     _report_install(result, json_out, f"Downloaded schema v{version}")
+
+
+# `catalog fetch aliyun|tencent`: the Chinese clouds' own price APIs (cli/catalog_fetch.py)
+app.command("fetch")(_fetch)

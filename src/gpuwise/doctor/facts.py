@@ -3,13 +3,14 @@
 
 A field that is None was not gathered (the check did not run); an empty tuple was gathered and held nothing.
 What could not be read is said in `Facts.unreadable`, never silently skipped. Pure data: no I/O here, and
-nothing imported beyond the standard library and `gpuwise.gpu.sample`.
+nothing imported beyond the standard library, `gpuwise.gpu.sample` and the NPU facts (`gpuwise.doctor.npu`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpuwise.doctor.npu import NpuFacts
 from gpuwise.gpu.sample import Snapshot
 
 
@@ -150,3 +151,4 @@ class Facts:
     unreadable: tuple[str, ...] = ()  # "kernel log: dmesg: Operation not permitted"
     problems: tuple[ParseProblem, ...] = ()  # parts of a recording that could not be read
     replay_path: str | None = None
+    npu: NpuFacts | None = None  # Huawei Ascend NPUs (`npu-smi info`); None = no npu-smi, not checked

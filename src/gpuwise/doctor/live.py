@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpuwise.doctor import framework_probe, gather
+from gpuwise.doctor import framework_probe, gather, npu_live
 from gpuwise.doctor.facts import DriverFacts, Facts, GpuFacts, SpaceFacts
 
 
@@ -89,6 +89,7 @@ def gather_facts(options: LiveOptions) -> Facts:
             "container": lambda: gather.gather_container(root),
             "listening": lambda: gather.gather_listening(proc),
             "keys": lambda: gather.gather_ssh_keys(options.home),
+            "npu": npu_live.gather_npu,  # Huawei Ascend: only where npu-smi is installed
         }
     )
     unreadable: list[str] = []
@@ -133,6 +134,7 @@ def gather_facts(options: LiveOptions) -> Facts:
         ssh_keys=take("keys"),
         system=system,
         unreadable=tuple(unreadable),
+        npu=take("npu"),
     )
 
 

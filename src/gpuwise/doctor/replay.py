@@ -37,6 +37,15 @@ def facts_from_recording(recording: Recording, path: str) -> Facts:
 
 def load_replay_facts(path: Path) -> Facts:
     """Read a recording and turn it into facts. Raises ReplayError for a path that is no recording."""
+    from gpuwise.doctor.npu_live import read_npu_recording
     from gpuwise.gpu.replay import load_recording
 
+    npu = read_npu_recording(path)  # an Ascend machine's `npu-smi info`: the NPU rules, no GPU ones
+    if npu is not None:
+        problems = [ParseProblem(str(path), p) for p in npu.problems]
+        if not npu.chips:
+            problems.append(
+                ParseProblem(str(path), "npu-smi output without any NPU chip row that could be read")
+            )
+        return Facts(npu=npu, problems=tuple(problems), replay_path=str(path))
     return facts_from_recording(load_recording(path), str(path))

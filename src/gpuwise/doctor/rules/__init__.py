@@ -10,7 +10,8 @@ This package holds the rules by area; this module is their registry (`RULES`, ru
 titles and fix texts as data), `replay` (the recording itself), `driver` (kernel module, library, reader
 errors), `gpu_health` (per-GPU state: lost, throttling, ECC, row remapping, PCIe, persistence, fans; Xid
 events), `frameworks` (CUDA runtime vs driver, PyTorch builds, framework probes), `system` (container GPU
-access, /dev/shm, disk space), `security` (exposed Jupyter and services, sshd settings, key permissions).
+access, /dev/shm, disk space), `security` (exposed Jupyter and services, sshd settings, key permissions),
+`npu` (Huawei Ascend NPUs from npu-smi: what can and cannot be checked there).
 
 Must not import anything beyond the standard library and gpuwise's own pure modules.
 """
@@ -33,6 +34,7 @@ from gpuwise.doctor.rules.gpu_health import (
     check_throttle,
     check_xid,
 )
+from gpuwise.doctor.rules.npu import NPU_IDS, check_npu, without_nvidia_absence
 from gpuwise.doctor.rules.replay import check_replay
 from gpuwise.doctor.rules.security import check_jupyter, check_keys, check_sshd
 from gpuwise.doctor.rules.system import check_container, check_disks, check_shm
@@ -45,6 +47,7 @@ def diagnose(facts: Facts, tables: Tables) -> list[Finding]:
     findings: list[Finding] = []
     for rule in RULES:
         findings.extend(rule(facts, tables))
+    findings = without_nvidia_absence(findings, facts)  # an Ascend-only machine has no NVIDIA GPU to miss
     return sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.id))
 
 
@@ -84,6 +87,7 @@ RULES: tuple[Callable[[Facts, Tables], list[Finding]], ...] = (
     check_jupyter,
     check_sshd,
     check_keys,
+    check_npu,
 )
 
 # The ids the rules can raise; docs/json.md names the first block, the rest are gpuwise's own extensions.
@@ -114,6 +118,7 @@ FINDING_IDS = (
     "system.disk_low",
     "security.service_exposed",
     "security.ssh_root_login",
+    *NPU_IDS,
 )
 
 

@@ -1,0 +1,287 @@
+"""Alibaba Cloud (Aliyun) ECS: GPU instance types per region with pay-as-you-go and spot prices.
+
+Calls, all of ECS API version 2014-05-26 (the response shapes are recorded in
+tests/fixtures/cn_clouds/aliyun with the reference page of each):
+
+- ``DescribeRegions``: the regions the account can use (an asked region must be one of them);
+- ``DescribeInstanceTypes`` (paged, ``MinimumGPUAmount=1``): every GPU type with its GPU model
+  (``GPUSpec``), count, per-GPU memory in GiB, vCPUs and memory;
+- per region ``DescribeAvailableResource`` (pay-as-you-go instance types on sale, per zone);
+- per type ``DescribePrice`` (``PriceUnit=Hour``): the hourly pay-as-you-go price the account would pay
+  (``TradePrice``, account discounts applied) of the instance type alone (its ``instanceType`` detail, so
+  the default system disk is not counted) and its currency;
+- per type ``DescribeSpotPriceHistory``: the newest spot price per zone.
+
+A type whose GPU gpuwise cannot name is left out and counted (never guessed); a type whose price call fails
+is left out of that region with a warning; a region whose listing fails is a warning and the rest go on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import date, timedelta
+from typing import Any
+
+from gpuwise.catalog.cn_families import gpu_for
+from gpuwise.catalog.fetch.common import (
+    Api,
+    ApiError,
+    FetchedRow,
+    FetchResult,
+    FetchWarnings,
+    api_failure,
+    check_regions,
+    credentials,
+    for_each_region,
+    gpu_from_name,
+    items,
+    number,
+    with_memory_variant,
+)
+from gpuwise.errors import ConfigError
+
+CLOUD = "Alibaba Cloud"
+ENV_NAMES = ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET")
+CREDENTIALS_DOC = "https://www.alibabacloud.com/help/en/sdk/developer-reference/configure-the-alibaba-cloud-accesskey-environment-variable-on-linux-macos-and-windows-systems"
+# The endpoint the region list is asked of (any region answers DescribeRegions).
+_HOME_REGION = "cn-hangzhou"
+_PAGE = 100  # DescribeInstanceTypes' MaxResults limit since 2023-11-15 (its API reference)
+# Error codes that mean the key itself is refused (Alibaba Cloud's common error codes).
+_AUTH_CODES = (
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "Forbidden",
+    "NoPermission",
+    "InvalidSecurityToken",
+)
+
+
+def is_auth_code(code: str) -> bool:
+    return code.startswith(_AUTH_CODES)
+
+
+def fetch(api: Api, regions: list[str], *, today: date) -> FetchResult:
+    """Every GPU instance type on sale in ``regions`` (all the account's regions when empty)."""
+    warnings = FetchWarnings()
+    try:
+        listed = items(_call(api, "DescribeRegions", None, {}), "Regions", "Region")
+        wanted = check_regions(regions, [str(r.get("RegionId", "")) for r in listed], cloud=CLOUD)
+        types = _gpu_types(api, warnings)
+    except ApiError as exc:
+        raise api_failure(CLOUD, exc) from exc
+
+    def one(region: str) -> list[FetchedRow]:
+        return _region_rows(api, region, types, today, warnings)
+
+    rows, answered = for_each_region(wanted, one, warnings, cloud=CLOUD)
+    return FetchResult(
+        provider="aliyun",
+        price_date=today,
+        rows=tuple(rows),
+        regions=tuple(answered),
+        warnings=tuple(warnings.lines),
+        skipped=dict(warnings.skipped),
+    )
+
+
+def _call(api: Api, action: str, region: str | None, params: Mapping[str, Any]) -> Mapping[str, Any]:
+    try:
+        return api.call(action, region, params)
+    except ApiError as exc:
+        exc.auth = exc.auth or is_auth_code(exc.code)
+        raise
+
+
+def _gpu_types(api: Api, warnings: FetchWarnings) -> dict[str, FetchedRow]:
+    """GPU instance types by id, as region-less rows (prices and places are filled per region)."""
+    found: dict[str, FetchedRow] = {}
+    token = ""
+    for _ in range(1000):  # bounded: 100 000 types is far beyond any cloud's list
+        params: dict[str, Any] = {"MaxResults": _PAGE, "MinimumGPUAmount": 1}
+        if token:
+            params["NextToken"] = token
+        page = _call(api, "DescribeInstanceTypes", _HOME_REGION, params)
+        for item in items(page, "InstanceTypes", "InstanceType"):
+            row = _type_row(item, warnings)
+            if row is not None:
+                found[row.instance_type] = row
+        token = str(page.get("NextToken") or "")
+        if not token:
+            break
+    return found
+
+
+def _type_row(item: Mapping[str, Any], warnings: FetchWarnings) -> FetchedRow | None:
+    count = number(item.get("GPUAmount"))
+    type_id = str(item.get("InstanceTypeId", "")).strip()
+    if not type_id or count is None or count <= 0:
+        return None
+    spec = str(item.get("GPUSpec", "")).strip()
+    per_gpu = number(item.get("GPUMemorySize"))
+    gpu = gpu_from_name(spec) if spec else None
+    if gpu is None:
+        # the API's GPU name is not one gpuwise knows: the bundled family table may still say it
+        gpu, why = gpu_for("aliyun", type_id)
+        if gpu is None:
+            warnings.skip(f"GPU not known to gpuwise: {spec or 'not said'} ({why})")
+            return None
+    return FetchedRow(
+        instance_type=type_id,
+        gpu=with_memory_variant(gpu, per_gpu),
+        gpu_count=count,
+        gpu_memory_gib=per_gpu if per_gpu else None,
+        vcpus=number(item.get("CpuCoreCount")),
+        memory_gib=number(item.get("MemorySize")),
+        price_per_hour=None,
+        spot_price_per_hour=None,
+        currency="",
+        region="",
+        zone=None,
+    )
+
+
+def _on_sale(api: Api, region: str) -> dict[str, list[str]]:
+    """Instance type -> zones of ``region`` where it is on sale pay-as-you-go."""
+    doc = _call(
+        api,
+        "DescribeAvailableResource",
+        region,
+        {"RegionId": region, "DestinationResource": "InstanceType", "InstanceChargeType": "PostPaid"},
+    )
+    zones: dict[str, list[str]] = {}
+    for zone in items(doc, "AvailableZones", "AvailableZone"):
+        zone_id = str(zone.get("ZoneId", ""))
+        for resource in items(zone, "AvailableResources", "AvailableResource"):
+            for supported in items(resource, "SupportedResources", "SupportedResource"):
+                if supported.get("Status") == "Available" and zone_id:
+                    zones.setdefault(str(supported.get("Value", "")), []).append(zone_id)
+    return zones
+
+
+def _region_rows(
+    api: Api, region: str, types: dict[str, FetchedRow], today: date, warnings: FetchWarnings
+) -> list[FetchedRow]:
+    rows: list[FetchedRow] = []
+    for type_id, zones in sorted(_on_sale(api, region).items()):
+        base = types.get(type_id)
+        if base is None:
+            continue  # not a GPU type (or one whose GPU is not known, counted once above)
+        try:
+            price, currency = _price(api, region, type_id)
+        except ApiError as exc:
+            if exc.auth:
+                raise
+            warnings.warn(f"{region} {type_id}: no pay-as-you-go price ({exc})")
+            continue
+        spots = _spot_prices(api, region, type_id, today, warnings)
+        for zone in zones:
+            rows.append(
+                replace(
+                    base,
+                    price_per_hour=price,
+                    spot_price_per_hour=spots.get(zone),
+                    currency=currency,
+                    region=region,
+                    zone=zone,
+                )
+            )
+    return rows
+
+
+def _price(api: Api, region: str, type_id: str) -> tuple[float | None, str]:
+    doc = _call(
+        api,
+        "DescribePrice",
+        region,
+        {"RegionId": region, "ResourceType": "instance", "InstanceType": type_id, "PriceUnit": "Hour"},
+    )
+    info = doc.get("PriceInfo")
+    price = info.get("Price") if isinstance(info, Mapping) else None
+    if not isinstance(price, Mapping):
+        raise ApiError("", "the price response has no PriceInfo.Price")
+    currency = str(price.get("Currency") or "").strip().upper()
+    if not currency:
+        raise ApiError("", "the price response names no currency")
+    for detail in items(price, "DetailInfos", "DetailInfo"):
+        if str(detail.get("Resource", "")).lower() == "instancetype":
+            return number(detail.get("TradePrice")), currency
+    return number(price.get("TradePrice")), currency
+
+
+def _spot_prices(
+    api: Api, region: str, type_id: str, today: date, warnings: FetchWarnings
+) -> dict[str, float]:
+    """Zone -> the newest spot price of the last day; empty when the type has no spot market there."""
+    start = (today - timedelta(days=1)).isoformat() + "T00:00:00Z"
+    try:
+        doc = _call(
+            api,
+            "DescribeSpotPriceHistory",
+            region,
+            {"RegionId": region, "InstanceType": type_id, "NetworkType": "vpc", "StartTime": start},
+        )
+    except ApiError as exc:
+        if exc.auth:
+            raise
+        warnings.warn(f"{region} {type_id}: no spot price ({exc})")
+        return {}
+    newest: dict[str, tuple[str, float]] = {}
+    for point in items(doc, "SpotPrices", "SpotPriceType"):
+        zone = str(point.get("ZoneId", ""))
+        value = number(point.get("SpotPrice"))
+        stamp = str(point.get("Timestamp", ""))
+        if zone and value is not None and (zone not in newest or stamp > newest[zone][0]):
+            newest[zone] = (stamp, value)
+    return {zone: value for zone, (_, value) in newest.items()}
+
+
+# ---------------------------------------------------------------- the SDK adapter
+
+
+class SdkApi:
+    """:class:`Api` over Alibaba Cloud's core Python SDK (``aliyun-python-sdk-core``, the
+    ``gpuwise[aliyun]`` extra): its generic ``CommonRequest``, one RPC call per action."""
+
+    def __init__(self, key_id: str, secret: str) -> None:
+        try:
+            from aliyunsdkcore.client import AcsClient
+        except ImportError as exc:
+            raise ConfigError(
+                "The Alibaba Cloud SDK is not installed",
+                fix="pip install 'gpuwise[aliyun]' (it installs aliyun-python-sdk-core)",
+            ) from exc
+        self._client = AcsClient(key_id, secret, _HOME_REGION)
+
+    def call(self, action: str, region: str | None, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        from aliyunsdkcore.acs_exception.exceptions import ClientException, ServerException
+        from aliyunsdkcore.request import CommonRequest
+
+        request = CommonRequest()
+        request.set_accept_format("json")
+        request.set_domain(f"ecs.{region}.aliyuncs.com" if region else "ecs.aliyuncs.com")
+        request.set_method("POST")
+        request.set_version("2014-05-26")
+        request.set_action_name(action)
+        for key, value in params.items():
+            request.add_query_param(key, str(value))
+        try:
+            body = self._client.do_action_with_exception(request)
+        except ServerException as exc:
+            raise ApiError(str(exc.get_error_code()), str(exc.get_error_msg())) from exc
+        except ClientException as exc:
+            raise ApiError(str(exc.get_error_code()), str(exc.get_error_msg())) from exc
+        doc = json.loads(body)
+        if not isinstance(doc, dict):
+            raise ApiError("", f"{action} answered something other than a JSON object")
+        return doc
+
+
+def sdk_api(env: Mapping[str, str] | None = None) -> SdkApi:
+    """The real API with the credentials from the environment (bad input when they are missing)."""
+    key_id, secret = credentials(
+        os.environ if env is None else env, ENV_NAMES, cloud=CLOUD, doc=CREDENTIALS_DOC
+    )
+    return SdkApi(key_id, secret)
