@@ -143,6 +143,9 @@ def option_to_dict(o: Option) -> dict[str, Any]:
         "commitment_months": o.commitment_months,
         "break_even_hours_per_month": o.break_even_hours_per_month,
         "reserved_kind": o.reserved_kind,
+        # serving: what one request sees, and the cost in the unit serving is priced in
+        "latency": o.latency,
+        "usd_per_1m_output_tokens": o.unit_costs.get("per 1M output tokens"),
     }
 
 
