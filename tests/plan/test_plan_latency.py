@@ -99,3 +99,16 @@ def test_the_2s_chat_example_plans_only_configurations_that_meet_it(
         assert o["latency"]["ttft_s"] <= 0.5
         assert o["usd_per_1m_output_tokens"] == pytest.approx(o["cost_per_unit_usd"]["per 1M output tokens"])
         assert o["usd_per_1m_output_tokens"] > 0
+
+
+def test_prototype_phase_is_not_held_to_the_services_latency_targets(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The smoke test runs one request at a time on one GPU (3 s per 100-token answer for a 70B model on
+    one H100): holding it to the service's 2 s would reject every single GPU and plan nothing."""
+    example = str(REPO / "examples/llama3-70b-chat-2s.toml")
+    assert main(["plan", example, "--phase", "prototype", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["options"]
+    assert "over_latency" not in doc["rejected"]
+    assert any("latency targets apply to the service" in a for a in doc["notes"])
