@@ -112,3 +112,13 @@ def test_prototype_phase_is_not_held_to_the_services_latency_targets(
     assert doc["options"]
     assert "over_latency" not in doc["rejected"]
     assert any("latency targets apply to the service" in a for a in doc["notes"])
+
+
+def test_table_and_pick_show_what_one_request_sees(capsys: pytest.CaptureFixture[str]) -> None:
+    example = str(REPO / "examples/llama3-70b-chat-2s.toml")
+    assert main(["plan", example, "--top", "2"]) == 0
+    table = capsys.readouterr().out
+    assert "s/req" in table
+    assert "TTFT" in table
+    assert main(["plan", example, "--pick", "1"]) == 0
+    assert "per request: first token" in capsys.readouterr().out
