@@ -23,7 +23,7 @@ from gpuwise.catalog.specs import resolve_gpu
 from gpuwise.cli.main import main
 from gpuwise.estimate import estimate
 from gpuwise.estimate.models import Estimate
-from gpuwise.estimate.serving import Latency, ReplicaTimes, latency
+from gpuwise.estimate.serving import Latency, ReplicaTimes, largest, latency, meets
 from gpuwise.workload import parse_workload
 from gpuwise.workload.spec import Workload
 
@@ -217,6 +217,41 @@ def test_nim_saturation_at_concurrency_100_is_a_kv_cache_that_does_not_fit() -> 
     row = ROWS[3]
     assert _estimate(row, concurrency=50).fits
     assert not _estimate(row, concurrency=100).fits
+    lat = _estimate(row).latency
+    assert lat is not None
+    assert lat.max_concurrency_in_memory is not None
+    assert 50 <= lat.max_concurrency_in_memory < 100
+
+
+def test_the_most_requests_in_flight_that_meet_the_targets() -> None:
+    """ "How do I get to 2 s?" answered in concurrency: at the reported limit the example meets its
+    targets, one more request in flight per replica misses one."""
+    work = _example("llama3-70b-chat-2s.toml")
+    h100 = resolve_gpu("H100")
+    lat = estimate(work, h100, 4).latency
+    assert lat is not None
+    n = lat.max_concurrency_within_targets
+    assert n is not None and 8 <= n < (lat.max_concurrency_in_memory or 0)
+
+    inf = work.inference
+    assert inf is not None
+
+    def at(c: int) -> Latency:
+        changed = work.model_copy(update={"inference": inf.model_copy(update={"concurrency": c})})
+        found = estimate(changed, h100, 4).latency
+        assert found is not None
+        return found
+
+    assert meets(at(n), 2.0, 0.5)
+    assert not meets(at(n + 1), 2.0, 0.5)
+    no_targets = estimate(_example("llama3-70b-serving.toml"), h100, 8).latency
+    assert no_targets is not None
+    assert no_targets.max_concurrency_within_targets is None
+
+
+@pytest.mark.parametrize("threshold", [0, 1, 2, 37, 4095, 4096])
+def test_largest_finds_the_last_true(threshold: int) -> None:
+    assert largest(lambda n: n <= threshold) == threshold
 
 
 def _times(prefill: float = 0.3, alone: float = 0.32, output: int = 200) -> ReplicaTimes:
@@ -256,6 +291,7 @@ def test_more_tensor_parallelism_lowers_latency_on_the_2s_example() -> None:
     """The 2-second chat example: TP 2 misses the target on H100s, TP 4 meets it (NIM's TP2 ITL of
     18.58 ms alone makes 100 tokens 1.86 s before any prompt)."""
     work = _example("llama3-70b-chat-2s.toml")
+    assert work.inference is not None
     tp2 = work.model_copy(update={"inference": work.inference.model_copy(update={"tensor_parallel": 2})})
     h100 = resolve_gpu("H100")
     slow, fast = estimate(tp2, h100, 2).latency, estimate(work, h100, 4).latency
@@ -285,7 +321,14 @@ def test_estimate_json_carries_latency_for_serving_only(capsys: pytest.CaptureFi
 def test_estimate_table_shows_latency(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["estimate", str(REPO / "examples/llama3-70b-chat-2s.toml"), "--gpu", "H100:4"]) == 0
     out = capsys.readouterr().out
-    for phrase in ("time to first token", "time per output token", "end to end", "single stream"):
+    for phrase in (
+        "time to first token",
+        "time per output token",
+        "end to end",
+        "single stream",
+        "most requests in flight",
+        "meet the latency targets",
+    ):
         assert phrase in out
 
 

@@ -191,6 +191,14 @@ def _latency_rows(perf: Any, lat: Latency) -> None:
     perf.add_row("  time to first token", f"{lat.ttft_s * 1000:,.0f} ms")
     perf.add_row("  time per output token", per_token)
     perf.add_row("  one request, end to end", f"{lat.request_s:,.2f} s")
+    if lat.max_concurrency_in_memory is not None:
+        perf.add_row("most requests in flight that fit", f"{lat.max_concurrency_in_memory:,} per replica")
+    if lat.max_concurrency_within_targets is not None:
+        within = lat.max_concurrency_within_targets
+        perf.add_row(
+            "  and meet the latency targets",
+            f"{within:,} per replica" if within else "[red]none: not even one request alone[/]",
+        )
     one = lat.single_stream
     if one is not None and lat.concurrency > 1:
         perf.add_row("single stream: first token", f"{one.ttft_s * 1000:,.0f} ms")

@@ -19,7 +19,7 @@ from gpuwise.estimate.infeasible import impossible
 from gpuwise.estimate.model_math import matmul_params
 from gpuwise.estimate.models import Estimate, MemoryBreakdown
 from gpuwise.estimate.notes import Notes
-from gpuwise.estimate.serving import QUEUE_MODEL, ReplicaTimes, latency, latency_note
+from gpuwise.estimate.serving import QUEUE_MODEL, Latency, ReplicaTimes, largest, latency, latency_note, meets
 from gpuwise.units import GIB
 from gpuwise.workload.spec import InferenceSpec, Workload
 
@@ -198,7 +198,7 @@ def _prefill_and_decode(
     # A prompt prefilled by itself still reads every local weight once (short prompts are memory-bound).
     alone_s = max(prefill_s, weights / (s.bw * bw_eff)) + step.overhead(1)
     times = ReplicaTimes(prefill_s, alone_s, step.seconds, inf.output_tokens)
-    lat = latency(times, concurrency=c, batching=inf.batching)
+    lat = _with_limits(s, latency(times, concurrency=c, batching=inf.batching), times)
     if inf.batching == "continuous" and c > 1:
         notes.const(QUEUE_MODEL)
     notes.add(latency_note(lat))
@@ -213,6 +213,31 @@ def _prefill_and_decode(
         s, thr_total=thr_total, total_units=total_out, mfu=mfu, bottleneck=bottleneck, details=details
     )
     return replace(est, latency=lat)
+
+
+def _with_limits(s: _Serving, lat: Latency, times: ReplicaTimes) -> Latency:
+    """`lat` with the most requests in flight per replica that fit in memory (outside the allocator's
+    margin, as the fit verdict reads it) and, when the workload sets latency targets, that also meet them."""
+    margin = MEM.TIGHT_MARGIN.value
+
+    def fits(n: int) -> bool:
+        mem, _, _ = _memory(s.w, s.inf.model_copy(update={"concurrency": n}), Notes())
+        return mem.total <= s.capacity * (1 - margin)
+
+    in_memory = largest(fits)
+    targets = s.w.constraints
+    if targets.max_latency_s is None and targets.max_ttft_s is None:
+        return replace(lat, max_concurrency_in_memory=in_memory)
+    batching = s.inf.batching
+    within = largest(
+        lambda n: (
+            n <= in_memory
+            and meets(
+                latency(times, concurrency=n, batching=batching), targets.max_latency_s, targets.max_ttft_s
+            )
+        )
+    )
+    return replace(lat, max_concurrency_in_memory=in_memory, max_concurrency_within_targets=within)
 
 
 class _DecodeStep:

@@ -48,6 +48,11 @@ class Latency:
     tpot_s: float  # mean time between output tokens after the first (vLLM's TPOT, NIM's ITL)
     request_s: float  # request sent -> last output token = ttft_s + (output_tokens - 1) · tpot_s
     single_stream: Latency | None = None  # the same replica serving one request at a time
+    # the most requests in flight per replica whose KV cache still fits (outside the allocator's margin)
+    max_concurrency_in_memory: int | None = None
+    # the most requests in flight per replica that meet the workload's latency targets and fit; 0: not even
+    # one (None: no target given)
+    max_concurrency_within_targets: int | None = None
 
     @property
     def tokens_per_s_per_request(self) -> float:
@@ -66,6 +71,10 @@ class Latency:
         }
         if self.single_stream is not None:
             out["single_stream"] = self.single_stream.to_json()
+        if self.max_concurrency_in_memory is not None:
+            out["max_concurrency_in_memory"] = self.max_concurrency_in_memory
+        if self.max_concurrency_within_targets is not None:
+            out["max_concurrency_within_targets"] = self.max_concurrency_within_targets
         return out
 
 
@@ -120,6 +129,28 @@ def _at(times: ReplicaTimes, c: int, batching: str) -> Latency:
         ttft = times.prefill_alone_s + wait + step / 2  # joins at the end of the running step
         tpot = step + others / max(later, 1)
     return Latency(c, batching, ttft, tpot, ttft + later * tpot)
+
+
+def meets(lat: Latency, max_latency_s: float | None, max_ttft_s: float | None) -> bool:
+    """Whether `lat` meets both targets (an absent target is met)."""
+    return (max_latency_s is None or lat.request_s <= max_latency_s) and (
+        max_ttft_s is None or lat.ttft_s <= max_ttft_s
+    )
+
+
+def largest(ok: Callable[[int], bool], limit: int = 4096) -> int:
+    """The largest n in [1, limit] with ok(n), for an `ok` that holds up to a point and fails beyond it
+    (latency and memory both grow with concurrency); 0 when ok(1) fails. Bisection: ~12 calls."""
+    if not ok(1):
+        return 0
+    lo, hi = 1, limit + 1  # ok(lo) holds; ok(hi) is taken to fail
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def latency_note(lat: Latency) -> str:
