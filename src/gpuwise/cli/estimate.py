@@ -11,12 +11,13 @@ imported inside the command.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 if TYPE_CHECKING:
     from gpuwise.estimate.models import Estimate
+    from gpuwise.estimate.serving import Latency
 
 
 def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
@@ -189,8 +190,32 @@ def _render(est: Estimate, path: str, name: str) -> None:
             perf.add_row("real-time factor", f"{rtfx:,.0f}× real time (RTF {1 / rtfx:.4f})")
         if est.meets_target is not None:
             perf.add_row("meets target rate", "yes" if est.meets_target else "[red]no[/]")
+        if est.latency is not None:
+            _latency_rows(perf, est.latency)
     perf.add_row("bottleneck", est.bottleneck.replace("_", " "))
     console.print(perf)
     console.print("[bold]Assumptions[/]")
     for line in est.assumptions:
         console.print(f"  • {line}", soft_wrap=False, markup=False)  # sources quote [brackets] verbatim
+
+
+def _latency_rows(perf: Any, lat: Latency) -> None:
+    """Serving: what one request sees at the workload's concurrency, then alone on the replica."""
+    per_token = f"{lat.tpot_s * 1000:,.1f} ms ({lat.tokens_per_s_per_request:,.0f} tokens/s)"
+    perf.add_row(f"per request at concurrency {lat.concurrency}", f"{lat.batching} batching")
+    perf.add_row("  time to first token", f"{lat.ttft_s * 1000:,.0f} ms")
+    perf.add_row("  time per output token", per_token)
+    perf.add_row("  one request, end to end", f"{lat.request_s:,.2f} s")
+    if lat.max_concurrency_in_memory is not None:
+        perf.add_row("most requests in flight that fit", f"{lat.max_concurrency_in_memory:,} per replica")
+    if lat.max_concurrency_within_targets is not None:
+        within = lat.max_concurrency_within_targets
+        perf.add_row(
+            "  and meet the latency targets",
+            f"{within:,} per replica" if within else "[red]none: not even one request alone[/]",
+        )
+    one = lat.single_stream
+    if one is not None and lat.concurrency > 1:
+        perf.add_row("single stream: first token", f"{one.ttft_s * 1000:,.0f} ms")
+        perf.add_row("  per output token", f"{one.tpot_s * 1000:,.1f} ms")
+        perf.add_row("  end to end", f"{one.request_s:,.2f} s")

@@ -129,6 +129,8 @@ def _hours_cell(o: Option) -> str:
     hours = hours_text(o.hours)
     if o.hours_low is not None and o.hours_high is not None and o.hours_high > o.hours_low:
         hours += f"\n[dim]{_span(hours_text(o.hours_low), hours_text(o.hours_high))}[/]"
+    if o.latency is not None:  # serving: what one request sees
+        hours += f"\n{o.latency['request_s']:,.2f} s/req\n[dim]TTFT {o.latency['ttft_s'] * 1000:,.0f} ms[/]"
     return hours
 
 
@@ -177,7 +179,14 @@ def _legend(result: PlanResult) -> None:
         f"A date ending in ?: the source gives none (collection date shown); !: over "
         f"{result.stale_after_days} days old (by the collection date when undated). free: GPU memory "
         "left per GPU; bound: the bottleneck. N regions: the same offer, price and total in several "
-        "regions, shown once. --pick N prints row N in full.[/]",
+        "regions, shown once. --pick N prints row N in full."
+        + (
+            " s/req and TTFT: one request's end-to-end time and time to first token at the workload's "
+            "concurrency."
+            if any(o.latency is not None for o in result.options[:1])
+            else ""
+        )
+        + "[/]",
         soft_wrap=True,
     )
 

@@ -8,7 +8,7 @@ efficiency; every constant is cited in constants.py or memory_constants.py and n
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuwise.catalog.models import GpuSpec
 from gpuwise.estimate import constants as K  # noqa: N812 - K is the constants table, read everywhere
@@ -19,6 +19,7 @@ from gpuwise.estimate.infeasible import impossible
 from gpuwise.estimate.model_math import matmul_params
 from gpuwise.estimate.models import Estimate, MemoryBreakdown
 from gpuwise.estimate.notes import Notes
+from gpuwise.estimate.serving import QUEUE_MODEL, Latency, ReplicaTimes, largest, latency, latency_note, meets
 from gpuwise.units import GIB
 from gpuwise.workload.spec import InferenceSpec, Workload
 
@@ -143,22 +144,6 @@ def _efficiencies(
     bw_eff = calibration.memory_bandwidth_fraction * notes.const(K.DECODE_EFF_PER_BANDWIDTH_FRACTION)
     notes.add(f"calibration {calibration.source}: measured memory bandwidth{where} replaces the default")
     return prefill_eff, bw_eff
-    here = calibration.applies_to(gpu.name)
-    ref = calibration.reference
-    if not here and not (calibration.same_generation(gpu) and ref is not None):
-        return prefill_eff, bw_eff
-    # Both defaults are the same for every GPU, so on another GPU of the measured generation the measured
-    # ratio to the default gives the measured figure itself; only the label differs.
-    where = (
-        "" if here or ref is None else f" on {ref.name} (same {ref.architecture} generation, ratio applied)"
-    )
-    frac = calibration.gemm_fraction.get(used) or calibration.gemm_fraction.get("bf16")
-    if frac:
-        prefill_eff = frac * K.TRAIN_EFF_PER_GEMM_FRACTION.value / 0.67 * 0.8
-    if calibration.memory_bandwidth_fraction:
-        bw_eff = calibration.memory_bandwidth_fraction * notes.const(K.DECODE_EFF_PER_BANDWIDTH_FRACTION)
-        notes.add(f"calibration {calibration.source}: measured memory bandwidth{where} replaces the default")
-    return prefill_eff, bw_eff
 
 
 def _per_sample(s: _Serving, *, used: str, weights: float, bw_eff: float) -> Estimate:
@@ -192,31 +177,14 @@ def _prefill_and_decode(
 ) -> Estimate:
     """A transformer replica serves cohorts of `concurrency` requests: every prompt prefilled, then
     output_tokens decode steps, each bound by streaming weights + KV cache or by compute, plus overhead."""
-    m, inf, gpu, notes = s.w.arch, s.inf, s.gpu, s.notes
-    tp = inf.tensor_parallel
-    gpn = math.ceil(s.count / s.nodes)
-    layers = m.layers or 0
+    m, inf, notes = s.w.arch, s.inf, s.notes
     c = inf.concurrency
     n_act = matmul_params(m)
-    qd = (m.heads or 1) * m.n_head_dim
-    # Prefill: 2N per prompt token + causal attention.
     p = inf.prompt_tokens
-    prefill_flops = 2 * n_act * p + 2 * layers * qd * p * p
-    prefill_s = prefill_flops / (tp * s.peak * prefill_eff)
-    # Decode: stream local weights + the KV of every sequence per step; compute for c tokens.
-    ctx_avg = p + inf.output_tokens / 2
-    step_bytes = weights + kv_per_token * ctx_avg * c
-    mem_s = step_bytes / (s.bw * bw_eff)
-    step_flops = (2 * n_act * c + 4 * layers * qd * ctx_avg * c) / tp
-    comp_s = step_flops / (s.peak * prefill_eff)
-    overhead_s = notes.const(K.DECODE_STEP_OVERHEAD_S)
-    if tp > 1:
-        lat = notes.const(K.TP_LAYER_LATENCY_S)
-        link = (
-            intra_node_bytes_per_s(gpu, notes) if tp <= gpn else inter_node_bytes_per_s(gpu, gpn, notes) / gpn
-        )
-        overhead_s += 2 * layers * (lat + 2 * (tp - 1) / tp * c * (m.hidden or 0) * 2 / link)
-    step_s = max(mem_s, comp_s) + overhead_s
+    step = _DecodeStep(s, weights=weights, kv_per_token=kv_per_token, prefill_eff=prefill_eff, bw_eff=bw_eff)
+    # Prefill: 2N per prompt token + causal attention.
+    prefill_s = step.prefill_flops() / (inf.tensor_parallel * s.peak * prefill_eff)
+    mem_s, comp_s, step_s = step.parts(c)
     cohort_s = c * prefill_s + inf.output_tokens * step_s
     thr_replica = c * inf.output_tokens / cohort_s
     bottleneck = "memory_bandwidth" if mem_s >= comp_s else "compute"
@@ -227,6 +195,13 @@ def _prefill_and_decode(
     notes.add(
         "decode step = max(weights + KV read at the bandwidth efficiency, 2·N·concurrency FLOPs) + overhead"
     )
+    # A prompt prefilled by itself still reads every local weight once (short prompts are memory-bound).
+    alone_s = max(prefill_s, weights / (s.bw * bw_eff)) + step.overhead(1)
+    times = ReplicaTimes(prefill_s, alone_s, step.seconds, inf.output_tokens)
+    lat = _with_limits(s, latency(times, concurrency=c, batching=inf.batching), times)
+    if inf.batching == "continuous" and c > 1:
+        notes.const(QUEUE_MODEL)
+    notes.add(latency_note(lat))
     details = {
         "prefill_s": prefill_s,
         "decode_step_s": step_s,
@@ -234,9 +209,86 @@ def _prefill_and_decode(
         "decode_compute_s": comp_s,
         "replicas": float(s.replicas),
     }
-    return _inference_result(
+    est = _inference_result(
         s, thr_total=thr_total, total_units=total_out, mfu=mfu, bottleneck=bottleneck, details=details
     )
+    return replace(est, latency=lat)
+
+
+def _with_limits(s: _Serving, lat: Latency, times: ReplicaTimes) -> Latency:
+    """`lat` with the most requests in flight per replica that fit in memory (outside the allocator's
+    margin, as the fit verdict reads it) and, when the workload sets latency targets, that also meet them."""
+    margin = MEM.TIGHT_MARGIN.value
+
+    def fits(n: int) -> bool:
+        mem, _, _ = _memory(s.w, s.inf.model_copy(update={"concurrency": n}), Notes())
+        return mem.total <= s.capacity * (1 - margin)
+
+    in_memory = largest(fits)
+    targets = s.w.constraints
+    if targets.max_latency_s is None and targets.max_ttft_s is None:
+        return replace(lat, max_concurrency_in_memory=in_memory)
+    batching = s.inf.batching
+    within = largest(
+        lambda n: (
+            n <= in_memory
+            and meets(
+                latency(times, concurrency=n, batching=batching), targets.max_latency_s, targets.max_ttft_s
+            )
+        )
+    )
+    return replace(lat, max_concurrency_in_memory=in_memory, max_concurrency_within_targets=within)
+
+
+class _DecodeStep:
+    """One replica's decode step at n sequences: streaming the local weights and the KV cache of every
+    sequence, or computing n tokens, whichever is slower, plus the per-step and tensor-parallel overhead."""
+
+    def __init__(
+        self, s: _Serving, *, weights: float, kv_per_token: float, prefill_eff: float, bw_eff: float
+    ) -> None:
+        m, inf, gpu, notes = s.w.arch, s.inf, s.gpu, s.notes
+        self.s, self.weights, self.kv_per_token = s, weights, kv_per_token
+        self.prefill_eff, self.bw_eff = prefill_eff, bw_eff
+        self.layers = m.layers or 0
+        self.n_act = matmul_params(m)
+        self.qd = (m.heads or 1) * m.n_head_dim
+        self.ctx_avg = inf.prompt_tokens + inf.output_tokens / 2
+        self.overhead_s = notes.const(K.DECODE_STEP_OVERHEAD_S)
+        self.link = self.lat = 0.0
+        tp = inf.tensor_parallel
+        if tp > 1:
+            gpn = math.ceil(s.count / s.nodes)
+            self.lat = notes.const(K.TP_LAYER_LATENCY_S)
+            self.link = (
+                intra_node_bytes_per_s(gpu, notes)
+                if tp <= gpn
+                else inter_node_bytes_per_s(gpu, gpn, notes) / gpn
+            )
+
+    def prefill_flops(self) -> float:
+        p = self.s.inf.prompt_tokens
+        return 2 * self.n_act * p + 2 * self.layers * self.qd * p * p
+
+    def parts(self, c: int) -> tuple[float, float, float]:
+        """(memory-bound time, compute-bound time, step time) with c sequences."""
+        s, tp = self.s, self.s.inf.tensor_parallel
+        mem_s = (self.weights + self.kv_per_token * self.ctx_avg * c) / (s.bw * self.bw_eff)
+        step_flops = (2 * self.n_act * c + 4 * self.layers * self.qd * self.ctx_avg * c) / tp
+        comp_s = step_flops / (s.peak * self.prefill_eff)
+        return mem_s, comp_s, max(mem_s, comp_s) + self.overhead(c)
+
+    def overhead(self, c: int) -> float:
+        """Per-step time beyond the kernels: scheduling and sampling, and the tensor-parallel all-reduces
+        (two per layer, latency plus c tokens' activations over the link)."""
+        tp = self.s.inf.tensor_parallel
+        if tp == 1:
+            return self.overhead_s
+        hidden = self.s.w.arch.hidden or 0
+        return self.overhead_s + 2 * self.layers * (self.lat + 2 * (tp - 1) / tp * c * hidden * 2 / self.link)
+
+    def seconds(self, c: int) -> float:
+        return self.parts(c)[2]
 
 
 def _units_to_serve(inf: InferenceSpec, *, per_request: float) -> float:

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpuwise.units import GIB
+
+if TYPE_CHECKING:
+    from gpuwise.estimate.serving import Latency
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,8 @@ class Estimate:
     # Which stack's figures were used ("hf", "tuned", …) and where the range came from.
     stack: str = ""
     range_source: str = ""
+    # Serving a transformer: TTFT, TPOT and request time at the workload's concurrency (estimate/serving.py)
+    latency: Latency | None = None
 
     @property
     def throughput_total(self) -> float:
@@ -130,4 +136,5 @@ class Estimate:
             "meets_target": self.meets_target,
             "infeasible_reason": self.infeasible_reason,
             "details": dict(self.details),
+            "latency": self.latency.to_json() if self.latency is not None and runs else None,
         }

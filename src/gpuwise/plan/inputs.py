@@ -46,6 +46,8 @@ def constraints_from(workload: Any, *, canonical_gpu: Callable[[str], str] | Non
         gpus=gpus,
         max_gpus=c.max_gpus,
         max_nodes=c.max_nodes,
+        max_latency_s=getattr(c, "max_latency_s", None),
+        max_ttft_s=getattr(c, "max_ttft_s", None),
     )
 
 

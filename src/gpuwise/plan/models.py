@@ -35,6 +35,8 @@ REASONS = (
     "no_estimate",
     "does_not_fit",
     "below_target_rate",
+    "over_latency",
+    "over_ttft",
     "over_commitment",
     "over_deadline",
     "over_budget",
@@ -49,6 +51,8 @@ RELAXABLE = (
     "max_gpus",
     "pricing",
     "spot_not_allowed",
+    "over_latency",
+    "over_ttft",
     "over_commitment",
     "over_deadline",
     "over_budget",
@@ -83,6 +87,9 @@ class Constraints:
     # `--gpu NAME:N`: (canonical GPU, total GPU count or None for any count); None: no such request
     gpu_counts: tuple[tuple[str, int | None], ...] | None = None
     pricings: tuple[str, ...] | None = None  # `--spot` / `--on-demand`: the pricing models allowed
+    # serving: one request's end-to-end time and time to first token at the workload's concurrency, s
+    max_latency_s: float | None = None
+    max_ttft_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -167,6 +174,8 @@ class Option:
     commitment_months: float | None = None
     break_even_hours_per_month: float | None = None  # reserved beats on-demand above this
     reserved_kind: str | None = None
+    # serving: {"ttft_s", "tpot_s", "request_s"} at the workload's concurrency (None for other workloads)
+    latency: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,9 @@ def build_option(
         commitment_months=terms.months,
         break_even_hours_per_month=terms.break_even,
         reserved_kind=terms.kind,
+        latency=None
+        if est.latency is None
+        else {"ttft_s": est.latency.ttft_s, "tpot_s": est.latency.tpot_s, "request_s": est.latency.request_s},
     )
 
 

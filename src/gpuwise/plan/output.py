@@ -143,6 +143,9 @@ def option_to_dict(o: Option) -> dict[str, Any]:
         "commitment_months": o.commitment_months,
         "break_even_hours_per_month": o.break_even_hours_per_month,
         "reserved_kind": o.reserved_kind,
+        # serving: what one request sees, and the cost in the unit serving is priced in
+        "latency": o.latency,
+        "usd_per_1m_output_tokens": o.unit_costs.get("per 1M output tokens"),
     }
 
 
@@ -312,6 +315,12 @@ def option_full_text(o: Option, regions: Sequence[str], rank: int) -> list[str]:
         lines.append("    unknown, counted as $0: " + ", ".join(o.unknown_costs))
     for label, value in o.unit_costs.items():
         lines.append(f"  {money(value)} {label}")
+    if o.latency is not None:
+        lat = o.latency
+        lines.append(
+            f"  per request: first token {lat['ttft_s'] * 1000:,.0f} ms, {lat['tpot_s'] * 1000:,.1f} ms per "
+            f"output token, {lat['request_s']:,.2f} s end to end (at the workload's concurrency)"
+        )
     if o.commitment_usd is not None:
         lines.append(
             f"  reservation: {o.reserved_kind}; whole commitment {money(o.commitment_usd)} "

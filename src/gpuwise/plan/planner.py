@@ -49,7 +49,7 @@ from gpuwise.plan.models import (
 from gpuwise.plan.options import Kept, NoteCache, OptionList, build_option
 from gpuwise.plan.picks import choose_picks, pareto_flags, worth_renting
 from gpuwise.plan.rates import ProviderRates, rates_for, region_has_list_rates
-from gpuwise.plan.relax import RelaxTally, sorted_relaxations
+from gpuwise.plan.relax import RelaxTally, latency_fails, sorted_relaxations
 from gpuwise.plan.scope import Scope
 from gpuwise.plan.startup import Startup, startup_hours, startup_rates
 
@@ -202,6 +202,7 @@ class _Pass:
             node_fails = scope.node_fails(static, offer, nodes, case.fabric, single)
             est: Estimate | None = None
             est_fail: str | None = None  # what the estimate alone rules out, the same for every pricing
+            slow: tuple[str, ...] = ()  # the latency targets the estimate misses
             estimated = False
             for pricing, price in prices:
                 self.considered += 1
@@ -219,9 +220,15 @@ class _Pass:
                 if not estimated:
                     est, estimated = self._estimate(offer, nodes), True
                     est_fail = _estimate_fail(est, self.settings.service_hours)
+                    slow = latency_fails(_latency_pair(est), scope.constraints)
                 if est_fail is not None or est is None:
                     self._reject([*fails, est_fail or "no_estimate"], offer.gpu)
                     continue
+                if slow:  # a serving latency target missed: relaxable, like a budget
+                    fails = [*fails, *slow]
+                    if len(fails) >= 2:
+                        self._reject(fails, offer.gpu)
+                        continue
                 self._configuration(
                     case, nodes, pricing=pricing, price=price, fails=list(fails), est=est, verdict=verdict
                 )
@@ -236,14 +243,23 @@ class _Pass:
             self.dated_providers.add(offer.provider)
 
     def _reject(
-        self, fails: list[str], gpu: str, cost: float | None = None, hours: float | None = None
+        self,
+        fails: list[str],
+        gpu: str,
+        cost: float | None = None,
+        hours: float | None = None,
+        est: Estimate | None = None,
     ) -> None:
         """Count the configuration under its first failing reason; tally it for the "nothing qualifies"
-        answer when that is its only reason."""
+        answer when that is its only reason (with the latency a missed latency target would admit)."""
         self.rejected[fails[0]] = self.rejected.get(fails[0], 0) + 1
         if len(fails) == 1:
             if fails[0] in _RELAXABLE:
-                self.relax.add(fails[0], cost, hours)
+                pair = _latency_pair(est)
+                value = (
+                    None if pair is None else {"over_latency": pair[0], "over_ttft": pair[1]}.get(fails[0])
+                )
+                self.relax.add(fails[0], cost, hours, value)
             if fails[0] in _FACTS:
                 self.blocked[(fails[0], gpu)] = self.blocked.get((fails[0], gpu), 0) + 1
 
@@ -289,7 +305,7 @@ class _Pass:
         if constraints.budget_usd is not None and costed.total > constraints.budget_usd:
             fails.append("over_budget")
         if fails:
-            self._reject(fails, offer.gpu, costed.total, costed.hours)
+            self._reject(fails, offer.gpu, costed.total, costed.hours, est)
             return
         fabric = case.fabric if nodes > 1 else None
         self.kept.append(
@@ -385,6 +401,12 @@ def _estimate_fail(est: Estimate | None, service_hours: float | None) -> str | N
     if service_hours is not None and est.hours > service_hours * (1 + 1e-9):
         return "below_target_rate"
     return None
+
+
+def _latency_pair(est: Estimate | None) -> tuple[float, float] | None:
+    """A serving estimate's (request_s, ttft_s) at the workload's concurrency; None for other workloads."""
+    lat = None if est is None else est.latency
+    return None if lat is None else (lat.request_s, lat.ttft_s)
 
 
 def _prices(offer: Offer, reservation: ReservedRate | None) -> list[tuple[str, float]]:

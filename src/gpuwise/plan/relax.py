@@ -20,6 +20,8 @@ CONSTRAINT_KEYS = {  # rejection reason -> the workload key (or option) that set
     "max_gpus": "max_gpus",
     "pricing": "--spot/--on-demand",
     "spot_not_allowed": "interruptible",
+    "over_latency": "max_latency_s",
+    "over_ttft": "max_ttft_s",
     "over_commitment": "commitment_months",
     "over_deadline": "deadline_hours",
     "over_budget": "budget_usd",
@@ -35,9 +37,16 @@ class RelaxTally:
         self.max_cost: dict[str, float] = {}
         self.min_hours: dict[str, float] = {}
         self.max_hours: dict[str, float] = {}
+        self.min_value: dict[str, float] = {}  # the figure a latency target would have to admit, s
+        self.max_value: dict[str, float] = {}
 
-    def add(self, reason: str, cost: float | None = None, hours: float | None = None) -> None:
+    def add(
+        self, reason: str, cost: float | None = None, hours: float | None = None, value: float | None = None
+    ) -> None:
         self.count[reason] = self.count.get(reason, 0) + 1
+        if value is not None:
+            self.min_value[reason] = min(self.min_value.get(reason, math.inf), value)
+            self.max_value[reason] = max(self.max_value.get(reason, -math.inf), value)
         if cost is not None:
             self.min_cost[reason] = min(self.min_cost.get(reason, math.inf), cost)
             self.max_cost[reason] = max(self.max_cost.get(reason, -math.inf), cost)
@@ -65,6 +74,10 @@ class RelaxTally:
         if reason == "over_deadline":
             lo, hi = _ceil1(self.min_hours[reason]), _ceil1(self.max_hours[reason])
             return _raise_text("deadline_hours", f"{lo:g}", f"{hi:g}", n, lo < hi)
+        if reason in ("over_latency", "over_ttft") and reason in self.min_value:
+            lo, hi = _ceil2(self.min_value[reason]), _ceil2(self.max_value[reason])
+            key = CONSTRAINT_KEYS[reason]
+            return _raise_text(key, f"{lo:g} s", f"{hi:g} s", n, lo < hi)
         if reason == "spot_not_allowed":
             return f"setting interruptible = true would allow {n} spot {plural}"
         if reason == "currency":
@@ -96,3 +109,21 @@ def _ceil_money(x: float) -> float:
 
 def _ceil1(x: float) -> float:
     return math.ceil(x * 10) / 10
+
+
+def _ceil2(x: float) -> float:
+    return math.ceil(x * 100) / 100
+
+
+def latency_fails(latency: tuple[float, float] | None, constraints: Constraints) -> tuple[str, ...]:
+    """The latency targets a serving configuration misses: `latency` is its (request_s, ttft_s) at the
+    workload's concurrency (None: not a serving estimate, nothing to check)."""
+    if latency is None:
+        return ()
+    request_s, ttft_s = latency
+    fails: list[str] = []
+    if constraints.max_latency_s is not None and request_s > constraints.max_latency_s:
+        fails.append("over_latency")
+    if constraints.max_ttft_s is not None and ttft_s > constraints.max_ttft_s:
+        fails.append("over_ttft")
+    return tuple(fails)

@@ -83,6 +83,10 @@ def run(request: PlanRequest) -> PlanOutcome:
     if request.prototype:
         target, definition = inputs.smoke_workload(work)
         notes.append(f"Prototype phase: {definition}. Shown: the cheapest single GPU that runs it.")
+        if constraints.max_latency_s is not None or constraints.max_ttft_s is not None:
+            # the smoke test runs one request at a time on one GPU: the service's targets are not its own
+            constraints = replace(constraints, max_latency_s=None, max_ttft_s=None)
+            notes.append("The latency targets apply to the service, not to the prototype's smoke test.")
     data = _data_needs(work, target, smoke=request.prototype)
     catalog = load_catalog(request.catalog_dir)
     _check_against_catalog(request, catalog, constraints)

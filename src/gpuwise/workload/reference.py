@@ -136,6 +136,9 @@ DESCRIPTIONS: dict[str, str] = {
     "per step).",
     "inference.beams": "Encoder-decoder models: beam search width (openai-whisper's and faster-whisper's "
     "transcribe use 5, Hugging Face's pipeline 1); each beam is a decoded sequence with its own KV caches.",
+    "inference.batching": "How the server batches requests, for the latency figures: `continuous` (vLLM, "
+    "TGI, TensorRT-LLM: a request joins the running batch at the next step) or `static` (a batch of "
+    "`concurrency` requests prefilled and decoded together).",
     "data.dataset_gb": "Dataset size in GB (10⁹ bytes), stored for the run and read each epoch.",
     "data.checkpoint_every_hours": "Checkpoint interval; sets the work a spot preemption loses.",
     "data.egress_gb": "GB downloaded out of the cloud at the end (results, weights).",
@@ -147,6 +150,10 @@ DESCRIPTIONS: dict[str, str] = {
     "constraints.gpus": "Allowed GPU names (an `H100-PCIe` offer is not an `H100`).",
     "constraints.max_gpus": "Most GPUs in one option.",
     "constraints.max_nodes": "Most machines in one option.",
+    "constraints.max_latency_s": "Serving: the longest end-to-end time of one request (sent to last "
+    "token) at the workload's concurrency, in seconds; `plan` rejects slower configurations.",
+    "constraints.max_ttft_s": "Serving: the longest time to first token at the workload's concurrency, "
+    "in seconds; `plan` rejects slower configurations.",
     "constraints.commitment_months": (
         "Months the machine would be reserved; `plan` then adds reserved prices, costed as the whole "
         "commitment, with their break-even."

@@ -59,6 +59,7 @@ Framework = Literal[
 BasePrecision = Literal["bf16", "fp16", "fp32", "int8", "nf4", "gptq-4bit", "awq-4bit"]
 Offload = Literal["none", "optimizer", "optimizer+params"]
 PipelineSchedule = Literal["interleaved", "1f1b"]
+Batching = Literal["continuous", "static"]
 
 # strict: TOML already types its values, so "4" for a number is a mistake worth reporting, not coercing.
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, validate_default=True)
@@ -332,6 +333,10 @@ class InferenceSpec(BaseModel):
     # faster-whisper's transcribe default to 5; Hugging Face's pipeline to 1, greedy)
     beams: int = Field(default=1, ge=1)
 
+    # extension: how the server batches requests (estimate/serving.py): "continuous" (vLLM, TGI,
+    # TensorRT-LLM in-flight batching) or "static" (one padded batch prefilled and decoded together)
+    batching: Batching = "continuous"
+
     _fin = field_validator("requests", "target_output_tokens_per_s", "duration_hours", "audio_hours")(_finite)
 
     @model_validator(mode="before")
@@ -387,8 +392,25 @@ class Constraints(BaseModel):
     # extension: months the machine would be reserved for; `plan` then also shows reserved prices, costed
     # as the whole commitment (absent: no reservations shown)
     commitment_months: float | None = Field(default=None, gt=0)
+    # extension: serving latency targets (`plan` rejects slower configurations): the end-to-end time of
+    # one request and its time to first token, at the workload's concurrency, in seconds
+    max_latency_s: float | None = Field(default=None, gt=0)
+    max_ttft_s: float | None = Field(default=None, gt=0)
 
-    _fin = field_validator("deadline_hours", "budget_usd", "commitment_months")(_finite)
+    _fin = field_validator(
+        "deadline_hours", "budget_usd", "commitment_months", "max_latency_s", "max_ttft_s"
+    )(_finite)
+
+
+def _no_latency_targets(c: Constraints, what: str, fix: str) -> None:
+    """Latency targets are about serving a token-generating model; anywhere else they would silently
+    constrain nothing."""
+    keys = [k for k in ("max_latency_s", "max_ttft_s") if getattr(c, k) is not None]
+    if keys:
+        raise ValueError(
+            f"[constraints] {' and '.join(keys)} {'is' if len(keys) == 1 else 'are'} for serving a "
+            f'transformer (task = "inference"), not {what}; {fix}'
+        )
 
 
 class Workload(BaseModel):
@@ -418,6 +440,9 @@ class Workload(BaseModel):
                     + ", ".join(f"[{s}]" for s in extra)
                     + ": the measurement stands in for the model"
                 )
+            _no_latency_targets(
+                self.constraints, 'task = "measured"', "remove it, or bound the run with deadline_hours"
+            )
             return self
         if self.measured is not None:
             raise ValueError(f'[measured] is for task = "measured", not "{self.task}"')
@@ -432,12 +457,24 @@ class Workload(BaseModel):
                 raise ValueError("[train] seq_len is required for a transformer")
             if self.model.kind != "transformer" and self.train.method != "full":
                 raise ValueError(f'method = "{self.train.method}" is for transformers; use "full"')
+            _no_latency_targets(
+                self.constraints,
+                f'task = "{self.task}": a training job has no per-request latency',
+                "remove it, or bound the run with deadline_hours",
+            )
         else:
             if self.inference is None:
                 raise ValueError('task = "inference" needs an [inference] section')
             if self.train is not None:
                 raise ValueError('task = "inference" takes [inference], not [train]')
             check_inference(self.model, self.inference)
+            if self.model.kind != "transformer":
+                _no_latency_targets(
+                    self.constraints,
+                    f'kind = "{self.model.kind}": gpuwise models per-request latency only for token '
+                    "generation",
+                    "remove it, or bound the run with deadline_hours",
+                )
         return self
 
     @property
