@@ -39,6 +39,7 @@ from gpuwise.workload.diffusion_arch import (
     activation_elements,
     denoiser_macs,
     diffusion_arch,
+    layer_count,
     lora_width,
     text_encoder_macs,
     vae_encoder_macs,
@@ -103,7 +104,8 @@ def diffusion_estimate(
     model_flops, hw_flops = _flops_per_image(job, notes)
     image_s = hw_flops / (peak * eff)
     accum = max(1, math.ceil(t.global_batch / (t.micro_batch * count))) if t.global_batch else 1
-    micro_s = t.micro_batch * image_s  # data loading of cached latents and Python time are not modelled
+    launch_s = layer_count(arch) * notes.const(D.LAYER_OVERHEAD_S)  # loading cached latents: not modelled
+    micro_s = t.micro_batch * image_s + launch_s
     sync_s = _optimizer_seconds(job, gpu, notes) + _allreduce_seconds(job, gpu, count, nodes, notes)
     step_s = accum * micro_s + sync_s
     images_per_step = t.micro_batch * accum * count

@@ -23,7 +23,7 @@ FAMILY_SHARE = {
     ),
     "dit": Constant(
         "dit_training_share",
-        0.9,
+        0.95,
         "of the GEMM efficiency",
         "fitted: FLUX.1-dev QLoRA (NF4 base) at 512×768, batch 1, gradient checkpointing, cached latents and "
         "text embeddings: 700 steps × 4 accumulated images in ~41 min on an RTX 4090 (huggingface.co/blog/"
@@ -31,6 +31,13 @@ FAMILY_SHARE = {
         calibrated_on=("HF blog flux-qlora RTX 4090",),
     ),
 }
+LAYER_OVERHEAD_S = Constant(
+    "diffusion_layer_overhead_s",
+    0.0005,
+    "s per block per micro batch",
+    "kernel launches and Python of an eager PyTorch loop, as gpuwise assumes for Lightning "
+    "(estimate/stacks.py): what keeps small models at small batches from reaching the GEMM rate",
+)
 FP8_BASE_BYTES = Constant(
     "fp8_base_bytes_per_param",
     1.0,

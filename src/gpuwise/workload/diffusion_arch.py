@@ -212,6 +212,17 @@ def activation_elements(
     return saved, inputs, largest
 
 
+def layer_count(arch: DiffusionArch) -> int:
+    """Blocks a micro batch runs through (DiT blocks; a UNet's resnets and transformer layers): what the
+    per-layer launch overhead is counted over."""
+    if arch.family == "dit":
+        return arch.blocks
+    levels = len(arch.block_channels)
+    resnets = levels * (2 * arch.layers_per_block + 1) + 2
+    layers = (2 * arch.layers_per_block + 1) * sum(arch.transformer_depth) + arch.mid_transformer_depth
+    return resnets + layers
+
+
 def lora_width(arch: DiffusionArch) -> float:
     """Σ (d_in + d_out) over the linear layers LoRA adapts, so parameters = rank × this.
 
@@ -258,6 +269,7 @@ __all__ = [
     "diffusion_names",
     "diffusion_preset_rows",
     "image_tokens",
+    "layer_count",
     "lora_width",
     "text_encoder_macs",
     "vae_encoder_macs",
