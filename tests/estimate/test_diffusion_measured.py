@@ -164,3 +164,12 @@ def test_full_fine_tune_shards_over_gpus_and_time_scales_with_images() -> None:
     assert eight.hours < one.hours
     twice = run("sdxl", "H100", {**full, "samples": 2000.0}, {"cache_latents": True})
     assert twice.hours == pytest.approx(2 * one.hours)
+
+
+def test_training_the_text_encoders_costs_memory_and_time() -> None:
+    """kohya's SDXL LoRA default also trains LoRA on both CLIP encoders: more parameters, more time."""
+    plain = run("sdxl", "RTX4090", SDXL_KOHYA, {"cache_latents": True})
+    both = run("sdxl", "RTX4090", SDXL_KOHYA, {"cache_latents": True, "train_text_encoder": True})
+    assert both.details["trainable_params"] > plain.details["trainable_params"]
+    assert both.memory.total > plain.memory.total
+    assert both.details["s_per_it"] > plain.details["s_per_it"]

@@ -145,3 +145,8 @@ def test_cli_exits_two_without_a_traceback(tmp_path: Path, capsys: pytest.Captur
     assert main(["estimate", str(bad), "--gpu", "RTX4090"]) == 2
     err = capsys.readouterr().err
     assert "not a multiple of 8" in err and "Traceback" not in err
+
+
+def test_training_the_text_encoder_needs_them_uncached() -> None:
+    with pytest.raises(ConfigError, match="train_text_encoder needs the text encoders"):
+        parse(flux(diffusion={"train_text_encoder": True, "cache_text_embeddings": True}))

@@ -37,6 +37,9 @@ from gpuwise.workload.diffusion import DiffusionSpec
 from gpuwise.workload.diffusion_arch import (
     DiffusionArch,
     activation_elements,
+    clip_activation_elements,
+    clip_lora_width,
+    clip_macs,
     denoiser_macs,
     diffusion_arch,
     layer_count,
@@ -72,6 +75,9 @@ def diffusion_estimate(
     assert arch is not None
     width, height = d.width_height
     trainable = arch.denoiser_params if t.method == "full" else t.lora_rank * lora_width(arch)
+    if d.train_text_encoder:
+        trainable += t.lora_rank * clip_lora_width(arch)
+        notes.add("LoRA on the CLIP text encoders too (train_text_encoder): their backward runs every step")
     job = _Job(arch, t, d, width, height, trainable)
     notes.add(
         f"{arch.name} {t.method} at {width}×{height} px, {d.text_tokens} text tokens: "
@@ -172,6 +178,8 @@ def _flops_per_image(job: _Job, notes: Notes) -> tuple[float, float]:
     )
     if not d.cache_text_embeddings:
         hardware += 2.0 * text_encoder_macs(arch, d.text_tokens or arch.text_tokens)
+    if d.train_text_encoder:
+        hardware += 2.0 * clip_macs(arch)  # input gradients through the frozen CLIP weights
     if not d.cache_latents:
         hardware += 2.0 * vae_encoder_macs(job.width, job.height)
         notes.add("latents not cached: the VAE encodes every image every step")
@@ -190,6 +198,8 @@ def _memory(job: _Job, *, dp: int, notes: Notes) -> MemoryBreakdown:
     if not d.cache_latents:
         frozen += arch.vae_params * 2.0
     per_image = _activations_per_image(job, notes)
+    if d.train_text_encoder:
+        per_image += 2.0 * clip_activation_elements(arch)
     acts = per_image * t.micro_batch
     allocated = weights + frozen + grads + optimizer + acts
     frag = notes.const(MEM.FRAGMENTATION)

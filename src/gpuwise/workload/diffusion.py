@@ -63,6 +63,8 @@ class DiffusionSpec(BaseModel):
     # caption embeddings computed once (kohya --cache_text_encoder_outputs, SimpleTuner's default): the text
     # encoders (T5-XXL: 9.5 GB in BF16) leave the GPU
     cache_text_embeddings: bool = False
+    # LoRA on the CLIP text encoders as well (kohya's default for SD 1.5/SDXL unless network_train_unet_only)
+    train_text_encoder: bool = False
     # the frozen denoiser stored in FP8 and cast to BF16 per layer (kohya --fp8_base, ai-toolkit/SimpleTuner
     # fp8 quantisation): 1 byte per weight, the same matmuls
     fp8_base: bool = False
@@ -139,7 +141,14 @@ def merge_diffusion(data: dict[str, Any], source: str) -> dict[str, Any]:
 
 
 def _check_fp8(train: dict[str, Any], spec: DiffusionSpec, source: str) -> None:
-    """fp8_base stores a frozen base: not with full training, nor with another base precision."""
+    """fp8_base stores a frozen base: not with full training, nor with another base precision; cached
+    caption embeddings cannot train the text encoders."""
+    if spec.train_text_encoder and spec.cache_text_embeddings:
+        raise ConfigError(
+            f"Workload file {source}: train_text_encoder needs the text encoders on the GPU, but "
+            "cache_text_embeddings = true removes them",
+            fix="set one of them to false (kohya caches text encoder outputs only for U-Net-only training)",
+        )
     if not spec.fp8_base:
         return
     if train.get("method") == "full":

@@ -249,6 +249,31 @@ def vae_encoder_macs(width: int, height: int) -> float:
     return 0.56e12 * (width * height) / (512 * 512)
 
 
+# (layers, width) of the CLIP text towers, from their published configs (Radford et al. 2021, CLIP ViT-L/14's
+# text transformer; OpenCLIP ViT-bigG/14's text tower): what LoRA on the text encoders adapts and keeps.
+_CLIP_SHAPES = {"CLIP ViT-L/14": (12, 768), "OpenCLIP ViT-bigG/14": (32, 1280)}
+
+
+def clip_lora_width(arch: DiffusionArch) -> float:
+    """Σ (d_in + d_out) of q, k, v, out and the 4× MLP of every CLIP text layer (18·width per layer): the
+    text-encoder LoRA kohya trains with the UNet unless network_train_unet_only."""
+    return float(sum(18 * w * layers for _, (layers, w) in _clip_shapes(arch)))
+
+
+def clip_activation_elements(arch: DiffusionArch) -> float:
+    """16-bit values the CLIP text layers keep for a backward over a 77-token caption (17·width per token)."""
+    return float(sum(17 * w * 77 * layers for _, (layers, w) in _clip_shapes(arch)))
+
+
+def clip_macs(arch: DiffusionArch) -> float:
+    """Forward multiply-accumulates of the CLIP text encoders for one 77-token caption."""
+    return sum(p * 77 for n, p in arch.text_encoders if n in _CLIP_SHAPES)
+
+
+def _clip_shapes(arch: DiffusionArch) -> list[tuple[str, tuple[int, int]]]:
+    return [(n, _CLIP_SHAPES[n]) for n, _ in arch.text_encoders if n in _CLIP_SHAPES]
+
+
 def text_encoder_macs(arch: DiffusionArch, text_tokens: int) -> float:
     """Forward multiply-accumulates of the frozen text encoders for one caption: CLIPs read 77 tokens, T5
     reads the rest of the denoiser's text sequence."""
@@ -263,6 +288,9 @@ def text_encoder_macs(arch: DiffusionArch, text_tokens: int) -> float:
 __all__ = [
     "DiffusionArch",
     "activation_elements",
+    "clip_activation_elements",
+    "clip_lora_width",
+    "clip_macs",
     "denoiser_macs",
     "diffusion_alias_names",
     "diffusion_arch",

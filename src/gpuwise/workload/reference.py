@@ -139,6 +139,8 @@ DESCRIPTIONS: dict[str, str] = {
     "image is encoded per step.",
     "diffusion.cache_text_embeddings": "Caption embeddings computed once: the text encoders (T5-XXL is "
     "9.5 GB in BF16) leave the GPU.",
+    "diffusion.train_text_encoder": "LoRA on the CLIP text encoders as well (kohya's default for SD 1.5 "
+    "and SDXL unless `network_train_unet_only`): they stay on the GPU and run a backward every step.",
     "diffusion.fp8_base": "The frozen denoiser stored in FP8 and cast to BF16 per layer (kohya "
     "`--fp8_base`): 1 byte per weight, same speed. For LoRA only.",
     "diffusion.steps": "Optimizer steps, instead of `[train] samples`: images = steps × `global_batch` "
