@@ -22,6 +22,7 @@ from gpuwise.estimate import interconnect_constants as NET  # noqa: N812 - the l
 from gpuwise.estimate import memory_constants as MEM  # noqa: N812 - the memory constants table
 from gpuwise.estimate.calibration import Calibration
 from gpuwise.estimate.calibration_report import apply_hours_ratio
+from gpuwise.estimate.diffusion import diffusion_estimate, is_diffusion_workload
 from gpuwise.estimate.encdec import encdec_inference_estimate
 from gpuwise.estimate.inference import inference_estimate
 from gpuwise.estimate.measured import measured_estimate
@@ -81,7 +82,12 @@ def estimate(  # noqa: PLR0917 - the positional (workload, gpu, count, nodes, ca
         return apply_hours_ratio(est, calibration, workload.task)
     if workload.arch.source:
         notes.add(f"model {workload.arch.preset or 'from config.json'}: {workload.arch.source}")
-    if workload.train is not None:
+    if is_diffusion_workload(workload):
+        est = diffusion_estimate(
+            workload, gpu, count=count, nodes=n_nodes, calibration=calibration, notes=notes
+        )
+        stack = "tuned"  # default_framework for every non-transformer; diffusion workloads take no framework
+    elif workload.train is not None:
         est = train_estimate(
             workload,
             gpu,

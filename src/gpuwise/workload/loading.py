@@ -17,6 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gpuwise.errors import ConfigError, NotFoundError, close_matches
+from gpuwise.workload.diffusion import USER_KEYS as _DIFFUSION_KEYS
+from gpuwise.workload.diffusion import DiffusionSpec, merge_diffusion
 from gpuwise.workload.hf_merge import merge_hf_config
 from gpuwise.workload.measured import USER_KEYS as _MEASURED_KEYS
 from gpuwise.workload.measured import MeasuredSpec, attach_measurement
@@ -84,6 +86,7 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "data": DataSpec,
     "constraints": Constraints,
     "measured": MeasuredSpec,
+    "diffusion": DiffusionSpec,
 }
 _MODEL_USER_KEYS = [k for k in ModelSpec.model_fields if k != "source"]
 
@@ -101,9 +104,8 @@ def _check_keys(data: dict[str, Any], source: str) -> None:
                     f"got {type(value).__name__}",
                     fix=f"write it as a section: [{key}] followed by key = value lines",
                 )
-            allowed = {"model": _MODEL_USER_KEYS, "measured": _MEASURED_KEYS}.get(
-                key, list(_SECTIONS[key].model_fields)
-            )
+            special = {"model": _MODEL_USER_KEYS, "measured": _MEASURED_KEYS, "diffusion": _DIFFUSION_KEYS}
+            allowed = special.get(key, list(_SECTIONS[key].model_fields))
             for sub in value:
                 if sub not in allowed:
                     _unknown(source, f"{key}.{sub}", allowed, section=key)
@@ -142,8 +144,8 @@ def _merge_preset(data: dict[str, Any], source: str) -> dict[str, Any]:
     from gpuwise.workload.presets import get_preset
 
     model = data.get("model")
-    if not isinstance(model, dict) or "preset" not in model:
-        return data
+    if not isinstance(model, dict) or "preset" not in model or "diffusion" in data:
+        return data  # a diffusion preset was resolved by merge_diffusion
     name = model["preset"]
     if not isinstance(name, str):
         raise ConfigError(
@@ -201,7 +203,8 @@ def parse_workload(data: dict[str, Any], source: str) -> Workload:
 
     A `task = "measured"` workload's result file is read here, relative to `source`'s folder."""
     _check_keys(data, source)
-    merged = attach_measurement(_merge_preset(merge_hf_config(data, source), source), source)
+    merged = merge_diffusion(merge_hf_config(data, source), source)
+    merged = attach_measurement(_merge_preset(merged, source), source)
     if "name" not in merged:
         merged = {"name": Path(source).stem, **merged}
     try:

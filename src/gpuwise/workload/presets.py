@@ -50,7 +50,10 @@ def get_preset(name: str) -> dict[str, Any]:
 
 
 def preset_rows() -> list[dict[str, Any]]:
-    """Every preset as `gpuwise presets` shows it: name, kind, parameter counts, aliases and source."""
+    """Every preset as `gpuwise presets` shows it: name, kind, parameter counts, aliases and source (the
+    diffusion architectures last, their params being the trained denoiser's)."""
+    from gpuwise.workload.diffusion_arch import diffusion_preset_rows
+
     rows = []
     for name, row in _table().items():
         rows.append(
@@ -63,4 +66,4 @@ def preset_rows() -> list[dict[str, Any]]:
                 "source": row.get("source", ""),
             }
         )
-    return rows
+    return rows + diffusion_preset_rows()

@@ -158,6 +158,24 @@ DESCRIPTIONS: dict[str, str] = {
         "Months the machine would be reserved; `plan` then adds reserved prices, costed as the whole "
         "commitment, with their break-even."
     ),
+    "diffusion": "Training or fine-tuning a diffusion model named by `[model] preset` (`sd15`, `sdxl`, "
+    "`sd3-medium`, `sd3.5-large`, `flux-dev`, `flux-schnell`; `gpuwise presets` lists them): the preset "
+    "fills `[model]`, `[train] method` may be `lora` or `qlora`, and `[train] samples` counts images. Keys "
+    "for language models (`seq_len`, `tokens`, `framework`, parallelism, offload) do not belong here.",
+    "diffusion.resolution": "Training resolution in pixels: one side, or `[width, height]`; a multiple of 8 "
+    "(16 for SD3 and Flux, which pack 2×2 latent patches). Default: the architecture's native size.",
+    "diffusion.cache_latents": "VAE latents computed once before training: the VAE leaves the GPU and no "
+    "image is encoded per step.",
+    "diffusion.cache_text_embeddings": "Caption embeddings computed once: the text encoders (T5-XXL is "
+    "9.5 GB in BF16) leave the GPU.",
+    "diffusion.train_text_encoder": "LoRA on the CLIP text encoders as well (kohya's default for SD 1.5 "
+    "and SDXL unless `network_train_unet_only`): they stay on the GPU and run a backward every step.",
+    "diffusion.fp8_base": "The frozen denoiser stored in FP8 and cast to BF16 per layer (kohya "
+    "`--fp8_base`): 1 byte per weight, same speed. For LoRA only.",
+    "diffusion.steps": "Optimizer steps, instead of `[train] samples`: images = steps × `global_batch` "
+    "(default `micro_batch`). More GPUs split the same images.",
+    "diffusion.text_tokens": "The caption sequence the denoiser attends to (T5 length for SD3 and Flux). "
+    "Default: the trainer's default for the architecture.",
 }
 
 

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gpuwise.workload.diffusion import DiffusionSpec
 from gpuwise.workload.measured import MeasuredSpec
 from gpuwise.workload.speech import check_inference, check_model
 
@@ -425,6 +426,8 @@ class Workload(BaseModel):
     train: TrainSpec | None = None
     inference: InferenceSpec | None = None
     measured: MeasuredSpec | None = None
+    # extension: a diffusion model's resolution and caching (gpuwise.workload.diffusion)
+    diffusion: DiffusionSpec | None = None
     data: DataSpec = DataSpec()
     constraints: Constraints = Constraints()
 
@@ -455,7 +458,7 @@ class Workload(BaseModel):
                 raise ValueError(f'task = "{self.task}" takes [train], not [inference]')
             if self.model.kind == "transformer" and self.train.seq_len is None:
                 raise ValueError("[train] seq_len is required for a transformer")
-            if self.model.kind != "transformer" and self.train.method != "full":
+            if self.model.kind != "transformer" and self.train.method != "full" and self.diffusion is None:
                 raise ValueError(f'method = "{self.train.method}" is for transformers; use "full"')
             _no_latency_targets(
                 self.constraints,
