@@ -229,6 +229,26 @@ MEASURED_GEMM_FRACTION = {
         "NVIDIA developer forum 'About GPU peak performance' (2023): cuBLAS FP16 4096³ GEMM on T4 ~24 of 65 "
         "TFLOPS, 'due to power capping of the GPU' (70 W), per the NVIDIA moderator",
     ),
+    # GeForce cards the other way round: their boost clocks run above the one the datasheet's dense figure
+    # assumes, so large GEMMs reach its peak or more, where the A100 behind the Ampere default reaches ~0.85
+    # (264.5 of 312 TFLOPS BF16 in the same table). Added for the two cards whose fit rows of the
+    # user-reported table were all estimated too slow (RTX 4090: 4 rows, 1.8-3.6×); other cards of that
+    # table (RTX 5090 1.13, RTX A6000 0.80, L40S 0.74 of peak) are left on their defaults until rows say so.
+    "RTX4090": _c(
+        "rtx4090_sustained_gemm_fraction",
+        0.96,
+        "of the 165.2 TFLOPS dense BF16 (FP32-accumulate) peak",
+        "zzc0721/torch-performance-test-data#78 (RTX 4090, torch 2.7): BF16 matmul 151.5 / 160.2 / 158.5 "
+        "TFLOPS at 4096² / 8192² / 10240² (median 158.5 = 0.96 of peak); database.md: 162-173 on four other "
+        "RTX 4090 24 GB machines",
+    ),
+    "RTX3090": _c(
+        "rtx3090_sustained_gemm_fraction",
+        1.08,
+        "of the 71 TFLOPS dense BF16 (FP32-accumulate) peak",
+        "zzc0721/torch-performance-test-data database.md: BF16 matmul 76.3 / 76.7 / 76.6 TFLOPS on three RTX "
+        "3090 machines (the best of 1024²-10240²; no per-size figures)",
+    ),
 }
 DECODE_EFF_PER_BANDWIDTH_FRACTION = _c(
     "decode_efficiency_per_bandwidth_fraction",

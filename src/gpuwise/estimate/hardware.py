@@ -134,15 +134,15 @@ def _calibrated_efficiency(calibration: Calibration, dtype: str, notes: Notes) -
 
 
 def default_efficiency(gpu: GpuSpec, dtype: str, notes: Notes) -> float:
-    """The uncalibrated share of dense peak: a power-capped card's public measurement, else its
-    architecture's figure."""
+    """The uncalibrated share of dense peak: a public GEMM measurement of this card (power-capped L4/T4,
+    GeForce cards above their spec clock), else its architecture's figure."""
     measured = K.MEASURED_GEMM_FRACTION.get(gpu.name)
     if measured is not None and dtype in ("bf16", "fp16"):
         ratio = notes.const(K.TRAIN_EFF_PER_GEMM_FRACTION)
         frac = notes.const(measured)
         notes.add(
-            f"{gpu.name}: sustained large-GEMM {frac:.0%} of the datasheet peak (power-capped card, public "
-            "measurement) replaces the architecture default"
+            f"{gpu.name}: sustained large-GEMM {frac:.0%} of the datasheet peak (a public measurement of "
+            "this card) replaces the architecture default"
         )
         return frac * ratio
     notes.const(K.ARCH_EFFICIENCY_SOURCE)
