@@ -190,9 +190,9 @@ def first_remedy_text(w: Workload, gpu: GpuSpec, count: int) -> str | None:
         return None
     first = found[0]
     return (
-        f"on {count}× {gpu.name} it needs {base.memory.total / GIB:,.1f} of {gpu.memory_gib:g} GiB per GPU; "
-        f"{first.change} would fit ({first.memory_per_gpu_bytes / GIB:,.1f} GiB per GPU: `gpuwise estimate "
-        f"WORKLOAD --gpu {gpu.name}:{count}` lists every change that would)"
+        f"or, on {count}× {gpu.name} (it needs {base.memory.total / GIB:,.1f} of {gpu.memory_gib:g} GiB per "
+        f"GPU), {first.change} would fit ({first.memory_per_gpu_bytes / GIB:,.1f} GiB per GPU; `gpuwise "
+        f"estimate WORKLOAD --gpu {gpu.name}:{count}` lists every change that would)"
     )
 
 

@@ -14,13 +14,13 @@ _METHOD = {
 }
 _SHARDING = {
     "fsdp": "FSDP (ZeRO-3) sharding",
-    "zero3": "DeepSpeed ZeRO-3",
-    "zero2": "DeepSpeed ZeRO-2",
-    "zero1": "DeepSpeed ZeRO-1",
+    "zero3": "ZeRO-3 sharding",
+    "zero2": "ZeRO-2 sharding",
+    "zero1": "ZeRO-1 sharding",
 }
 _OFFLOAD = {
     "optimizer": "CPU offload of the optimizer (ZeRO-Offload; the step runs on the CPU)",
-    "optimizer+params": "CPU offload of parameters and optimizer (ZeRO-3 offload)",
+    "optimizer+params": "CPU offload of parameters and optimizer",
 }
 
 
