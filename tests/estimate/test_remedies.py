@@ -201,3 +201,25 @@ def test_plan_sentence_names_the_first_remedy() -> None:
     _, found = search(w, "RTX4090")
     assert found[0].change in text and "RTX4090" in text
     assert first_remedy_text(w, resolve_gpu("H100"), 1) is None  # it fits: nothing to say
+
+
+def test_when_nothing_fits_it_says_so_with_the_closest_on_few_gpus() -> None:
+    """SDXL's UNet trained at micro_batch 64 on a 15 GiB T4: no change gpuwise models fits (the estimator
+    has no per-layer figure for it, so FSDP gathers the whole UNet); the answer names the closest change,
+    on the fewest GPUs that come within 5 % of its memory, not on the 1024 the search tries first."""
+    w = parse_workload(
+        {
+            "task": "train",
+            "model": {"preset": "sdxl-unet"},
+            "train": {"method": "full", "precision": "bf16", "samples": 1e6, "micro_batch": 64},
+        },
+        "sdxl.toml",
+    )
+    base, found = search(w, "T4")
+    assert not base.fits
+    assert found and not any(r.fits for r in found)
+    closest = found[-1]
+    assert closest.change.startswith("nothing gpuwise can change fits on a 15 GiB T4")
+    assert closest.memory_per_gpu_bytes > resolve_gpu("T4").memory_gib * GIB
+    assert closest.count < 1024
+    assert closest.memory_per_gpu_bytes < base.memory.total / 10

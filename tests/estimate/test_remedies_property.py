@@ -65,10 +65,9 @@ def _workloads() -> list[tuple[str, Workload]]:
 WORKLOADS = _workloads()
 
 
-def _applied(w: Workload, updates: dict[str, Any]) -> tuple[Workload, int]:
+def _applied(w: Workload, updates: dict[str, Any], count: int) -> tuple[Workload, int]:
     """The workload with the remedy's keys set, validated whole (the workload's own rules included)."""
     data = w.model_dump()
-    count = 1
     for key, value in updates.items():
         if key == "count":
             count = value
@@ -91,21 +90,27 @@ def _check_excluded(label: str, work: Workload, capacity_gib: float, found: tupl
     assert closest.memory_per_gpu_bytes / GIB > capacity_gib
 
 
-@pytest.mark.parametrize(("label", "work"), WORKLOADS, ids=[label for label, _ in WORKLOADS])
-def test_first_remedy_fits(label: str, work: Workload) -> None:
+# Each workload on one GPU of every kind; the examples also on a node of 8 (their "Try" lines' size).
+CASES = [(label, w, 1) for label, w in WORKLOADS] + [
+    (label, w, 8) for label, w in WORKLOADS if label.endswith(".toml")
+]
+
+
+@pytest.mark.parametrize(("label", "work", "count"), CASES, ids=[f"{c[0]}-x{c[2]}" for c in CASES])
+def test_first_remedy_fits(label: str, work: Workload, count: int) -> None:
     assert len(WORKLOADS) > 2 * len(preset_rows())
     for gpu in GPUS:
-        base = estimate(work, gpu, 1)
+        base = estimate(work, gpu, count)
         if base.fits:
             continue
-        found = remedies(work, gpu, base, count=1)
+        found = remedies(work, gpu, base, count=count)
         assert found, f"{label} on {gpu.name}: does not fit and no remedy"
         first = found[0]
         if not first.fits:
             _check_excluded(label, work, gpu.memory_gib, found)
             continue
-        w2, count = _applied(work, first.updates)
-        after = estimate(w2, gpu, count)
+        w2, n = _applied(work, first.updates, count)
+        after = estimate(w2, gpu, n)
         assert after.fits, f"{label} on {gpu.name}: {first.change} gives {after.fit_verdict}"
         assert after.memory.total == pytest.approx(first.memory_per_gpu_bytes)
         if math.isfinite(base.hours):

@@ -202,7 +202,10 @@ def _render_remedies(est: Estimate) -> None:
     from gpuwise.cli.output import console
     from gpuwise.units import GIB, format_hours
 
-    table = Table(title="What would fit (cheapest in GPU-hours first)", title_justify="left")
+    title = "What would fit (cheapest in GPU-hours first)"
+    if not any(r.fits for r in est.remedies):
+        title = "What would fit: nothing gpuwise can change"
+    table = Table(title=title, title_justify="left")
     table.add_column("change")
     table.add_column("GiB/GPU", justify="right")
     table.add_column("time", justify="right")

@@ -71,7 +71,7 @@ class Search:
             est = estimate(work, self.gpu, count, nodes, self.calibration, network_gbps=self.network_gbps)
         except GpuwiseError:  # e.g. a layout the estimator rejects: not a remedy
             return None
-        if est.memory.total > 0 and (self.closest is None or est.memory.total < self.closest[1].memory.total):
+        if est.memory.total > 0 and (self.closest is None or _closer(est, self.closest[1])):
             self.closest = (dict(updates), est)
         return est
 
@@ -156,8 +156,8 @@ def remedies(
 ) -> tuple[Remedy, ...]:
     """Changes that make `w` fit on `count` × `gpu` (`base` is its estimate there); () when it fits or
     nothing gpuwise can change applies (a measured task: its memory is the measurement)."""
-    if base.fits or w.task == "measured" or w.model is None:
-        return ()
+    if base.fits or w.task == "measured" or w.model is None or gpu.memory_gib <= 0:
+        return ()  # a measured peak is what it is; a GPU without a capacity figure has no verdict
     s = Search(w, gpu, count, nodes, calibration, network_gbps, base)
     if w.train is not None:
         from gpuwise.estimate.remedies_train import train_remedies
@@ -171,7 +171,7 @@ def remedies(
         s.fewest_gpus({})
     fitting = sorted((r for r in s.found if r.fits), key=_cost)
     if not fitting and s.closest is not None:
-        updates, est = s.closest
+        updates, est = _fewest_as_close(s, *s.closest)
         need, have = est.memory.total / GIB, gpu.memory_gib
         why = (
             f"nothing gpuwise can change fits on a {have:g} GiB {gpu.name}: the lightest it tried, "
@@ -194,6 +194,24 @@ def first_remedy_text(w: Workload, gpu: GpuSpec, count: int) -> str | None:
         f"GPU), {first.change} would fit ({first.memory_per_gpu_bytes / GIB:,.1f} GiB per GPU; `gpuwise "
         f"estimate WORKLOAD --gpu {gpu.name}:{count}` lists every change that would)"
     )
+
+
+def _fewest_as_close(s: Search, updates: Updates, est: Estimate) -> tuple[Updates, Estimate]:
+    """The closest change on the fewest GPUs of the ladder that need about as little (the search tries
+    the most GPUs first, so the closest is often on far more GPUs than it takes)."""
+    for n in COUNTS:
+        if s.count < n < est.count and "count" in updates:
+            fewer = s.run({**updates, "count": n})
+            if fewer is not None and 0 < fewer.memory.total <= est.memory.total * 1.05:
+                return {**updates, "count": n}, fewer
+    return updates, est
+
+
+def _closer(est: Estimate, than: Estimate) -> bool:
+    """Clearly less memory per GPU (5 %), or about as little on fewer GPUs: a sliver less on 64× the GPUs
+    is not closer."""
+    mem, other = est.memory.total, than.memory.total
+    return mem < other * 0.95 or (mem <= other * 1.05 and est.count < than.count)
 
 
 def _cost(r: Remedy) -> tuple[float, float, float]:

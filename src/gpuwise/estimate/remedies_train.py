@@ -150,6 +150,7 @@ def _stacked(s: Search, t: TrainSpec) -> None:
     for step in _stack_steps(s.w, t):
         acc.update(step)
         if s.try_one(dict(acc)) or s.fewest_gpus({**acc, **_shard(t, acc)}) is True:
+            _widen_micro_batch(s, t)
             return
     acc.update(_shard(t, acc))
     if s.w.arch.kind != "transformer":
@@ -160,3 +161,14 @@ def _stacked(s: Search, t: TrainSpec) -> None:
             return
     if t.seq_len:
         s.largest("train.seq_len", _seq_values(t), acc)
+
+
+def _widen_micro_batch(s: Search, t: TrainSpec) -> None:
+    """A stack that fits with micro_batch 1 may fit a larger one: keep the largest instead."""
+    last = s.found[-1]
+    if last.updates.get("train.micro_batch") != 1:
+        return
+    rest = {k: v for k, v in last.updates.items() if k != "train.micro_batch"}
+    s.largest("train.micro_batch", range(1, t.micro_batch), rest)
+    if s.found[-1] is not last:
+        s.found.remove(last)
