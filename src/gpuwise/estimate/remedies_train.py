@@ -144,11 +144,20 @@ def _stack_steps(w: Workload, t: TrainSpec) -> list[Updates]:
 
 
 def _stacked(s: Search, t: TrainSpec) -> None:
-    """Stack changes lightest first, each time on the current GPUs and then on the fewest that fit; then
-    tensor parallelism within a node, then shorter sequences."""
+    """Stack changes lightest first (skipping one the workload cannot take or that frees no memory here),
+    each time on the current GPUs and then on the fewest that fit; then tensor parallelism within a node,
+    then shorter sequences."""
     acc: Updates = {}
+    prev = s.base
     for step in _stack_steps(s.w, t):
-        acc.update(step)
+        trial = {**acc, **step}
+        est = s.run(trial)
+        if est is None:
+            continue
+        # Sharding frees memory only on more GPUs: the count search below judges it.
+        if "train.sharding" not in step and 0 < prev.memory.total <= est.memory.total:
+            continue
+        acc, prev = trial, est
         if s.try_one(dict(acc)) or s.fewest_gpus({**acc, **_shard(t, acc)}) is True:
             _widen_micro_batch(s, t)
             return
