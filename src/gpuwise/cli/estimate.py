@@ -57,7 +57,9 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
 ) -> None:
     """Memory per GPU, fit, throughput and time for a workload on one GPU configuration.
 
-    A configuration that does not fit is still an answer (exit 0, "fits": false in --json).
+    A configuration that does not fit is still an answer (exit 0, "fits": false in --json),
+    followed by what would fit: the largest micro_batch or seq_len (concurrency), each change of
+    method, the fewest GPUs, each with its memory and time ("remedies" in --json).
     Time comes as a point and a range (hours_low to hours_high) from how far real jobs of the
     same training stack ([train] framework) fell from their estimates. Uneven layouts
     (--count 10 --nodes 4) are allowed. A speech workload ([inference] audio_hours) also
@@ -105,6 +107,13 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
     work = load_workload(workload)
     cal = load_calibration(calibration) if calibration is not None else None
     result = run_estimate(work, spec, n, nodes, cal, network_gbps=network_gbps)
+    if not result.fits:  # what would fit: a few dozen more estimates, so only here where it is shown
+        from dataclasses import replace
+
+        from gpuwise.estimate.remedies import remedies
+
+        found = remedies(work, spec, result, count=n, nodes=nodes, calibration=cal, network_gbps=network_gbps)
+        result = replace(result, remedies=found)
     if as_json:
         print_json({**result.to_json(), "model": work.model_summary(), **_speech_json(result)})
         return
@@ -194,6 +203,8 @@ def _render(est: Estimate, path: str, name: str) -> None:
             _latency_rows(perf, est.latency)
     perf.add_row("bottleneck", est.bottleneck.replace("_", " "))
     console.print(perf)
+    if est.remedies:
+        _render_remedies(est)
     console.print("[bold]Assumptions[/]")
     for line in est.assumptions:
         console.print(f"  • {line}", soft_wrap=False, markup=False)  # sources quote [brackets] verbatim
@@ -219,3 +230,36 @@ def _latency_rows(perf: Any, lat: Latency) -> None:
         perf.add_row("single stream: first token", f"{one.ttft_s * 1000:,.0f} ms")
         perf.add_row("  per output token", f"{one.tpot_s * 1000:,.1f} ms")
         perf.add_row("  end to end", f"{one.request_s:,.2f} s")
+
+
+def _render_remedies(est: Estimate) -> None:
+    """The changes that would fit, cheapest in GPU-hours first, and what will not help."""
+    import math
+
+    from rich.markup import escape
+    from rich.table import Table
+
+    from gpuwise.cli.output import console
+    from gpuwise.units import GIB, format_hours
+
+    title = "What would fit (cheapest in GPU-hours first)"
+    if not any(r.fits for r in est.remedies):
+        title = "What would fit: nothing gpuwise can change"
+    table = Table(title=title, title_justify="left")
+    table.add_column("change")
+    table.add_column("GiB/GPU", justify="right")
+    table.add_column("time", justify="right")
+    table.add_column("vs now", justify="right")
+    for r in est.remedies:
+        if not r.fits:
+            table.add_row(f"[yellow]{escape(r.change)}[/]", f"{r.memory_per_gpu_bytes / GIB:,.1f}", "—", "—")
+            continue
+        finite = math.isfinite(r.hours)
+        ratio = f"×{r.time_ratio:.2f}" if math.isfinite(r.time_ratio) else "—"
+        table.add_row(
+            escape(r.change),
+            f"{r.memory_per_gpu_bytes / GIB:,.1f}",
+            format_hours(r.hours) if finite else "∞",
+            ratio,
+        )
+    console.print(table)

@@ -321,7 +321,21 @@ def _show(
         render_table(result, top=top, notes=notes, name=work.name or str(request.workload), html=html)
     if not result.options:
         message = nothing_message(result, outcome.no_estimate_why, outcome.constraints)
-        raise GpuwiseError(message, fix=nothing_fix(result))
+        raise GpuwiseError(message, fix=nothing_fix(result) + _remedy_hint(outcome))
+
+
+def _remedy_hint(outcome: PlanOutcome) -> str:
+    """When memory ruled offers out: the first remedy on the largest such GPU, a node of up to 8 of them."""
+    from gpuwise.catalog.specs import resolve_gpu
+    from gpuwise.estimate.remedies import first_remedy_text
+
+    names = {gpu for reason, gpu in outcome.result.blocked if reason == "does_not_fit"}
+    if not names or outcome.workload.task == "measured":
+        return ""
+    spec = max((resolve_gpu(n) for n in names), key=lambda g: (g.memory_gib, g.name))
+    count = min(outcome.constraints.max_gpus or 8, 8)
+    text = first_remedy_text(outcome.workload, spec, count)
+    return f"; {text}" if text else ""
 
 
 def _parse_pairs(values: list[str], option: str, *, upper: bool, example: str) -> dict[str, float]:

@@ -34,6 +34,36 @@ class MemoryBreakdown:
 
 
 @dataclass(frozen=True)
+class Remedy:
+    """A change to a configuration that does not fit (estimate/remedies.py), with the estimate it gives.
+
+    `updates` is the change in machine form: workload keys as "section.key" ("train.micro_batch") and
+    "count" for the GPU count. `fits` false marks an entry that says what will not help, and why.
+    """
+
+    change: str
+    updates: dict[str, str | int | bool]
+    memory_per_gpu_bytes: float
+    hours: float
+    count: int
+    fits: bool
+    time_ratio: float  # hours ÷ the original estimate's hours (nan when either is unknown)
+
+    def to_json(self) -> dict[str, object]:
+        finite = self.fits and math.isfinite(self.hours)  # what does not fit has no time
+        return {
+            "change": self.change,
+            "set": dict(self.updates),
+            "fits": self.fits,
+            "memory_per_gpu_gib": self.memory_per_gpu_bytes / GIB,
+            "hours": self.hours if finite else None,
+            "gpu_hours": self.hours * self.count if finite else None,
+            "count": self.count,
+            "time_ratio": self.time_ratio if finite and math.isfinite(self.time_ratio) else None,
+        }
+
+
+@dataclass(frozen=True)
 class Estimate:
     gpu: str
     count: int
@@ -67,6 +97,8 @@ class Estimate:
     range_source: str = ""
     # Serving a transformer: TTFT, TPOT and request time at the workload's concurrency (estimate/serving.py)
     latency: Latency | None = None
+    # When it does not fit: changes that would (estimate/remedies.py), cheapest first; filled where shown.
+    remedies: tuple[Remedy, ...] = ()
 
     @property
     def throughput_total(self) -> float:
@@ -137,4 +169,5 @@ class Estimate:
             "infeasible_reason": self.infeasible_reason,
             "details": dict(self.details),
             "latency": self.latency.to_json() if self.latency is not None and runs else None,
+            "remedies": [r.to_json() for r in self.remedies],
         }
