@@ -7,6 +7,12 @@ search's own code path) makes `estimate` say it fits.
 The workloads: every examples/*.toml as written, and every preset as
 - a transformer: a LoRA fine-tune (bf16, 16-bit base, seq_len 2048, micro_batch 4, 1e8 tokens) and bf16
   inference (1,000 prompt + 300 output tokens, concurrency 16, 10,000 requests);
+- a speech model (one with `audio_window_s`, Whisper): the LoRA fine-tune above at seq_len 448 (its
+  decoder's positions) and transcription of 10 audio hours (4 forced + 150 output tokens per window,
+  concurrency 16);
+- a diffusion architecture (sd15, sdxl, sd3, flux: its own `[diffusion]` section): a LoRA fine-tune at
+  1024 px, micro_batch 1, 1,000 images, nothing cached (image generation from these presets is not
+  modelled, so no inference workload);
 - any other kind: full training (bf16, micro_batch 64, 1e6 samples) and bf16 inference (concurrency 16).
 """
 
@@ -25,14 +31,20 @@ from gpuwise.estimate.models import Remedy
 from gpuwise.estimate.remedies import remedies
 from gpuwise.units import GIB
 from gpuwise.workload import Workload, load_workload, parse_workload
-from gpuwise.workload.presets import preset_rows
+from gpuwise.workload.diffusion_arch import diffusion_preset_rows
+from gpuwise.workload.presets import get_preset, preset_rows
 
 REPO = Path(__file__).resolve().parents[2]
+DIFFUSION_ARCHS = {row["name"] for row in diffusion_preset_rows()}
 GPUS = sorted(load_gpu_specs().values(), key=lambda g: g.name)
 
 
 def _preset_workloads(name: str, kind: str) -> list[Workload]:
     model = {"preset": name}
+    if name in DIFFUSION_ARCHS:
+        lora = {"method": "lora", "precision": "bf16", "samples": 1000, "micro_batch": 1}
+        data = {"task": "finetune", "model": model, "train": lora, "diffusion": {"resolution": 1024}}
+        return [parse_workload(data, f"{name}-lora.toml")]
     if kind == "transformer":
         train: dict[str, Any] = {
             "method": "lora",
@@ -42,14 +54,19 @@ def _preset_workloads(name: str, kind: str) -> list[Workload]:
             "micro_batch": 4,
         }
         inference: dict[str, Any] = {"prompt_tokens": 1000, "output_tokens": 300, "concurrency": 16}
+        if "audio_window_s" in get_preset(name):  # speech: one window decodes at most 448 tokens
+            train["seq_len"] = 448
+            inference = {"prompt_tokens": 4, "output_tokens": 150, "concurrency": 16, "audio_hours": 10}
     else:
         train = {"method": "full", "precision": "bf16", "samples": 1e6, "micro_batch": 64}
         inference = {"prompt_tokens": 0, "output_tokens": 1, "concurrency": 16}
+    if "audio_hours" not in inference:
+        inference["requests"] = 1e4
     task = "finetune" if kind == "transformer" else "train"
     return [
         parse_workload({"task": task, "model": model, "train": train}, f"{name}-train.toml"),
         parse_workload(
-            {"task": "inference", "model": model, "inference": {**inference, "requests": 1e4}},
+            {"task": "inference", "model": model, "inference": inference},
             f"{name}-inference.toml",
         ),
     ]
