@@ -6,8 +6,9 @@ and verified, `<url>/<run id>/<checkpoint name>/gpuwise-manifest.json`. A single
 received, or the MD5 of the parts' MD5s for a multipart upload) must match what was read locally; elsewhere,
 or when the ETag is not an MD5 (SSE-KMS), the uploaded file is read back and its SHA-256 compared.
 
-fsspec and its backends (s3fs, gcsfs, ossfs) are imported inside the functions that need them. Error
-messages never carry credentials: `redact()` strips the values of the usual credential variables.
+Which filesystem a URL opens (s3://, cos://, oss://, gs://, file://) is `gpuwise.run.endpoints`' business;
+fsspec and its backends are imported inside the functions that need them. Error messages never carry
+credentials: `redact()` strips the values of the usual credential variables.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ import hashlib
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from gpuwise.errors import ConfigError, StorageError
+from gpuwise.errors import StorageError
+from gpuwise.run.endpoints import credential_hint, open_filesystem, redact
 from gpuwise.run.manifest import (
     COMPLETE_MARKER,
     DCP_METADATA,
@@ -44,37 +46,8 @@ PART_BYTES = 64 * 1024 * 1024  # multipart part size for S3 uploads (the ETag ch
 # s3fs reads every part it sends at once into memory: at most this many parts in flight over all files
 # (512 MiB) rather than its default 10 per file (2.5 GiB with 4 files at a time) on a host short of RAM.
 PARTS_IN_FLIGHT = 8
-# botocore's own default read timeout; s3fs lowers it to 15 s, after which a busy endpoint (MinIO on a small
-# box; moto in the benchmark) gets the same 64 MiB part, or the same multipart completion, sent again while
-# it still works on the first: double the work just when it is short of time.
-S3_READ_TIMEOUT_S = 60.0
 _READ_BYTES = 8 * 1024 * 1024
-_SECRET_VARS = (
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SESSION_TOKEN",
-    "GOOGLE_APPLICATION_CREDENTIALS",
-    "OSS_ACCESS_KEY_SECRET",
-    "OSS_ACCESS_KEY_ID",
-)
-_BACKENDS = {
-    "s3": ("s3fs", "s3"),
-    "s3a": ("s3fs", "s3"),
-    "gs": ("gcsfs", "gcs"),
-    "gcs": ("gcsfs", "gcs"),
-    "oss": ("ossfs", "oss"),
-}
 _AUTH_WORDS = ("accessdenied", "access denied", "invalidaccesskeyid", "signaturedoesnotmatch", "forbidden")
-
-
-def redact(text: str, env: Mapping[str, str] | None = None) -> str:
-    """`text` with every credential value from the environment replaced by `***`."""
-    source = os.environ if env is None else env
-    for var in _SECRET_VARS:
-        value = source.get(var, "")
-        if len(value) >= 4:
-            text = text.replace(value, "***")
-    return text
 
 
 # ---------------------------------------------------------------------------------------------- local side
@@ -220,48 +193,6 @@ def sha256_of(path: Path) -> str:
 # --------------------------------------------------------------------------------------------- remote side
 
 
-def open_filesystem(url: str, endpoint_url: str | None = None) -> tuple[Any, str, str]:
-    """(fsspec filesystem, root path inside it, protocol) for `url`. ConfigError for an unknown scheme or a
-    backend that is not installed."""
-    scheme = url.split("://", 1)[0].lower() if "://" in url else "file"
-    if "://" not in url:
-        raise ConfigError(
-            f"--sync {url!r} is not a URL",
-            fix="give a URL such as file:///mnt/volume/ckpt or s3://bucket/prefix",
-        )
-    backend = _BACKENDS.get(scheme)
-    try:
-        import fsspec
-    except ImportError as exc:  # pragma: no cover - fsspec is a dependency of the s3 extra
-        raise ConfigError("--sync needs fsspec", fix="pip install 'gpuwise[s3]'") from exc
-    if backend is not None:
-        try:
-            __import__(backend[0])
-        except ImportError as exc:
-            raise ConfigError(
-                f"--sync {scheme}:// needs the {backend[0]} package",
-                fix=f"pip install 'gpuwise[{backend[1]}]'",
-            ) from exc
-    options: dict[str, Any] = {}
-    if scheme in ("s3", "s3a"):
-        endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-        if endpoint:
-            options["endpoint_url"] = endpoint
-        options["skip_instance_cache"] = True
-        # botocore's default CRC32 header stays on: over HTTPS it is what spares each part a SHA-256 payload
-        # signature (botocore.auth.S3SigV4Auth._should_sha256_sign_payload), a far dearer pass.
-        options["config_kwargs"] = {"read_timeout": S3_READ_TIMEOUT_S}
-    try:
-        fs, root = fsspec.core.url_to_fs(url, **options)
-    except (ValueError, ImportError) as exc:
-        raise ConfigError(
-            f"--sync {scheme}:// is not a storage gpuwise can write: {redact(str(exc))}",
-            fix="use file://, s3:// (gpuwise[s3]), gs:// (gpuwise[gcs]) or oss:// (gpuwise[oss])",
-        ) from exc
-    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    return fs, str(root).rstrip("/"), protocol
-
-
 def storage_error(action: str, url: str, exc: BaseException) -> StorageError:
     """A third-party storage failure as one clear message (credentials redacted)."""
     text = redact(f"{type(exc).__name__}: {exc}")
@@ -274,7 +205,7 @@ def storage_error(action: str, url: str, exc: BaseException) -> StorageError:
         return StorageError(
             f"Cannot {action} {url}: access denied ({text})",
             why="the credentials are missing, wrong or lack permission for this bucket",
-            fix="check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE (or the provider's equivalent)",
+            fix=credential_hint(url),
         )
     if isinstance(exc, FileNotFoundError):
         return StorageError(
@@ -299,10 +230,16 @@ class CheckpointStore:
     """Checkpoints of one or more runs under one fsspec URL."""
 
     def __init__(
-        self, url: str, *, endpoint_url: str | None = None, workers: int = 4, part_bytes: int = PART_BYTES
+        self,
+        url: str,
+        *,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        workers: int = 4,
+        part_bytes: int = PART_BYTES,
     ) -> None:
         self.url = url.rstrip("/")
-        self.fs, self.root, self.protocol = open_filesystem(url, endpoint_url)
+        self.fs, self.root, self.protocol = open_filesystem(url, endpoint_url, region)
         self.workers = workers
         self.part_bytes = part_bytes  # S3 multipart part size (tests use S3's 5 MiB minimum)
 
