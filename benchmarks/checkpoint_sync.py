@@ -265,12 +265,12 @@ def main() -> int:
           f"{low:+.2f} .. {high:+.2f} %, all {min(o.wall_pcts):+.2f} .. {max(o.wall_pcts):+.2f} % over "
           f"{len(o.wall_pcts)} pairs (machine load moves this one)")  # fmt: skip
     print(f"  start-up and exit add {o.fixed_wall_s:.2f} s wall and {o.fixed_cpu_s:.2f} CPU s once")
-    print(f"machine at the end: {machine()}")
     ok &= cpu_mid < 1.0
     if os.getloadavg()[1] < (os.cpu_count() or 1):
         ok &= mid < 1.0
     else:  # the pairs measure the other processes more than gpuwise: said, not judged
         print("  wall clock not judged: the machine was loaded past its CPU count")
+    print(f"machine at the end: {machine()}")
     return 0 if ok else 1
 
 
