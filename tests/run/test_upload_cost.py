@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from conftest import S3
+from gpuwise.run.endpoints import S3_READ_TIMEOUT_S
 from gpuwise.run.manifest import MANIFEST_NAME
 from gpuwise.run.store import (
     PARTS_IN_FLIGHT,
-    S3_READ_TIMEOUT_S,
     CheckpointStore,
     FileEntry,
     digest_file,

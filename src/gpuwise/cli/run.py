@@ -28,14 +28,24 @@ SyncOpt = Annotated[
     typer.Option(
         "--sync",
         metavar="URL",
-        help="Upload complete checkpoints here: file:///mnt/volume/ckpt, s3://bucket/prefix, gs://…, oss://….",
+        help="Upload complete checkpoints here: file:///mnt/volume/ckpt, s3://bucket/prefix, gs://…, "
+        "oss://bucket/prefix (Alibaba OSS), cos://bucket-appid/prefix (Tencent COS).",
     ),
 ]
 EndpointOpt = Annotated[
     str | None,
     typer.Option(
         "--endpoint-url",
-        help="S3-compatible endpoint (MinIO, R2, Alibaba OSS); default $AWS_ENDPOINT_URL or AWS itself.",
+        help="S3-compatible endpoint (MinIO, R2, OSS, COS); default $AWS_ENDPOINT_URL or AWS itself; for "
+        "oss:// and cos:// the one of --region.",
+    ),
+]
+RegionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--region",
+        help="The bucket's region: oss:// uses s3.oss-REGION.aliyuncs.com, cos:// cos.REGION.myqcloud.com "
+        "(default $OSS_REGION / $COS_REGION).",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
@@ -142,6 +152,7 @@ def _run_options(  # noqa: PLR0917 - one value per `run` option
     checkpoint_dir: Path | None,
     sync: str | None,
     endpoint_url: str | None,
+    region: str | None,
     resume: bool,
     grace_s: float,
     keep: int,
@@ -163,6 +174,7 @@ def _run_options(  # noqa: PLR0917 - one value per `run` option
         pid_dir=paths.data_dir() / "run",
         sync_url=sync,
         endpoint_url=endpoint_url,
+        region=region,
         resume=resume,
         grace_s=grace_s,
         keep=keep,
@@ -290,6 +302,7 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
     ] = None,
     sync: SyncOpt = None,
     endpoint_url: EndpointOpt = None,
+    region: RegionOpt = None,
     resume: Annotated[
         bool,
         typer.Option(
@@ -377,8 +390,8 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
     _check_run_options(command, preemption, grace_s, keep)
     setup_logging()
     opts = _run_options(
-        command, checkpoint_dir, sync, endpoint_url, resume, grace_s, keep, run_id, poll_s, preemption,
-        metadata_url,
+        command, checkpoint_dir, sync, endpoint_url, region, resume, grace_s, keep, run_id, poll_s,
+        preemption, metadata_url,
     )  # fmt: skip
     sup = Supervisor(opts)
     resolve_executable(opts.command, sup.env)  # a missing command is bad input before anything is recorded
@@ -398,10 +411,10 @@ checkpoints_app = typer.Typer(
 )
 
 
-def _store(url: str, endpoint_url: str | None) -> Any:
+def _store(url: str, endpoint_url: str | None, region: str | None) -> Any:
     from gpuwise.run.store import CheckpointStore
 
-    return CheckpointStore(url, endpoint_url=endpoint_url)
+    return CheckpointStore(url, endpoint_url=endpoint_url, region=region)
 
 
 def _pick(manifests: list[Manifest], run_id: str | None, name: str | None, url: str) -> list[Manifest]:
@@ -429,6 +442,7 @@ def checkpoints_list(
     url: Annotated[str, typer.Argument(help="The --sync URL.")],
     run_id: Annotated[str | None, typer.Option("--run-id", help="Only this run.")] = None,
     endpoint_url: EndpointOpt = None,
+    region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """List the complete checkpoints at URL (oldest first); half-finished uploads are never listed."""
@@ -436,7 +450,7 @@ def checkpoints_list(
     from gpuwise.run.manifest import format_for_listing
     from gpuwise.units import format_bytes
 
-    manifests = _store(url, endpoint_url).checkpoints(run_id)
+    manifests = _store(url, endpoint_url, region).checkpoints(run_id)
     if json_out:
         print_json({"url": url, "checkpoints": [format_for_listing(m) for m in manifests]})
         return
@@ -453,17 +467,18 @@ def checkpoints_list(
 
 
 @checkpoints_app.command("verify")
-def checkpoints_verify(
+def checkpoints_verify(  # noqa: PLR0917 - typer passes each option as a parameter
     url: Annotated[str, typer.Argument(help="The --sync URL.")],
     run_id: Annotated[str | None, typer.Option("--run-id", help="Only this run.")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Only this checkpoint.")] = None,
     endpoint_url: EndpointOpt = None,
+    region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Read every file back and compare its SHA-256 with the manifest. Exit 1 when any differs."""
     from gpuwise.cli.output import console, print_json
 
-    store = _store(url, endpoint_url)
+    store = _store(url, endpoint_url, region)
     chosen = _pick(store.checkpoints(run_id), run_id, name, url)
     results = [{"run_id": m.run_id, "name": m.name, "problems": store.verify(m)} for m in chosen]
     bad = [r for r in results if r["problems"]]
@@ -484,12 +499,13 @@ def checkpoints_pull(  # noqa: PLR0917 - typer passes each option as a parameter
     name: Annotated[str | None, typer.Option("--name", help="This checkpoint (default: the newest).")] = None,
     to: Annotated[Path, typer.Option("--to", help="Download into this folder.")] = Path("checkpoints"),
     endpoint_url: EndpointOpt = None,
+    region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Download a complete checkpoint (the newest by default), verified file by file."""
     from gpuwise.cli.output import console, print_json
 
-    store = _store(url, endpoint_url)
+    store = _store(url, endpoint_url, region)
     m = _pick(store.checkpoints(run_id), run_id, name, url)[-1]
     path = store.download(m, to)
     if json_out:

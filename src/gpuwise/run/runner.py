@@ -44,6 +44,7 @@ class RunOptions:
     pid_dir: Path
     sync_url: str | None = None
     endpoint_url: str | None = None
+    region: str | None = None  # oss:// and cos://: the bucket's region
     resume: bool = False
     grace_s: float = 30.0
     keep: int = 3
@@ -114,7 +115,9 @@ class Supervisor:
 
     def open_store(self) -> None:
         if self.opts.sync_url:
-            self.store = CheckpointStore(self.opts.sync_url, endpoint_url=self.opts.endpoint_url)
+            self.store = CheckpointStore(
+                self.opts.sync_url, endpoint_url=self.opts.endpoint_url, region=self.opts.region
+            )
 
     def find_resume(self) -> str | None:
         """The newest complete checkpoint, local or remote (downloaded when only remote). None if none."""

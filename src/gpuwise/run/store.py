@@ -4,10 +4,13 @@ Remote layout: `<url>/<run id>/<checkpoint name>/<files>` and, written last, aft
 and verified, `<url>/<run id>/<checkpoint name>/gpuwise-manifest.json`. A single-file checkpoint (Lightning
 `.ckpt`) sits in a folder of its own name. Verification: on S3 the server's ETag (the MD5 of what it
 received, or the MD5 of the parts' MD5s for a multipart upload) must match what was read locally; elsewhere,
-or when the ETag is not an MD5 (SSE-KMS), the uploaded file is read back and its SHA-256 compared.
+or when the ETag is not that MD5 (SSE-KMS), the uploaded file is read back and its SHA-256 compared. S3
+uploads go through `gpuwise.run.s3upload` (each byte read once, hashed as it is sent); other storage through
+fsspec's `put_file` with the checksums computed beside it.
 
-fsspec and its backends (s3fs, gcsfs, ossfs) are imported inside the functions that need them. Error
-messages never carry credentials: `redact()` strips the values of the usual credential variables.
+Which filesystem a URL opens (s3://, cos://, oss://, gs://, file://) is `gpuwise.run.endpoints`' business;
+fsspec and its backends are imported inside the functions that need them. Error messages never carry
+credentials: `redact()` strips the values of the usual credential variables.
 """
 
 from __future__ import annotations
@@ -18,13 +21,15 @@ import hashlib
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from gpuwise.errors import ConfigError, StorageError
+from gpuwise.errors import StorageError
+from gpuwise.run.digest import PART_BYTES, READ_BYTES, FileDigest, digest_file, etag_matches, sha256_of
+from gpuwise.run.endpoints import credential_hint, open_filesystem, redact
 from gpuwise.run.manifest import (
     COMPLETE_MARKER,
     DCP_METADATA,
@@ -39,42 +44,12 @@ from gpuwise.run.manifest import (
     missing_or_wrong,
     step_of,
 )
+from gpuwise.run.s3upload import S3Uploader
 
-PART_BYTES = 64 * 1024 * 1024  # multipart part size for S3 uploads (the ETag check needs to know it)
-# s3fs reads every part it sends at once into memory: at most this many parts in flight over all files
-# (512 MiB) rather than its default 10 per file (2.5 GiB with 4 files at a time) on a host short of RAM.
+# Every part in flight is held in memory: at most this many over all files (512 MiB), not s3fs's default
+# of 10 per file (2.5 GiB with 4 files at a time) on a host short of RAM.
 PARTS_IN_FLIGHT = 8
-# botocore's own default read timeout; s3fs lowers it to 15 s, after which a busy endpoint (MinIO on a small
-# box; moto in the benchmark) gets the same 64 MiB part, or the same multipart completion, sent again while
-# it still works on the first: double the work just when it is short of time.
-S3_READ_TIMEOUT_S = 60.0
-_READ_BYTES = 8 * 1024 * 1024
-_SECRET_VARS = (
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SESSION_TOKEN",
-    "GOOGLE_APPLICATION_CREDENTIALS",
-    "OSS_ACCESS_KEY_SECRET",
-    "OSS_ACCESS_KEY_ID",
-)
-_BACKENDS = {
-    "s3": ("s3fs", "s3"),
-    "s3a": ("s3fs", "s3"),
-    "gs": ("gcsfs", "gcs"),
-    "gcs": ("gcsfs", "gcs"),
-    "oss": ("ossfs", "oss"),
-}
 _AUTH_WORDS = ("accessdenied", "access denied", "invalidaccesskeyid", "signaturedoesnotmatch", "forbidden")
-
-
-def redact(text: str, env: Mapping[str, str] | None = None) -> str:
-    """`text` with every credential value from the environment replaced by `***`."""
-    source = os.environ if env is None else env
-    for var in _SECRET_VARS:
-        value = source.get(var, "")
-        if len(value) >= 4:
-            text = text.replace(value, "***")
-    return text
 
 
 # ---------------------------------------------------------------------------------------------- local side
@@ -136,130 +111,7 @@ def scan_local(directory: Path) -> list[LocalCheckpoint]:
     return found
 
 
-@dataclass(frozen=True)
-class FileDigest:
-    """What the upload check needs of one local file: its SHA-256 (for the manifest) and the one MD5 form
-    its S3 ETag will take (`md5` for a single PUT, `part_md5s` for a multipart upload; the other is empty)."""
-
-    sha256: str
-    md5: str
-    part_md5s: tuple[bytes, ...]
-    size_bytes: int
-
-
-def sent_whole(size_bytes: int, part_bytes: int = PART_BYTES) -> bool:
-    """Whether s3fs sends a file of this size as one PUT rather than in parts (its rule in `_put_file`:
-    under two parts' worth)."""
-    return size_bytes < 2 * part_bytes
-
-
-def _hash_whole(fh: BinaryIO, sha: Any) -> tuple[str, int]:
-    """(MD5 hex of the rest of `fh`, bytes read), feeding `sha` the same bytes."""
-    md5 = hashlib.md5(usedforsecurity=False)
-    size = 0
-    while chunk := fh.read(_READ_BYTES):
-        sha.update(chunk)
-        md5.update(chunk)
-        size += len(chunk)
-    return md5.hexdigest(), size
-
-
-def _hash_parts(fh: BinaryIO, sha: Any, part_bytes: int) -> tuple[tuple[bytes, ...], int]:
-    """(MD5 of each `part_bytes` part of the rest of `fh`, bytes read), feeding `sha` the same bytes."""
-    parts: list[bytes] = []
-    size = 0
-    while True:
-        md5, left = hashlib.md5(usedforsecurity=False), part_bytes
-        while left and (chunk := fh.read(min(_READ_BYTES, left))):
-            sha.update(chunk)
-            md5.update(chunk)
-            left -= len(chunk)
-        if left == part_bytes:
-            return tuple(parts), size  # the end of the file
-        parts.append(md5.digest())
-        size += part_bytes - left
-        if left:
-            return tuple(parts), size  # a short last part
-
-
-def digest_file(path: Path, part_bytes: int = PART_BYTES) -> FileDigest:
-    """SHA-256 plus one MD5 pass, not two: MD5 is the slowest hash here (about half SHA-256's speed with
-    SHA-NI), and a file's ETag is either its whole MD5 or its parts' MD5s, never both, so only that one is
-    computed. Should the guess of how it is sent be wrong, `etag_matches` says "cannot tell" and the file is
-    read back instead."""
-    sha = hashlib.sha256()
-    with path.open("rb") as fh:
-        if sent_whole(os.fstat(fh.fileno()).st_size, part_bytes):
-            md5, size = _hash_whole(fh, sha)
-            return FileDigest(sha.hexdigest(), md5, (), size)
-        parts, size = _hash_parts(fh, sha, part_bytes)
-    return FileDigest(sha.hexdigest(), "", parts, size)
-
-
-def etag_matches(etag: str, d: FileDigest) -> bool | None:
-    """True/False when `etag` is an MD5 ETag we can check; None when it is not one (SSE-KMS, other stores)
-    or not the form the digest holds."""
-    tag = etag.strip('"').lower()
-    if "-" not in tag:
-        return tag == d.md5 if len(tag) == 32 and d.md5 else None
-    body, _, count = tag.partition("-")
-    if not count.isdigit() or int(count) != len(d.part_md5s) or not d.part_md5s:
-        return None  # another part size than ours: cannot tell from the ETag
-    expected = hashlib.md5(b"".join(d.part_md5s), usedforsecurity=False).hexdigest()
-    return body == expected
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_READ_BYTES):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 # --------------------------------------------------------------------------------------------- remote side
-
-
-def open_filesystem(url: str, endpoint_url: str | None = None) -> tuple[Any, str, str]:
-    """(fsspec filesystem, root path inside it, protocol) for `url`. ConfigError for an unknown scheme or a
-    backend that is not installed."""
-    scheme = url.split("://", 1)[0].lower() if "://" in url else "file"
-    if "://" not in url:
-        raise ConfigError(
-            f"--sync {url!r} is not a URL",
-            fix="give a URL such as file:///mnt/volume/ckpt or s3://bucket/prefix",
-        )
-    backend = _BACKENDS.get(scheme)
-    try:
-        import fsspec
-    except ImportError as exc:  # pragma: no cover - fsspec is a dependency of the s3 extra
-        raise ConfigError("--sync needs fsspec", fix="pip install 'gpuwise[s3]'") from exc
-    if backend is not None:
-        try:
-            __import__(backend[0])
-        except ImportError as exc:
-            raise ConfigError(
-                f"--sync {scheme}:// needs the {backend[0]} package",
-                fix=f"pip install 'gpuwise[{backend[1]}]'",
-            ) from exc
-    options: dict[str, Any] = {}
-    if scheme in ("s3", "s3a"):
-        endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-        if endpoint:
-            options["endpoint_url"] = endpoint
-        options["skip_instance_cache"] = True
-        # botocore's default CRC32 header stays on: over HTTPS it is what spares each part a SHA-256 payload
-        # signature (botocore.auth.S3SigV4Auth._should_sha256_sign_payload), a far dearer pass.
-        options["config_kwargs"] = {"read_timeout": S3_READ_TIMEOUT_S}
-    try:
-        fs, root = fsspec.core.url_to_fs(url, **options)
-    except (ValueError, ImportError) as exc:
-        raise ConfigError(
-            f"--sync {scheme}:// is not a storage gpuwise can write: {redact(str(exc))}",
-            fix="use file://, s3:// (gpuwise[s3]), gs:// (gpuwise[gcs]) or oss:// (gpuwise[oss])",
-        ) from exc
-    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    return fs, str(root).rstrip("/"), protocol
 
 
 def storage_error(action: str, url: str, exc: BaseException) -> StorageError:
@@ -274,7 +126,7 @@ def storage_error(action: str, url: str, exc: BaseException) -> StorageError:
         return StorageError(
             f"Cannot {action} {url}: access denied ({text})",
             why="the credentials are missing, wrong or lack permission for this bucket",
-            fix="check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE (or the provider's equivalent)",
+            fix=credential_hint(url),
         )
     if isinstance(exc, FileNotFoundError):
         return StorageError(
@@ -299,12 +151,27 @@ class CheckpointStore:
     """Checkpoints of one or more runs under one fsspec URL."""
 
     def __init__(
-        self, url: str, *, endpoint_url: str | None = None, workers: int = 4, part_bytes: int = PART_BYTES
+        self,
+        url: str,
+        *,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        workers: int = 4,
+        part_bytes: int = PART_BYTES,
     ) -> None:
         self.url = url.rstrip("/")
-        self.fs, self.root, self.protocol = open_filesystem(url, endpoint_url)
+        self.fs, self.root, self.protocol = open_filesystem(url, endpoint_url, region)
         self.workers = workers
         self.part_bytes = part_bytes  # S3 multipart part size (tests use S3's 5 MiB minimum)
+        self._s3 = S3Uploader(self.fs, part_bytes, connections=max(10, PARTS_IN_FLIGHT + workers))
+
+    def warm(self) -> None:
+        """Create the S3 clients now (about a second each on a busy machine: botocore loads the service
+        model), so that the first checkpoint does not wait for them. Failures are left to the upload."""
+        if self.protocol not in ("s3", "s3a"):
+            return
+        with contextlib.suppress(Exception):
+            self._s3.client()  # s3fs's client too
 
     def _path(self, *parts: str) -> str:
         return "/".join([self.root, *parts])
@@ -388,15 +255,15 @@ class CheckpointStore:
 
     def _upload_one(self, run_id: str, name: str, rel: str, path: Path, part_streams: int) -> FileEntry:
         target = self._path(run_id, name, rel)
-        with ThreadPoolExecutor(max_workers=1) as hasher:
-            digest_future = hasher.submit(digest_file, path, self.part_bytes)  # overlaps the upload
-            if self.protocol in ("s3", "s3a"):
-                self.fs.put_file(str(path), target, chunksize=self.part_bytes, max_concurrency=part_streams)
-            else:
+        if self.protocol in ("s3", "s3a"):
+            digest = self._s3.upload(path, target, part_streams)  # one read: hashed as it is sent
+        else:
+            with ThreadPoolExecutor(max_workers=1) as hasher:
+                digest_future = hasher.submit(digest_file, path, self.part_bytes)  # overlaps the upload
                 parent = target.rsplit("/", 1)[0]
                 self.fs.makedirs(parent, exist_ok=True)
                 self.fs.put_file(str(path), target)
-            digest = digest_future.result()
+                digest = digest_future.result()
         self._verify_uploaded(target, digest)
         return FileEntry(rel, digest.size_bytes, digest.sha256)
 
@@ -411,7 +278,7 @@ class CheckpointStore:
             )
         etag = info.get("ETag") or info.get("etag")
         ok = etag_matches(str(etag), digest) if etag else None
-        if ok is None:
+        if not ok:  # cannot tell (no MD5 ETag), or an ETag that is not an MD5 (SSE-KMS): read it back
             ok = self._remote_sha256(target) == digest.sha256
         if not ok:
             raise StorageError(
@@ -422,8 +289,8 @@ class CheckpointStore:
 
     def _remote_sha256(self, target: str) -> str:
         h = hashlib.sha256()
-        with self.fs.open(target, "rb", block_size=_READ_BYTES) as fh:
-            while chunk := fh.read(_READ_BYTES):
+        with self.fs.open(target, "rb", block_size=READ_BYTES) as fh:
+            while chunk := fh.read(READ_BYTES):
                 h.update(chunk)
         return h.hexdigest()
 

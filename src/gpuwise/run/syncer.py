@@ -68,6 +68,8 @@ class Syncer:
     # ----- thread
 
     def start(self) -> None:
+        if self.store is not None:  # its clients are made while the job starts, not at its first checkpoint
+            threading.Thread(target=self.store.warm, name="gpuwise-store-warm", daemon=True).start()
         self._thread = threading.Thread(target=self._loop, name="gpuwise-syncer", daemon=True)
         self._thread.start()
 
