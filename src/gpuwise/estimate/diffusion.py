@@ -65,10 +65,8 @@ def is_diffusion_workload(w: Workload) -> bool:
     return w.train is not None and w.diffusion is not None and w.model is not None
 
 
-def diffusion_estimate(
-    w: Workload, gpu: GpuSpec, *, count: int, nodes: int, calibration: Calibration | None, notes: Notes
-) -> Estimate:
-    """Memory, images per second and hours of the diffusion training workload `w` on `count` × `gpu`."""
+def _job(w: Workload, notes: Notes) -> _Job:
+    """The architecture, settings and trained parameters of `w`, named in the assumptions."""
     t, d = w.train, w.diffusion
     assert t is not None and d is not None and w.arch.preset is not None
     arch = diffusion_arch(w.arch.preset)
@@ -78,12 +76,20 @@ def diffusion_estimate(
     if d.train_text_encoder:
         trainable += t.lora_rank * clip_lora_width(arch)
         notes.add("LoRA on the CLIP text encoders too (train_text_encoder): their backward runs every step")
-    job = _Job(arch, t, d, width, height, trainable)
     notes.add(
         f"{arch.name} {t.method} at {width}×{height} px, {d.text_tokens} text tokens: "
         f"{trainable / 1e6:,.1f}M trained parameters"
         + ("" if t.method == "full" else f" (LoRA rank {t.lora_rank} on attention and MLP)")
     )
+    return _Job(arch, t, d, width, height, trainable)
+
+
+def diffusion_estimate(
+    w: Workload, gpu: GpuSpec, *, count: int, nodes: int, calibration: Calibration | None, notes: Notes
+) -> Estimate:
+    """Memory, images per second and hours of the diffusion training workload `w` on `count` × `gpu`."""
+    job = _job(w, notes)
+    arch, t, width, height, trainable = job.arch, job.t, job.width, job.height, job.trainable
     mem = _memory(job, dp=count, notes=notes)
     capacity = gpu.memory_gib * GIB
     dtype = "bf16" if t.precision == "fp8" else t.precision
