@@ -173,3 +173,93 @@ def test_training_the_text_encoders_costs_memory_and_time() -> None:
     assert both.details["trainable_params"] > plain.details["trainable_params"]
     assert both.memory.total > plain.memory.total
     assert both.details["s_per_it"] > plain.details["s_per_it"]
+
+
+# Held-out speed checks (issue 13): measurements that no constant was fitted on, each compared within 2×
+# (the module docstring's tolerance for runs not used for fitting). Where the estimate falls outside, the test
+# is xfail(strict=True) with the measured ratio: the model is not tuned to these rows, and a strict xfail
+# turns into a failure the day a change brings the estimate within 2×, so the marker is then removed.
+SIMPLETUNER_CACHED = {"cache_latents": True, "cache_text_embeddings": True}  # SimpleTuner always caches both
+
+
+def test_flux_dev_lora_on_an_h100_speed_held_out() -> None:
+    """SimpleTuner pull request 1033 (github.com/bghira/SimpleTuner/pull/1033, "H100/H200/B200
+    FlashAttention3 for Flux + TorchAO improvements"), on an H100: quoted "When using torch.compile in bf16
+    mode w/ rank 16 LoRA we see 2 iterations per second. 1000 steps can be trained in 500 seconds".
+    Not stated there: resolution, batch and optimizer. Written as SimpleTuner's Flux quickstart sets a run
+    up: train_batch_size 1, 1024 px subject data (Flux's native size), gradient checkpointing on, AdamW
+    (its beginner default adamw_bf16), latents and text embeddings cached. torch.compile and
+    FlashAttention-3 are speed-ups gpuwise does not model, inside the 2× (the estimate at 512 px would be
+    about 3× faster than the quote, so this row also says the run was not at 512 px, or not at batch 1)."""
+    est = run(
+        "flux-dev",
+        "H100",
+        {"method": "lora", "lora_rank": 16, "optimizer": "adamw"},
+        {"resolution": 1024, **SIMPLETUNER_CACHED},
+    )
+    assert est.fits
+    assert 0.5 / 2 < est.details["s_per_it"] < 0.5 * 2
+
+
+def test_flux_dev_fp8_lora_at_1024_on_a_4090_speed_held_out() -> None:
+    """SimpleTuner pull request 1184 (github.com/bghira/SimpleTuner/pull/1184, "gradient checkpointing
+    speed-up"): quoted "when training with a rank 1 lora we can use `--gradient_checkpointing_interval=2` on
+    a 24G 4090 w/ fp8-quanto and speed up from 4.25 second per training step to 3.00 second per training step
+    at 1024px". The 4.25 s is the run with every block checkpointed (gpuwise's "full"); batch 1 and an 8-bit
+    optimizer assumed (not stated; neither moves the step time of a rank-1 LoRA)."""
+    est = run(
+        "flux-dev",
+        "RTX4090",
+        {"method": "lora", "lora_rank": 1, "optimizer": "adamw8bit"},
+        {"resolution": 1024, "fp8_base": True, **SIMPLETUNER_CACHED},
+    )
+    assert est.fits
+    assert 4.25 / 2 < est.details["s_per_it"] < 4.25 * 2
+
+
+# SimpleTuner's Flux quickstart (documentation/quickstart/FLUX.md, "NF4-quantised training"): quoted
+# "Upping the resolution from 512px to 1024px slows training down from, for example, 1.4 seconds per step to
+# 3.5 seconds per step (batch size of 1, 4090)". NF4 base = gpuwise's qlora; rank not stated (16, as the
+# quickstart's memory list). Held out: the DiT share was fitted on another source's QLoRA run at 512×768.
+NF4_ON_A_4090 = {"method": "qlora", "lora_rank": 16, "optimizer": "adamw8bit"}
+
+
+def test_flux_dev_nf4_lora_at_1024_on_a_4090_speed_held_out() -> None:
+    est = run("flux-dev", "RTX4090", NF4_ON_A_4090, {"resolution": 1024, **SIMPLETUNER_CACHED})
+    assert est.fits
+    assert 3.5 / 2 < est.details["s_per_it"] < 3.5 * 2
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="held out, outside 2×: measured 1.4 s/step, estimated 0.67 s (measured/estimated 2.1); with the "
+    "1024 px row (ratio 1.56) the measured time grows 2.5× from 512 to 1024 px, the estimate 3.4×: a fixed "
+    "per-step cost the model lacks",
+)
+def test_flux_dev_nf4_lora_at_512_on_a_4090_speed_held_out() -> None:
+    est = run("flux-dev", "RTX4090", NF4_ON_A_4090, {"resolution": 512, **SIMPLETUNER_CACHED})
+    assert 1.4 / 2 < est.details["s_per_it"] < 1.4 * 2
+
+
+# kohya sd-scripts issue 827 (github.com/kohya-ss/sd-scripts/issues/827), an RTX 3090 Ti (24 GB) on Windows:
+# quoted "LoRA gets 1.12 s/it with xformers enabled and gradient checkpoint disabled", command
+# sdxl_train_network.py --resolution="1024,1024" --network_dim=32 --train_batch_size="1" --full_bf16
+# --cache_latents --optimizer_type="Adafactor" --text_encoder_lr=0.0004 (the text encoders' LoRA trained, so
+# they stay on the GPU). Independent of kohya_ss issue 1288, which the UNet share was fitted on.
+SDXL_827 = {"method": "lora", "lora_rank": 32, "optimizer": "adafactor", "activation_checkpointing": "none"}
+SDXL_827_D = {"resolution": 1024, "cache_latents": True, "train_text_encoder": True}
+
+
+def test_sdxl_lora_on_a_24gb_rtx3090ti_fits() -> None:
+    """It ran on the 24 GB card, so it fits."""
+    assert run("sdxl", "RTX3090Ti", SDXL_827, SDXL_827_D).fits
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="held out, outside 2×: measured 1.12 s/it, estimated 0.43 s/it (measured/estimated 2.6); SDXL "
+    "at batch 1 is slower per image than the batch-8 run the UNet share was fitted on",
+)
+def test_sdxl_lora_on_a_24gb_rtx3090ti_speed_held_out() -> None:
+    est = run("sdxl", "RTX3090Ti", SDXL_827, SDXL_827_D)
+    assert 1.12 / 2 < est.details["s_per_it"] < 1.12 * 2
