@@ -114,7 +114,7 @@ def _offer_cell(group: OptionGroup) -> str:
 
 
 def _pricing_cell(o: Option) -> str:
-    from gpuwise.units import format_usd as money
+    from gpuwise.plan.currency import money
 
     day = o.price_as_of.isoformat()
     flag = ("" if o.price_date_exact else "?") + ("!" if o.price_over_limit else "")
@@ -133,8 +133,8 @@ def _hours_cell(o: Option) -> str:
 
 
 def _total_cell(o: Option) -> str:
+    from gpuwise.plan.currency import money
     from gpuwise.plan.output import short_unit_cost
-    from gpuwise.units import format_usd as money
 
     total = f"[bold]{money(o.cost_usd)}[/]"
     if o.cost_usd_low is not None and o.cost_usd_high is not None and o.cost_usd_high > o.cost_usd_low:
@@ -160,8 +160,9 @@ def _span(low: str, high: str) -> str:
     for unit in (" h", " min", " s"):
         if low.endswith(unit) and high.endswith(unit) and "(" not in high:
             return f"{low.removesuffix(unit)}–{high}"
-    if low.startswith("$") and high.startswith("$"):
-        return f"{low}–{high[1:]}"
+    for symbol in ("$", "¥"):
+        if low.startswith(symbol) and high.startswith(symbol):
+            return f"{low}–{high[1:]}"
     return f"{low}–{high}"
 
 
