@@ -76,6 +76,17 @@ class Money:
 
     currency: str = "USD"
     rate: FxRate | None = None
+    # rates for prices in other currencies (an offer's own), used to bring them to this one
+    others: tuple[FxRate, ...] = ()
+
+    def usd_from(self, amount: float, currency: str) -> float | None:
+        """A price in ``currency`` as USD at the rate in use (None: no rate known for it)."""
+        if currency == "USD":
+            return amount
+        for rate in (self.rate, *self.others):
+            if rate is not None and rate.currency == currency:
+                return amount / rate.per_usd
+        return None
 
     def amount(self, usd: float) -> float:
         return usd if self.rate is None else usd * self.rate.per_usd
@@ -160,7 +171,63 @@ def rate_for(currency: str, given_usd_per_unit: Mapping[str, float]) -> FxRate |
 
 def display(currency: str, given_usd_per_unit: Mapping[str, float]) -> Money:
     """The Money a plan is shown in; every currency in CURRENCIES has a bundled rate."""
-    return Money(currency, rate_for(currency, given_usd_per_unit))
+    codes = sorted((set(BUNDLED) | set(given_usd_per_unit)) - {currency, "USD"})
+    others = tuple(r for r in (rate_for(c, given_usd_per_unit) for c in codes) if r is not None)
+    return Money(currency, rate_for(currency, given_usd_per_unit), others)
+
+
+def offer_money(value: float | None, currency: str) -> str | None:
+    """Inside ``showing``: an offer's price (in its own ``currency``) in the shown currency; None outside,
+    where callers keep their own format. A currency with no rate is shown as it is, saying so."""
+    shown = _SHOWING.get()
+    if shown is None:
+        return None
+    if value is None:
+        return "—"
+    usd = shown.usd_from(value, currency)
+    if usd is None:
+        return f"{value:,.2f} {currency} (no rate)"
+    return shown.format(usd)
+
+
+def offers_in(offers: list[Any], shown: Money, *, spot: bool) -> list[Any]:
+    """Catalog offers sorted by their price in the shown currency (those without a rate or price last)."""
+
+    def key(o: Any) -> tuple[bool, float]:
+        price = o.spot_price_usd_per_hour if spot else o.price_usd_per_hour
+        usd = None if price is None else shown.usd_from(price, o.currency)
+        return (usd is None, usd or 0.0)
+
+    return sorted(offers, key=key)
+
+
+def offer_json_in(o: Any, shown: Money) -> dict[str, Any]:
+    """An offer's ``in_currency`` block: its prices in the shown currency (null where no rate or price)."""
+
+    def conv(price: float | None) -> float | None:
+        usd = None if price is None else shown.usd_from(price, o.currency)
+        return None if usd is None else shown.amount(usd)
+
+    return {
+        "currency": shown.currency,
+        "price_per_hour": conv(o.price_usd_per_hour),
+        "spot_price_per_hour": conv(o.spot_price_usd_per_hour),
+    }
+
+
+def rates_json(shown: Money) -> dict[str, Any]:
+    """The rates a listing converted at: the shown currency's and the others'."""
+    block = shown.to_json()
+    block["other_rates"] = {
+        r.currency: {"per_usd": r.per_usd, "as_of": _iso(r.as_of), "source": r.source, "given": r.given}
+        for r in shown.others
+    }
+    return block
+
+
+def other_rate_lines(shown: Money, today: date | None = None) -> list[str]:
+    """'CNY prices converted at 1 USD = …' for each other currency a listing converts."""
+    return [f"{r.currency} prices converted at {r.text(today)}." for r in shown.others]
 
 
 def bundled_for_ranking(given_usd_per_unit: Mapping[str, float], today: date) -> dict[str, tuple[float, str]]:
