@@ -133,6 +133,16 @@ def money(usd: float | None) -> str:
     return current().format(usd)
 
 
+def cents(usd: float) -> str:
+    """'$1,234.56' (always cents, as the report's sentences print money) in the currency being shown."""
+    shown = current()
+    if shown.rate is None:
+        return f"${usd:,.2f}"
+    return f"{SYMBOLS.get(shown.currency, '')}{shown.amount(usd):,.2f}" + (
+        "" if shown.currency in SYMBOLS else f" {shown.currency}"
+    )
+
+
 def current() -> Money:
     """The currency amounts are being shown in (USD outside ``showing``)."""
     return _SHOWING.get() or _USD
