@@ -85,3 +85,12 @@ def test_an_unknown_currency_exits_2(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["plan", str(FIXTURES / "llama3-8b-lora.toml"), "--currency", "EUR"]) == 2
     err = capsys.readouterr().err
     assert "--currency 'EUR'" in err and "To fix" in err and "Traceback" not in err
+
+
+def test_html_report_in_yuan(cn_workload: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("plotly")
+    page = tmp_path / "plan.html"
+    assert main(["plan", cn_workload, "--currency", "CNY", "--top", "2", "--html", str(page)]) == 0
+    capsys.readouterr()
+    text = page.read_text(encoding="utf-8")
+    assert "<th>¥/h</th>" in text and "1 USD = 7.2734 CNY" in text

@@ -143,6 +143,24 @@ def cents(usd: float) -> str:
     )
 
 
+def rounded(usd: float) -> str:
+    """``units.format_money`` (cents under 10 000, whole units above) in the currency being shown."""
+    from gpuwise.units import format_money
+
+    shown = current()
+    text = format_money(shown.amount(usd))
+    if shown.rate is None:
+        return text
+    return text.replace("$", SYMBOLS.get(shown.currency, ""), 1) + (
+        "" if shown.currency in SYMBOLS else f" {shown.currency}"
+    )
+
+
+def symbol() -> str:
+    """'$' or '¥': the sign of the currency being shown (for column headings such as '$/h')."""
+    return SYMBOLS.get(current().currency, current().currency)
+
+
 def current() -> Money:
     """The currency amounts are being shown in (USD outside ``showing``)."""
     return _SHOWING.get() or _USD
