@@ -94,3 +94,13 @@ def test_html_report_in_yuan(cn_workload: str, tmp_path: Path, capsys: pytest.Ca
     capsys.readouterr()
     text = page.read_text(encoding="utf-8")
     assert "<th>¥/h</th>" in text and "1 USD = 7.2734 CNY" in text
+
+
+def test_nothing_qualifies_without_a_rate_names_currency_as_the_fix(
+    capsys: pytest.CaptureFixture[str], cn_workload: str
+) -> None:
+    assert main(["plan", cn_workload]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "no --exchange-rate or --currency given" in err and "--currency CNY for the bundled dated rate" in err
+    )

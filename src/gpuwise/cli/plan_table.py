@@ -167,13 +167,15 @@ def _span(low: str, high: str) -> str:
 
 
 def _legend(result: PlanResult) -> None:
+    from gpuwise.plan.currency import symbol
     from gpuwise.plan.picks import RULE_TEXT
 
     console.print(
         "[dim]* on the Pareto front (nothing both cheaper and faster); C, F, B: the cheapest, fastest "
         f"and balanced picks ({escape(RULE_TEXT)}). hours and total: expected, then the range the "
         "estimate gives. split: c compute, u start-up (boot, set-up, downloads, final upload), "
-        "s storage, e egress, i spot interruptions. +?: some cost parts unknown, counted as $0 "
+        "s storage, e egress, i spot interruptions. +?: some cost parts unknown, counted as "
+        f"{escape(symbol())}0 "
         "(see --pick N or --json). "
         f"A date ending in ?: the source gives none (collection date shown); !: over "
         f"{result.stale_after_days} days old (by the collection date when undated). free: GPU memory "
