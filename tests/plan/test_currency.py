@@ -185,3 +185,11 @@ def test_a_cn_plan_ranks_yuan_offers_of_several_providers_with_dollar_ones(
     assert any("converted from CNY" in a and "bundled rate: 1 USD = 7.2734 CNY" in a for a in a10.assumptions)
     with showing(display("CNY", {})):
         assert money(a10.price_usd_per_hour) == "¥10.00"  # a yuan price comes back as itself
+
+
+@pytest.mark.parametrize("provider", ["aliyun", "tencent", "huawei", "baidu"])
+def test_chinese_clouds_say_why_their_storage_and_egress_are_unknown(provider: str) -> None:
+    from gpuwise.plan.rates import NOT_LOOKED_UP, rates_for, unknown_text
+
+    text = unknown_text(rates_for(provider))
+    assert text is not None and NOT_LOOKED_UP not in text
