@@ -165,6 +165,8 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
       gpuwise plan examples/llama3-8b-lora.toml --phase prototype --json
 
       gpuwise plan examples/llama3-8b-lora.toml --pick 2 --export skypilot --out task.yaml
+
+      gpuwise plan examples/llama3-8b-lora.toml --currency CNY --region "cn-*"
     """
     from gpuwise.plan import run as run_plan
     from gpuwise.plan.request import PlanRequest
