@@ -191,7 +191,7 @@ def _china_offers(china: list[dict[str, Any]], cinfo: SourceInfo | None, tally: 
             # ec2instances.info records: pricing[region]["linux"]["ondemand"], a string
             linux = p.get("linux") if isinstance(p, dict) else None
             value = linux.get("ondemand") if isinstance(linux, dict) else None
-            notes = ["price in CNY (AWS China), not converted"]
+            notes = ["price in CNY as AWS China publishes it (converted only at a rate that is stated)"]
             price, _, skip = clean_prices(safe_number(value), None, count, tally, notes)
             if skip or cinfo is None:
                 tally.skipped[skip or "no_price"] += 1

@@ -154,10 +154,32 @@ def canonical_gpu_name(name: str) -> str | None:
     return _alias_index().get(alias_key(name))
 
 
+@cache
+def _no_estimate_cards() -> dict[str, tuple[str, str]]:
+    """Alias key -> (name, why) for cards gpuwise knows but cannot estimate (``gpu-no-estimate.csv``)."""
+    out: dict[str, tuple[str, str]] = {}
+    for row in _read_csv("gpu-no-estimate.csv"):
+        for alias in (row["name"], *row["aliases"].split("|")):
+            if alias.strip():
+                out[alias_key(alias)] = (row["name"], f"{row['why']} (sources: {row['source']})")
+    return out
+
+
+def no_estimate_reason(name: str) -> str | None:
+    """Why a known card has no estimator support (e.g. Ascend 910B: figures not confirmed); None otherwise."""
+    found = _no_estimate_cards().get(alias_key(name))
+    return None if found is None else f"{found[0]} has no estimator support: {found[1]}"
+
+
 def resolve_gpu(name: str) -> GpuSpec:
     """The spec for a canonical name or alias ("h100-sxm", "A100 80GB"); NotFoundError with close matches."""
     canonical = canonical_gpu_name(name)
     if canonical is None:
+        reason = no_estimate_reason(name)
+        if reason is not None:
+            raise UsageError(
+                reason, fix="pick a card from `gpuwise catalog gpus`, or time the job on this card yourself"
+            )
         raise NotFoundError(
             "GPU",
             name,

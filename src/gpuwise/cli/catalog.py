@@ -203,8 +203,12 @@ def _age_text(offer: Offer, today: date) -> str:
 
 
 def _money(value: float | None, currency: str) -> str:
+    from gpuwise.plan.currency import offer_money  # --currency: in the shown currency, converted
     from gpuwise.units import format_money
 
+    shown = offer_money(value, currency)
+    if shown is not None:
+        return shown
     return "—" if value is None else format_money(value, currency)
 
 
@@ -230,10 +234,21 @@ def offers(
         int | None,
         typer.Option("--limit", help=f"At most N offers (table default {_TABLE_DEFAULT_LIMIT}; 0 = all)."),
     ] = None,
+    currency: Annotated[
+        str | None,
+        typer.Option("--currency", metavar="CUR", help="Show prices in USD or CNY (rate printed)."),
+    ] = None,
+    exchange_rate: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exchange-rate", metavar="CUR=USD", help="With --currency: USD per unit, e.g. CNY=0.14."
+        ),
+    ] = None,
     json_out: JsonOption = False,
     catalog_dir: CatalogDirOption = None,
 ) -> None:
-    """Instance offers, cheapest first, each with its provider, price date and source.
+    """Instance offers, cheapest first, each with its provider, price date and source; --currency CNY|USD
+    shows every price in that currency (rate, date and source printed) and ranks both currencies together.
 
     Examples:
 
@@ -263,16 +278,23 @@ def offers(
     catalog = load_catalog(catalog_dir)
     check_region(catalog, region)  # an unknown region is a typo, not "no offers match"
     found = query_offers(catalog, gpu=gpu, count=count, provider=provider, region=region, spot=spot)
+    if currency is not None:
+        from gpuwise.cli.catalog_money import offers_in_currency
+
+        offers_in_currency(
+            found, currency, exchange_rate or [], today, spot=spot, json_out=json_out, limit=limit
+        )
+        return
     if json_out:
         shown = found if not limit else found[:limit]
         from gpuwise.cli.output import print_json
 
         print_json({"schema_version": JSON_SCHEMA_VERSION, "offers": [offer_json(o, today) for o in shown]})
         return
-    _print_offers_table(found, today, spot=spot, limit=_TABLE_DEFAULT_LIMIT if limit is None else limit)
+    print_offers_table(found, today, spot=spot, limit=_TABLE_DEFAULT_LIMIT if limit is None else limit)
 
 
-def _print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: int) -> None:
+def print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: int) -> None:
     from rich import box
     from rich.markup import escape
     from rich.table import Table

@@ -74,6 +74,16 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
             help="USD per unit of another currency, e.g. CNY=0.14 (offers in it are left out without one).",
         ),
     ] = None,
+    currency: Annotated[
+        str | None,
+        typer.Option(
+            "--currency",
+            metavar="CUR",
+            help="Show every price and total in USD or CNY, printing the rate used, its date and source "
+            "(bundled table unless --exchange-rate gives one); offers in the other currency are then ranked "
+            "with the rest at that rate.",
+        ),
+    ] = None,
     restart_minutes: Annotated[
         float,
         typer.Option("--restart-minutes", help="Minutes to resume after a spot preemption (0 or more)."),
@@ -155,6 +165,8 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
       gpuwise plan examples/llama3-8b-lora.toml --phase prototype --json
 
       gpuwise plan examples/llama3-8b-lora.toml --pick 2 --export skypilot --out task.yaml
+
+      gpuwise plan examples/llama3-8b-lora.toml --currency CNY --region "cn-*"
     """
     from gpuwise.plan import run as run_plan
     from gpuwise.plan.request import PlanRequest
@@ -175,6 +187,7 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
 
         check_plan_export(export_kind, export_out, as_json=as_json, html=html)
     fx = _parse_pairs(exchange_rate or [], "--exchange-rate", upper=True, example="CNY=0.14")
+    display, bundled = _money(currency, fx)
     overrides = _parse_spot(spot_rate or [])
     _check_files(workload, html=html, calibration=calibration, catalog_dir=catalog_dir)
     request = PlanRequest(
@@ -186,6 +199,7 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         catalog_dir=catalog_dir,
         spot_rates=overrides,
         exchange_rates=fx,
+        bundled_rates=bundled,
         restart_minutes=restart_minutes,
         boot_disk_gb=boot_disk_gb,
         gpus=tuple(gpu or ()),
@@ -202,7 +216,10 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         doc = result_to_dict(outcome.result, outcome.workload.model_dump(mode="json"), top=top)
         export_plan_option(export_kind, doc, pick or 1, export_out)
         return
-    _show(outcome, request, top=top, pick=pick, as_json=as_json, html=html, phase=phase)
+    from gpuwise.plan.currency import showing
+
+    with showing(display):
+        _show(outcome, request, top=top, pick=pick, as_json=as_json, html=html, phase=phase)
 
 
 def _check_options(
@@ -281,10 +298,16 @@ def _show(
     """Print the plan (JSON, one option, or the table), write the HTML report; exit 1 if nothing qualifies."""
     from gpuwise.cli.output import print_json
     from gpuwise.errors import GpuwiseError, UsageError
+    from gpuwise.plan.currency import current
     from gpuwise.plan.nothing import nothing_fix, nothing_message
     from gpuwise.plan.output import groups_with_picks, result_to_dict
 
     result, work, notes = outcome.result, outcome.workload, list(outcome.notes)
+    from gpuwise.plan.currency import ranking_lines
+
+    notes[:0] = ranking_lines(request.bundled_rates, current())
+    if current().rate is not None:
+        notes.insert(0, current().rate_line(request.today))
     groups, _ = groups_with_picks(result, top)
     if pick is not None and pick > len(groups):
         raise UsageError(
@@ -308,6 +331,10 @@ def _show(
         if notes:
             extra["notes"] = notes
         doc = result_to_dict(result, work.model_dump(mode="json"), top=top, extra=extra)
+        if request.bundled_rates or current().rate is not None:
+            from gpuwise.plan.currency import annotate_plan_json
+
+            annotate_plan_json(doc, current(), request.bundled_rates)
         if pick is not None:
             doc["pick"] = doc["options"][pick - 1]
         print_json(doc)
@@ -336,6 +363,15 @@ def _remedy_hint(outcome: PlanOutcome) -> str:
     count = min(outcome.constraints.max_gpus or 8, 8)
     text = first_remedy_text(outcome.workload, spec, count)
     return f"; {text}" if text else ""
+
+
+def _money(currency: str | None, fx: dict[str, float]) -> tuple[Any, dict[str, tuple[float, str]]]:
+    """--currency: the Money the plan is shown in, and the bundled rates for ranking (none without it)."""
+    from gpuwise.plan.currency import Money, bundled_for_ranking, check_currency, display
+
+    if currency is None:
+        return Money(), {}
+    return display(check_currency(currency), fx), bundled_for_ranking(fx, date.today())
 
 
 def _parse_pairs(values: list[str], option: str, *, upper: bool, example: str) -> dict[str, float]:

@@ -114,7 +114,7 @@ def _offer_cell(group: OptionGroup) -> str:
 
 
 def _pricing_cell(o: Option) -> str:
-    from gpuwise.units import format_usd as money
+    from gpuwise.plan.currency import money
 
     day = o.price_as_of.isoformat()
     flag = ("" if o.price_date_exact else "?") + ("!" if o.price_over_limit else "")
@@ -135,8 +135,8 @@ def _hours_cell(o: Option) -> str:
 
 
 def _total_cell(o: Option) -> str:
+    from gpuwise.plan.currency import money
     from gpuwise.plan.output import short_unit_cost
-    from gpuwise.units import format_usd as money
 
     total = f"[bold]{money(o.cost_usd)}[/]"
     if o.cost_usd_low is not None and o.cost_usd_high is not None and o.cost_usd_high > o.cost_usd_low:
@@ -162,19 +162,22 @@ def _span(low: str, high: str) -> str:
     for unit in (" h", " min", " s"):
         if low.endswith(unit) and high.endswith(unit) and "(" not in high:
             return f"{low.removesuffix(unit)}–{high}"
-    if low.startswith("$") and high.startswith("$"):
-        return f"{low}–{high[1:]}"
+    for symbol in ("$", "¥"):
+        if low.startswith(symbol) and high.startswith(symbol):
+            return f"{low}–{high[1:]}"
     return f"{low}–{high}"
 
 
 def _legend(result: PlanResult) -> None:
+    from gpuwise.plan.currency import symbol
     from gpuwise.plan.picks import RULE_TEXT
 
     console.print(
         "[dim]* on the Pareto front (nothing both cheaper and faster); C, F, B: the cheapest, fastest "
         f"and balanced picks ({escape(RULE_TEXT)}). hours and total: expected, then the range the "
         "estimate gives. split: c compute, u start-up (boot, set-up, downloads, final upload), "
-        "s storage, e egress, i spot interruptions. +?: some cost parts unknown, counted as $0 "
+        "s storage, e egress, i spot interruptions. +?: some cost parts unknown, counted as "
+        f"{escape(symbol())}0 "
         "(see --pick N or --json). "
         f"A date ending in ?: the source gives none (collection date shown); !: over "
         f"{result.stale_after_days} days old (by the collection date when undated). free: GPU memory "

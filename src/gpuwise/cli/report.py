@@ -8,9 +8,12 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from gpuwise.plan.currency import Money
 
 _SINCE_FIX = "use a duration such as --since 30d, --since 12h, or a date such as --since 2026-11-01"
 
@@ -96,6 +99,17 @@ def _save_calibration(path: Path, data: dict[str, Any], now: float) -> str:
     )
 
 
+def _shown_in(currency: str | None, exchange_rate: list[str]) -> Money | None:
+    """--currency: the Money amounts are shown in (None without it)."""
+    if currency is None:
+        return None
+    from gpuwise.cli.plan import _parse_pairs
+    from gpuwise.plan.currency import check_currency, display
+
+    given = _parse_pairs(exchange_rate, "--exchange-rate", upper=True, example="CNY=0.14")
+    return display(check_currency(currency), given)
+
+
 def report(  # noqa: PLR0917 - typer passes each option as a parameter
     since: Annotated[
         str,
@@ -123,6 +137,16 @@ def report(  # noqa: PLR0917 - typer passes each option as a parameter
         Path | None, typer.Option("--config", help="Config file (default: the user config.toml).")
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print every figure as JSON.")] = False,
+    currency: Annotated[
+        str | None,
+        typer.Option("--currency", metavar="CUR", help="Show amounts in USD or CNY, printing the rate used."),
+    ] = None,
+    exchange_rate: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exchange-rate", metavar="CUR=USD", help="With --currency: USD per unit, e.g. CNY=0.14."
+        ),
+    ] = None,
 ) -> None:
     """What was spent, on what, and whether it was worth it.
 
@@ -140,6 +164,7 @@ def report(  # noqa: PLR0917 - typer passes each option as a parameter
     from gpuwise.report.reader import read_history
     from gpuwise.report.text import render_text
 
+    shown_in = _shown_in(currency, exchange_rate or [])
     now = time.time()
     since_s = parse_since(since, now)
     if html_out is not None:
@@ -154,14 +179,18 @@ def report(  # noqa: PLR0917 - typer passes each option as a parameter
         paths.history_db(), state_path(paths.data_dir()), since=since_s, until=now, project=project
     )
     _check_project(project, history.projects)
-    data = build_report(
-        history,
-        since=since_s,
-        until=now,
-        project=project,
-        price_usd_per_hour=price,
-        price_source=price_source,
-    )
+    from gpuwise.plan.currency import Money, showing
+
+    display = shown_in or Money()
+    with showing(display):  # the findings' sentences name amounts in the shown currency
+        data = build_report(
+            history,
+            since=since_s,
+            until=now,
+            project=project,
+            price_usd_per_hour=price,
+            price_source=price_source,
+        )
     notes: list[str] = []
     if save_calibration is not None:
         notes.append(_save_calibration(save_calibration, data, now))
@@ -180,9 +209,17 @@ def report(  # noqa: PLR0917 - typer passes each option as a parameter
         )
         (err_console if json_out else console).print(message, soft_wrap=True, highlight=False, markup=False)
     if json_out:
+        if (
+            shown_in is not None
+        ):  # amounts stay in USD (`*_usd`); the block says which rate a reader would use
+            data["money"] = shown_in.to_json()
         print_json(data)
     elif not data["nothing_recorded"]:
-        for line in render_text(data):
+        with showing(display):
+            lines = list(render_text(data))
+        if display.rate is not None:
+            lines.insert(0, display.rate_line(datetime.now(UTC).date()))
+        for line in lines:
             console.print(line, soft_wrap=True, highlight=False, markup=False)
     for note in notes:
         err_console.print(note, soft_wrap=True, highlight=False, markup=False)

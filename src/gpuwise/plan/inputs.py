@@ -126,12 +126,16 @@ class PlanEstimator:
     def __call__(
         self, gpu: str, count: int, nodes: int, network_gbps: float | None = None
     ) -> Estimate | None:
-        from gpuwise.catalog.specs import canonical_gpu_name, resolve_gpu
+        from gpuwise.catalog.specs import canonical_gpu_name, no_estimate_reason, resolve_gpu
         from gpuwise.errors import GpuwiseError
         from gpuwise.estimate import estimate
 
         if canonical_gpu_name(gpu) is None:
-            self.why.setdefault(gpu, f"{gpu} is not in gpuwise's GPU spec table (`gpuwise catalog gpus`)")
+            why = (
+                no_estimate_reason(gpu)
+                or f"{gpu} is not in gpuwise's GPU spec table (`gpuwise catalog gpus`)"
+            )
+            self.why.setdefault(gpu, why)
             return None
         try:
             return estimate(

@@ -114,6 +114,8 @@ class Settings:
     spot_rate_overrides: dict[str, float] = field(default_factory=dict)
     restart_hours: float = DEFAULT_RESTART_HOURS
     exchange_rates: dict[str, float] = field(default_factory=dict)  # currency -> USD per unit
+    # currency -> where its rate comes from, for a rate the user did not give (plan --currency)
+    exchange_rate_notes: dict[str, str] = field(default_factory=dict)
     boot_disk_gb: float = 100.0
     stale_after_days: int = 90
     single_gpu_only: bool = False  # --phase prototype

@@ -47,7 +47,10 @@ def _blocked_text(result: PlanResult, no_estimate_why: dict[str, str]) -> list[s
             elif reason == "dtype":
                 out.append(f"{gpu}: {result.dtype_why.get(gpu, 'cannot run the dtype')} ({n} {plural})")
             elif reason == "currency":
-                out.append(f"{gpu}: priced in another currency with no --exchange-rate given ({n} {plural})")
+                out.append(
+                    f"{gpu}: priced in another currency with no --exchange-rate or --currency given "
+                    f"({n} {plural})"
+                )
             elif reason == "no_fabric":
                 out.append(f"{gpu}: multi-node without a shared fabric ({n} {plural})")
             elif reason == "does_not_fit":

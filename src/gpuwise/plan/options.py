@@ -148,7 +148,8 @@ def _notes(
         notes.append(f"spot interruptions: {k.spot.source}; expected {c.interruptions:.2f} over the run")
     if offer.currency != "USD":
         notes.append(
-            f"price converted from {offer.currency} at {k.rate_to_usd:g} USD/{offer.currency} (given)"
+            f"price converted from {offer.currency} at {k.rate_to_usd:g} USD/{offer.currency} "
+            f"({settings.exchange_rate_notes.get(offer.currency, 'given')})"
         )
     over_limit = age > settings.stale_after_days
     if not offer.price_date_exact:

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpuwise.plan.currency import money  # USD unless a plan is shown in another currency
 from gpuwise.plan.models import Option, PlanResult
 from gpuwise.plan.picks import PICK_NAMES, RULE_TEXT
 from gpuwise.units import format_run_hours as hours_text
-from gpuwise.units import format_usd as money
 
 
 @dataclass(frozen=True)

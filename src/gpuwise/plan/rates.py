@@ -253,6 +253,21 @@ UNKNOWN_WHY: dict[str, str] = {
         "so it is not used; no current GPU-server billing granularity or egress rate found"
     ),
     "seeweb": "Seeweb: no storage, egress or billing figure found in the stored pages searched",
+    # The Chinese clouds price storage and traffic in CNY on their own pages; none was taken into this (USD)
+    # table, so those parts stay unknown rather than borrowed from another provider.
+    "aliyun": (
+        "Alibaba Cloud: OSS storage, ESSD disk and internet traffic are priced in CNY on its own price "
+        "pages; no rate was taken into gpuwise's table, and ECS billing granularity was not confirmed"
+    ),
+    "tencent": (
+        "Tencent Cloud: COS storage, cloud disk and traffic are priced in CNY on its own pages; no rate was "
+        "taken into gpuwise's table"
+    ),
+    "huawei": (
+        "Huawei Cloud: OBS storage, EVS disk and traffic are priced on its own pages; no rate was taken into "
+        "gpuwise's table"
+    ),
+    "baidu": "Baidu AI Cloud: no storage, egress or billing figure taken into gpuwise's table",
 }
 NOT_LOOKED_UP = "no public rate looked up for this provider yet"
 

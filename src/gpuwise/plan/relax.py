@@ -81,7 +81,10 @@ class RelaxTally:
         if reason == "spot_not_allowed":
             return f"setting interruptible = true would allow {n} spot {plural}"
         if reason == "currency":
-            return f"giving --exchange-rate (e.g. CNY=0.14) would allow {n} {plural}"
+            return (
+                f"giving --exchange-rate (e.g. CNY=0.14), or --currency CNY for the bundled dated rate, "
+                f"would allow {n} {plural}"
+            )
         if reason == "max_gpus":
             return f"raising max_gpus (now {constraints.max_gpus}) would allow {n} {plural}"
         return f"removing the {CONSTRAINT_KEYS[reason]} constraint would allow {n} {plural}"

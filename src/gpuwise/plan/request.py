@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 
 _NONE: Mapping[str, float] = MappingProxyType({})
+_NO_RATES: Mapping[str, tuple[float, str]] = MappingProxyType({})
 
 
 # NamedTuples rather than dataclasses: a dataclass costs about 1 ms to create at import, on every command.
@@ -37,6 +38,8 @@ class PlanRequest(NamedTuple):
     catalog_dir: Path | None = None
     spot_rates: Mapping[str, float] = _NONE  # provider (or "*") -> preemptions per hour
     exchange_rates: Mapping[str, float] = _NONE  # currency -> USD per unit
+    # --currency: bundled rates (currency -> (USD per unit, note)) for currencies with no --exchange-rate
+    bundled_rates: Mapping[str, tuple[float, str]] = _NO_RATES
     restart_minutes: float = 10.0
     boot_disk_gb: float = 100.0
     gpus: tuple[str, ...] = ()  # --gpu GPU[:N], as typed
@@ -186,7 +189,10 @@ def _settings(request: PlanRequest, work: Any, target: Any) -> Settings:
         objective=request.objective,
         spot_rate_overrides=dict(request.spot_rates),
         restart_hours=request.restart_minutes / 60.0,
-        exchange_rates=dict(request.exchange_rates),
+        exchange_rates={**{c: r for c, (r, _) in request.bundled_rates.items()}, **request.exchange_rates},
+        exchange_rate_notes={
+            c: n for c, (_, n) in request.bundled_rates.items() if c not in request.exchange_rates
+        },
         boot_disk_gb=request.boot_disk_gb,
         single_gpu_only=prototype,
         service_hours=None if prototype else inputs.service_hours_from(work),

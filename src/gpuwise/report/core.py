@@ -38,7 +38,9 @@ HINT_WORDS = {
 
 
 def _money(x: float) -> str:
-    return f"${x:,.2f}"
+    from gpuwise.plan.currency import cents  # dollars unless `report --currency` shows another currency
+
+    return cents(x)
 
 
 def _idle(history: History, since: float, until: float, price: float | None) -> dict[str, Any]:

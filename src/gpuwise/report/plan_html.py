@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from gpuwise.errors import UsageError
+from gpuwise.plan.currency import rounded as _money  # format_money, in plan --currency's currency
 from gpuwise.plan.models import Option, PlanResult
 from gpuwise.plan.output import OptionGroup, groups_with_picks, pick_lines
-from gpuwise.units import format_money as _money
 
 _COLORS = {"on_demand": "#1f77b4", "spot": "#ff7f0e", "reserved": "#2ca02c"}
 _LABELS = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved"}
@@ -126,9 +126,12 @@ def render_chart(options: Sequence[Option], importer: PlotlyImporter = import_pl
 
 
 def _table(groups: Sequence[OptionGroup]) -> str:
+    from gpuwise.plan.currency import symbol
+
     head = (
         "<tr><th>#</th><th class=l>provider</th><th class=l>instance</th><th class=l>region</th>"
-        "<th class=l>pricing</th><th>$/h</th><th class=l>price date</th><th>hours</th><th>total</th>"
+        f"<th class=l>pricing</th><th>{symbol()}/h</th>"
+        "<th class=l>price date</th><th>hours</th><th>total</th>"
         "<th>compute</th><th>start-up</th><th>storage</th><th>egress</th><th>interruptions</th>"
         "<th class=l>unknown</th>"
         "<th>headroom GiB</th><th class=l>bottleneck</th><th class=l>Pareto</th></tr>"

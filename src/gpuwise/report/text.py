@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuwise.units import format_run_hours, format_usd
+from gpuwise.plan.currency import money as format_usd  # USD unless report --currency says
+from gpuwise.units import format_run_hours
 
 
 def _pct(x: float | None) -> str:
