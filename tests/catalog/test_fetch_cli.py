@@ -176,3 +176,31 @@ def test_a_file_named_otherwise_is_imported_with_its_provider(
     assert main(["catalog", "fetch", "aliyun", "--region", "cn-hangzhou", "-o", str(out)]) == 0
     said = " ".join(capsys.readouterr().out.split())
     assert f"gpuwise catalog import {out} --provider aliyun" in said
+
+
+def test_a_cn_plan_for_a_7b_qlora_ranks_a10_a100_and_l20_of_more_than_one_provider_in_yuan(
+    recorded_aliyun: RecordedApi, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 20's third line with nothing stood in but the recorded API: Alibaba's fetched offers and the
+    bundled AWS China ones (both CNY), ranked together in yuan at the bundled dated rate."""
+    out = tmp_path / "aliyun.csv"
+    target = tmp_path / "catalog"
+    assert main(["catalog", "fetch", "aliyun", "-o", str(out), "--import", "--catalog-dir", str(target)]) == 0
+    example = (REPO / "examples" / "qlora-consumer-gpu.toml").read_text(encoding="utf-8")
+    work = tmp_path / "qlora-cn.toml"
+    work.write_text(
+        example.split("[constraints]")[0] + '[constraints]\nregions = ["cn-*"]\nmax_gpus = 1\n',
+        encoding="utf-8",
+    )
+    capsys.readouterr()
+    args = ["plan", str(work), "--catalog-dir", str(target), "--currency", "CNY", "--json", "--top", "400"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    options = doc["options"]
+    assert options and all(o["region"].startswith("cn-") for o in options)
+    by_gpu: dict[str, set[str]] = {}
+    for o in options:
+        by_gpu.setdefault(o["gpu"], set()).add(o["provider"])
+    assert {"A10", "A100-80GB", "L20"} <= set(by_gpu)
+    assert {"aliyun", "aws"} <= {p for providers in by_gpu.values() for p in providers}
+    assert doc["money"]["currency"] == "CNY"
