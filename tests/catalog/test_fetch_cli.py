@@ -102,8 +102,8 @@ def test_a_failing_region_warns_on_stderr_and_the_rest_is_written(
         (["catalog", "fetch", "alyun"], "Did you mean 'aliyun'"),
         (["catalog", "fetch", "baidu"], "not built yet"),
         (["catalog", "fetch", "aliyun", "--region", "cn-hangzou"], "Did you mean 'cn-hangzhou'"),
-        (["catalog", "fetch", "aliyun", "--currency", "USD"], "--currency is for tencent only"),
-        (["catalog", "fetch", "tencent", "--currency", "EUR"], "bills in CNY or USD"),
+        (["catalog", "fetch", "aliyun", "--billed-in", "USD"], "--billed-in is for tencent only"),
+        (["catalog", "fetch", "tencent", "--billed-in", "EUR"], "bills in CNY or USD"),
     ],
 )
 def test_bad_input_exits_2_with_a_fix_and_writes_nothing(  # noqa: PLR0917 - fixtures and parameters

@@ -37,9 +37,9 @@ def _fetcher(cloud: str, currency: str | None) -> Callable[[list[str], date], Fe
         raise NotFoundError("cloud", cloud, [*CLOUDS, *NOT_YET], fix="use one of: " + ", ".join(CLOUDS))
     if currency is not None and cloud != "tencent":
         raise ConfigError(
-            "--currency is for tencent only",
+            "--billed-in is for tencent only",
             why=f"{cloud}'s price API names the currency of its prices itself",
-            fix="drop --currency",
+            fix="drop --billed-in",
         )
     if cloud == "aliyun":
         from gpuwise.catalog.fetch import aliyun
@@ -56,8 +56,8 @@ def _fetcher(cloud: str, currency: str | None) -> Callable[[list[str], date], Fe
     code = (currency or "CNY").strip().upper()
     if code not in ("CNY", "USD"):
         raise ConfigError(
-            f"--currency {currency}: Tencent Cloud bills in CNY or USD",
-            fix="use --currency CNY (China-site account) or --currency USD (international-site account)",
+            f"--billed-in {currency}: Tencent Cloud bills in CNY or USD",
+            fix="use --billed-in CNY (China-site account) or --billed-in USD (international-site account)",
         )
     tapi = tencent.sdk_api()
     return lambda regions, today: tencent.fetch(tapi, regions, today=today, currency=code)
@@ -76,7 +76,7 @@ def fetch(  # noqa: PLR0917 - typer passes options positionally
     currency: Annotated[
         str | None,
         typer.Option(
-            "--currency",
+            "--billed-in",
             help="tencent only: the currency the account is billed in, CNY (China site, default) or USD.",
         ),
     ] = None,

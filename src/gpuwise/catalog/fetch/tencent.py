@@ -12,7 +12,7 @@ with the reference page of each):
 The API names an instance family (``GN7``), not a GPU: the GPU comes from the bundled instance-family table
 (``catalog/data/cn-instance-families.csv``); a family it does not map is left out and counted, never guessed.
 The API does not say the currency either: a China-site account is billed in CNY (the default), an
-international-site account in USD (``--currency USD``).
+international-site account in USD (``--billed-in USD``).
 """
 
 from __future__ import annotations
