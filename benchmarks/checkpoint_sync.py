@@ -16,11 +16,15 @@
    streams do not make it faster. boto3's client spends about 2.5 s per GiB (botocore's CRC32 and, over
    plain HTTP, the SHA-256 payload signature). gpuwise spends that plus its own SHA-256 (manifest) and MD5
    (ETag check), about 3 s per GiB more; before the single-read upload path, s3fs's `put_file` and a
-   second read of every file cost 2-5 s per GiB on top. Its 8 parallel parts also cost moto's server
-   more (22 s per GiB against 18 for the single stream, threads contending for its lock). Measured
-   2026-12-02 with --gib 1 at load 9 on 2 cores: ratio 0.71 (client 7.3 + server 22.2 CPU s per GiB,
-   boto3 2.8 + 18.0). With spare cores that work runs beside the server's; where none is spare the
-   ratio falls short by about that work.
+   second read of every file cost 2-5 s per GiB on top. moto's server also spends more per GiB on
+   gpuwise's requests than on boto3's (18 against 14.6 s at load 2-3; 22 against 18 at load 9). Not
+   from the parts in flight: an adaptive limit tried on a branch (2 in flight rising to 8 while
+   throughput grew) left the server's CPU per GiB unchanged at 18.0-18.1 and the ratio at 0.74 against
+   0.76 for a fixed 8, so it was not kept; the cause (checksum headers, the verifying HEADs?) is not
+   pinned down. Measured 2026-12-02: ratio 0.71 with --gib 1 at load 9 (client 7.3 + server 22.2 CPU
+   s per GiB, boto3 2.8 + 18.0); 0.76 with --gib 1 at load 2-3 (44.9 against 59.5 MiB/s); 0.75 with
+   the defaults at load 4-7 (22.0 against 29.4 MiB/s). With spare cores the client's work runs beside
+   the server's; where none is spare the ratio falls short by about that work.
 2. Overhead: a CPU-bound job that reports its own work rate and CPU time runs directly and under
    `gpuwise run --preemption off --no-ledger` with its checkpoint folder watched, --pairs times each,
    alternating, plus an empty job both ways for the fixed cost. The target (< 1 %) is checked on the CPU
