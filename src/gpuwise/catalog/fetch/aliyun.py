@@ -76,15 +76,7 @@ def fetch(api: Api, regions: list[str], *, today: date) -> FetchResult:
     def one(region: str) -> list[FetchedRow]:
         return _region_rows(api, region, types, today, warnings)
 
-    rows, answered = for_each_region(wanted, one, warnings, cloud=CLOUD)
-    return FetchResult(
-        provider="aliyun",
-        price_date=today,
-        rows=tuple(rows),
-        regions=tuple(answered),
-        warnings=tuple(warnings.lines),
-        skipped=dict(warnings.skipped),
-    )
+    return for_each_region(wanted, one, warnings, cloud=CLOUD, provider="aliyun", today=today)
 
 
 def _call(api: Api, action: str, region: str | None, params: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -142,10 +142,17 @@ def check_regions(asked: Iterable[str], known: Iterable[str], *, cloud: str) -> 
 
 
 def for_each_region(
-    regions: list[str], one: Callable[[str], list[FetchedRow]], warnings: FetchWarnings, *, cloud: str
-) -> tuple[list[FetchedRow], list[str]]:
-    """Rows of every region and the regions that answered. A region whose calls fail is a warning and the
-    rest go on; a rejected credential stops the fetch (bad input); no region answering is an error."""
+    regions: list[str],
+    one: Callable[[str], list[FetchedRow]],
+    warnings: FetchWarnings,
+    *,
+    cloud: str,
+    provider: str,
+    today: date,
+) -> FetchResult:
+    """The rows of every region, the regions that answered and the warnings, as `provider`'s result of
+    `today`. A region whose calls fail is a warning and the rest go on; a rejected credential stops the fetch
+    (bad input); no region answering is an error."""
     rows: list[FetchedRow] = []
     answered: list[str] = []
     for region in regions:
@@ -163,7 +170,14 @@ def for_each_region(
             why="; ".join(warnings.lines[:3]) or "no region to ask",
             fix="check the network and the regions asked (--region), then run the fetch again",
         )
-    return rows, answered
+    return FetchResult(
+        provider=provider,
+        price_date=today,
+        rows=tuple(rows),
+        regions=tuple(answered),
+        warnings=tuple(warnings.lines),
+        skipped=dict(warnings.skipped),
+    )
 
 
 def api_failure(cloud: str, exc: ApiError) -> ConfigError | CatalogError:

@@ -67,15 +67,7 @@ def fetch(api: Api, regions: list[str], *, today: date) -> FetchResult:
     def one(region: str) -> list[FetchedRow]:
         return _region_rows(api, region, projects[region], warnings)
 
-    rows, answered = for_each_region(wanted, one, warnings, cloud=CLOUD)
-    return FetchResult(
-        provider="huawei",
-        price_date=today,
-        rows=tuple(rows),
-        regions=tuple(answered),
-        warnings=tuple(warnings.lines),
-        skipped=dict(warnings.skipped),
-    )
+    return for_each_region(wanted, one, warnings, cloud=CLOUD, provider="huawei", today=today)
 
 
 def _call(api: Api, action: str, region: str | None, params: Mapping[str, Any]) -> Mapping[str, Any]:

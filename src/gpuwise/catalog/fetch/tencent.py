@@ -59,15 +59,7 @@ def fetch(api: Api, regions: list[str], *, today: date, currency: str = "CNY") -
     def one(region: str) -> list[FetchedRow]:
         return _region_rows(api, region, currency.upper(), warnings)
 
-    rows, answered = for_each_region(wanted, one, warnings, cloud=CLOUD)
-    return FetchResult(
-        provider="tencent",
-        price_date=today,
-        rows=tuple(rows),
-        regions=tuple(answered),
-        warnings=tuple(warnings.lines),
-        skipped=dict(warnings.skipped),
-    )
+    return for_each_region(wanted, one, warnings, cloud=CLOUD, provider="tencent", today=today)
 
 
 def _response(api: Api, action: str, region: str | None, params: Mapping[str, Any]) -> Mapping[str, Any]:
