@@ -57,13 +57,16 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
 ) -> None:
     """Memory per GPU, fit, throughput and time for a workload on one GPU configuration.
 
-    A configuration that does not fit is still an answer (exit 0, "fits": false in --json),
-    followed by what would fit: the largest micro_batch or seq_len (concurrency), each change of
-    method, the fewest GPUs, each with its memory and time ("remedies" in --json).
-    Time comes as a point and a range (hours_low to hours_high) from how far real jobs of the
-    same training stack ([train] framework) fell from their estimates. Uneven layouts
-    (--count 10 --nodes 4) are allowed. A speech workload ([inference] audio_hours) also
-    prints its real-time factor (audio seconds per wall second) and RTF.
+    A configuration that does not fit is still an answer (exit 0, "fits": false
+    in --json), followed by what would fit: the largest micro_batch or seq_len
+    (concurrency), each change of method, the fewest GPUs, each with its memory
+    and time ("remedies" in --json).
+
+    Time comes as a point and a range (hours_low to hours_high) from how far real
+    jobs of the same training stack (the train section's framework key) fell from
+    their estimates. Uneven layouts (--count 10 --nodes 4) are allowed. A speech
+    workload (audio_hours in the inference section) also prints its real-time
+    factor (audio seconds per wall second) and RTF.
 
     Examples:
 
