@@ -73,3 +73,16 @@ def test_a_bad_currency_or_date_is_a_row_problem_and_nothing_changes(
 def test_a_price_date_after_today_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="PriceDate 2026-12-05 is after today"):
         _install(tmp_path, "x,A10,1,8,30,12,,cn-hangzhou,CNY,2026-12-05\n")
+
+
+def test_a_header_the_csv_module_refuses_is_left_to_the_file_check(tmp_path: Path) -> None:
+    """Found by `make fuzz FORMAT=catalog`: a header field over the csv module's 128 KiB limit raised
+    csv.Error out of the PriceDate look-up (a traceback) before the file's own check could report it."""
+    huge = "InstanceType,Price" + "x" * 140_000 + "\n" + "a,1\n"
+    assert price_date_column(huge) is None
+    src = tmp_path / "lambda.csv"
+    src.write_text(huge, encoding="utf-8")
+    inputs = read_import_files([("lambda", src)], today=TODAY)  # raised csv.Error here before the fix
+    with pytest.raises(CatalogFileError, match="field larger than field limit"):
+        install_user_catalog(tmp_path / "catalog", inputs, today=TODAY)
+    assert not (tmp_path / "catalog").exists()

@@ -170,10 +170,10 @@ def price_date_column(text: str) -> date | None:
     if text.startswith("\ufeff"):
         text = text[1:]
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    if reader.fieldnames is None or "PriceDate" not in [h.strip() for h in reader.fieldnames]:
-        return None
     found: date | None = None
-    try:
+    try:  # a header the csv module refuses (a field over its size limit) is the row validation's to report
+        if reader.fieldnames is None or "PriceDate" not in [h.strip() for h in reader.fieldnames]:
+            return None
         for row in reader:
             raw = next((v for k, v in row.items() if k is not None and k.strip() == "PriceDate"), None)
             try:
