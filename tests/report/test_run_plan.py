@@ -64,8 +64,9 @@ def test_bad_plans_are_refused(data: Any, pick: str, message: str) -> None:
 
 
 def test_run_keeps_the_plan_and_the_report_compares(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # `run` watches ./checkpoints by default: not the repository's
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(_plan()), encoding="utf-8")
     args = ["run", "--preemption", "off", "--project", "p", "--plan", str(plan), "--plan-pick", "fastest"]
