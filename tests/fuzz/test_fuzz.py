@@ -14,10 +14,9 @@ import os
 from pathlib import Path
 
 import pytest
+from fuzz_batches import Batches, report_line
 from fuzz_formats import FORMATS
 from fuzz_harness import describe, describe_crashes, run_batch, run_cli
-
-from conftest import Batches, report_line
 
 
 # A test waits for its format's batch, which runs alongside the others: pytest's 180 s per test does not

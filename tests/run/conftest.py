@@ -10,16 +10,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from run_support import FAKE_KEY_ID, FAKE_SECRET, S3, FakeMetadata, Result
 
-# Credentials for moto only; a test asserts they never reach gpuwise's output.
-FAKE_KEY_ID = "AKIAGPUWISETESTKEY01"
-FAKE_SECRET = "gpuwise-test-secret-do-not-print-0123456789"
 _LAUNCHER_VARS = (
     "GPUWISE_RUN_ID",
     "SKYPILOT_TASK_ID",
@@ -37,22 +34,6 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for var in _LAUNCHER_VARS:
         monkeypatch.delenv(var, raising=False)
     return tmp_path
-
-
-@dataclass
-class S3:
-    endpoint: str
-    bucket: str
-    client: Any
-
-    def url(self, prefix: str = "runs") -> str:
-        return f"s3://{self.bucket}/{prefix}"
-
-    def keys(self, prefix: str = "") -> list[str]:
-        out: list[str] = []
-        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
-            out += [o["Key"] for o in page.get("Contents", [])]
-        return sorted(out)
 
 
 @pytest.fixture(scope="session")
@@ -80,17 +61,6 @@ def s3(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> S3:
     bucket = "ckpt-" + uuid.uuid4().hex[:12]
     client.create_bucket(Bucket=bucket)
     return S3(moto_endpoint, bucket, client)
-
-
-@dataclass
-class FakeMetadata:
-    """Serves `routes[path] = (status, body)`; AWS paths need the IMDSv2 token from PUT /latest/api/token."""
-
-    routes: dict[str, tuple[int, str]] = field(default_factory=dict)
-    requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
-    url: str = ""
-    token: str = "tok-123"
-    posts: list[tuple[float, str, bytes]] = field(default_factory=list)  # (time.time(), path, body)
 
 
 @pytest.fixture
@@ -142,13 +112,6 @@ def metadata() -> Iterator[FakeMetadata]:
     yield state
     server.shutdown()
     server.server_close()
-
-
-@dataclass
-class Result:
-    returncode: int
-    stdout: str
-    stderr: str
 
 
 @pytest.fixture

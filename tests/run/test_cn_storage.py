@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from run_fakes import TRAINER, job
+from run_support import FAKE_KEY_ID, FAKE_SECRET, S3, Result
 
-from conftest import FAKE_KEY_ID, FAKE_SECRET, S3, Result
 from gpuwise.errors import ConfigError
 from gpuwise.run.endpoints import open_filesystem, redact, s3_options
 from gpuwise.run.manifest import MANIFEST_NAME

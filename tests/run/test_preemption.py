@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from run_fakes import TRAINER, job, json_last_line, start_gpuwise
+from run_support import FakeMetadata
 
-from conftest import FakeMetadata
 from gpuwise.idle.providers.metadata import MetadataEndpoints, MetadataError
 from gpuwise.run.manifest import MANIFEST_NAME
 from gpuwise.run.watchers import AwsSpotWatcher, AzureWatcher, GcpWatcher, approve_azure_event

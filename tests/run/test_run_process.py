@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from run_fakes import TRAINER, job, json_last_line, start_gpuwise
+from run_support import Result
 
-from conftest import Result
 from gpuwise.idle.signals import GpuwiseRunJobs
 from gpuwise.run.ledger import LedgerStore
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 from run_fakes import TRAINER, job, json_last_line, start_gpuwise
+from run_support import FAKE_KEY_ID, FAKE_SECRET, S3, Result
 
-from conftest import FAKE_KEY_ID, FAKE_SECRET, S3, Result
 from gpuwise.errors import StorageError
 from gpuwise.run.manifest import MANIFEST_NAME
 from gpuwise.run.store import CheckpointStore, redact, scan_local

@@ -9,8 +9,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from run_support import S3
 
-from conftest import S3
 from gpuwise.errors import StorageError
 from gpuwise.run.manifest import MANIFEST_NAME
 from gpuwise.run.s3upload import S3Uploader

@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
+from run_support import S3
 
-from conftest import S3
 from gpuwise.run.endpoints import S3_READ_TIMEOUT_S
 from gpuwise.run.manifest import MANIFEST_NAME
 from gpuwise.run.store import (
