@@ -261,9 +261,7 @@ class SdkApi:
             request.add_query_param(key, str(value))
         try:
             body = self._client.do_action_with_exception(request)
-        except ServerException as exc:
-            raise ApiError(str(exc.get_error_code()), str(exc.get_error_msg())) from exc
-        except ClientException as exc:
+        except (ServerException, ClientException) as exc:
             raise ApiError(str(exc.get_error_code()), str(exc.get_error_msg())) from exc
         doc = json.loads(body)
         if not isinstance(doc, dict):
