@@ -19,6 +19,7 @@ SRC = REPO / "src" / "gpuwise"
 LEAVES = {
     "errors", "units", "files", "paths", "webhook", "config",
     "safe_read", "sqlitedb", "httpclient", "__init__",
+    "locale",  # the translations every room's user-facing strings go through (standard library only)
 }  # fmt: skip
 
 # room -> the rooms it may import (besides the leaves). Anything not listed is forbidden. A new room must be
@@ -39,7 +40,6 @@ ALLOWED: dict[str, set[str]] = {
     "checkpoint": {"run"},  # the public gpuwise.checkpoint API for training scripts
     "export": {"plan", "catalog", "estimate", "workload", "doctor", "setup"},  # CUDA tables; setup: images
     "setup": {"doctor", "catalog"},
-    "locale": set(),
     "init": set(),  # the project template writer (`gpuwise init`): leaves only
     "cli": {"*"},
 }

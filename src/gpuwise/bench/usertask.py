@@ -26,6 +26,7 @@ from typing import Any
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.probe import Probe
 from gpuwise.gpu.sample import Snapshot, value_or_none
+from gpuwise.locale import child_environment
 
 GIB = 2**30
 KILL_GRACE_S = 5.0
@@ -154,6 +155,7 @@ def run_command(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             start_new_session=True,  # its own process group: the limit stops its children too
+            env=child_environment(),  # the user's own locale variables, whatever --lang gpuwise got
             text=True,
             errors="replace",
         )

@@ -14,11 +14,13 @@ import typer
 
 from gpuwise import __version__
 from gpuwise.cli import output
+from gpuwise.cli.entry import apply_language
 from gpuwise.errors import GpuwiseError
+from gpuwise.locale import _
 
 app = typer.Typer(
     name="gpuwise",
-    help=(
+    help=_(
         "Choose, verify, watch and stop rented cloud GPUs.\n\n"
         "plan ranks every offer by the total cost of your workload; estimate says whether it fits and how "
         "long it takes (presets lists the bundled models; any Hugging Face config.json works too); catalog "
@@ -46,10 +48,22 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help=_("Show tracebacks for errors."))] = False,
     version: Annotated[  # noqa: ARG001 - handled by its eager callback
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help=_("Print the version and exit.")),
     ] = False,
+    lang: Annotated[  # noqa: ARG001 - applied by main() before any command is imported
+        str | None,
+        typer.Option(
+            "--lang",
+            metavar="zh|en",
+            help=_(
+                "Language of the output: zh (Simplified Chinese) or en. "
+                "Default: from LANGUAGE, LC_ALL or LANG."
+            ),
+        ),
+    ] = None,
 ) -> None:
     global _debug  # noqa: PLW0603 - one process-wide switch read by main()
     _debug = debug
@@ -87,6 +101,7 @@ _COMMANDS: dict[str, _Entry] = {
 }
 # the root options that come before a command name and take no value
 _ROOT_FLAGS = frozenset({"--debug", "--version", "--help", "-h", "--install-completion", "--show-completion"})
+_ROOT_VALUED = frozenset({"--lang"})  # the root options that take one value
 _registered: set[str] = set()
 
 
@@ -106,8 +121,10 @@ def _register(names: list[str]) -> None:
 
 def _command_named(args: list[str]) -> str | None:
     """The sub-command these arguments run, when it is a known one and only root flags precede it."""
+    skip = False
     for arg in args:
-        if arg in _ROOT_FLAGS:
+        if skip or arg in _ROOT_FLAGS or arg.split("=")[0] in _ROOT_VALUED:
+            skip = arg in _ROOT_VALUED
             continue
         return arg if arg in _COMMANDS else None
     return None
@@ -145,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (the console script passes it to sys.exit)."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
+    # before any command module is imported: their option help is translated when it is defined
+    bad_language = apply_language(args)
+    if bad_language is not None:
+        return bad_language
     only = _command_named(args)
     _register([only] if only is not None else sorted(_COMMANDS))
     try:
@@ -171,5 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     return result if isinstance(result, int) else 0
 
 
-def run() -> None:  # pragma: no cover - console script shim
-    sys.exit(main())
+def run() -> None:  # pragma: no cover - the console script's shim, kept for old installs that name it
+    from gpuwise.cli.entry import run as run_entry
+
+    run_entry()

@@ -27,6 +27,7 @@ from types import FrameType
 
 from gpuwise.errors import GpuwiseError, StorageError, UsageError
 from gpuwise.idle.providers.metadata import MetadataEndpoints
+from gpuwise.locale import child_environment
 from gpuwise.run.manifest import Candidate, newest, run_id_from
 from gpuwise.run.store import CheckpointStore, scan_local
 from gpuwise.run.syncer import Syncer, SyncStats
@@ -99,7 +100,7 @@ def resolve_executable(command: tuple[str, ...], env: Mapping[str, str]) -> str:
 class Supervisor:
     def __init__(self, opts: RunOptions, env: Mapping[str, str] | None = None) -> None:
         self.opts = opts
-        self.env = dict(os.environ if env is None else env)
+        self.env = child_environment(env)  # the user's own locale variables, whatever --lang gpuwise got
         self.checkpoint_dir = opts.checkpoint_dir.expanduser().resolve()
         if opts.run_id:
             self.run_id, self.run_id_source = opts.run_id, "--run-id"
