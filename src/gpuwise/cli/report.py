@@ -219,7 +219,7 @@ def report(  # noqa: PLR0917 - typer passes each option as a parameter
         first = history.first_record_s
         started = "" if first is None else f"{datetime.fromtimestamp(first, UTC):%Y-%m-%d}"
         message = (
-            NOTHING_YET
+            _(NOTHING_YET)
             if first is None
             else _("nothing recorded in this window (the history starts {started})").format(started=started)
         )
