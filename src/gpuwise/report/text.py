@@ -9,7 +9,7 @@ from gpuwise.plan.currency import money as format_usd  # USD unless report --cur
 from gpuwise.units import format_run_hours
 
 # the grouping keys of the ledger's totals, as the text names them (the JSON keys stay by_project, …)
-_GROUP_TITLES = {"project": N_("project"), "gpu": N_("gpu"), "provider": N_("provider"), "month": N_("month")}
+GROUP_TITLES = {"project": N_("project"), "gpu": N_("gpu"), "provider": N_("provider"), "month": N_("month")}
 
 
 def _pct(x: float | None) -> str:
@@ -21,7 +21,7 @@ def _h(x: float | None) -> str:
 
 
 def _group_lines(title: str, groups: list[dict[str, Any]]) -> list[str]:
-    lines = ["  " + _("by {title}:").format(title=_(_GROUP_TITLES.get(title, title)))]
+    lines = ["  " + _("by {title}:").format(title=_(GROUP_TITLES.get(title, title)))]
     for g in groups:
         unknown = _(" (+{n} without cost)").format(n=g["runs_without_cost"]) if g["runs_without_cost"] else ""
         lines.append(
