@@ -11,6 +11,7 @@ from importlib import resources
 from typing import Any
 
 from gpuwise.errors import NotFoundError
+from gpuwise.locale import _
 
 
 @cache
@@ -42,7 +43,7 @@ def get_preset(name: str) -> dict[str, Any]:
             "model preset",
             name,
             list(_aliases()),
-            fix="use a bundled preset or give params, layers, hidden, heads",
+            fix=_("use a bundled preset or give params, layers, hidden, heads"),
         )
     row = {k: v for k, v in _table()[key].items() if k != "aliases"}
     row["preset"] = key
