@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuwise import paths
 from gpuwise.errors import ConfigError, close_matches
+from gpuwise.locale import _
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -52,29 +53,31 @@ def load_config(path: Path | None = None) -> Config:
     if not target.exists() and not target.is_symlink():
         if explicit:
             raise ConfigError(
-                f"Config file {target} does not exist",
-                fix=f"create it, or drop --config to use {paths.config_file()}",
+                _("Config file {path} does not exist").format(path=target),
+                fix=_("create it, or drop --config to use {default}").format(default=paths.config_file()),
             )
         return Config(path=None)
-    fix = "correct the line named above (TOML syntax: key = value, [section])"
+    fix = _("correct the line named above (TOML syntax: key = value, [section])")
     raw, st = safe_read.read_bytes_and_stat(
         target,
-        what="Config file",
-        fix=f"give the TOML config file, a few kB (default: {paths.config_file()})",
+        what=_("Config file"),
+        fix=_("give the TOML config file, a few kB (default: {default})").format(default=paths.config_file()),
         max_bytes=safe_read.MAX_TOML_BYTES,
     )
-    source = f"Config file {target}"
+    source = _("Config file {path}").format(path=target)
     text = safe_read.decode_utf8(
-        raw, source, fix="give the TOML config file (a binary or non-UTF-8 file cannot be one)"
+        raw, source, fix=_("give the TOML config file (a binary or non-UTF-8 file cannot be one)")
     )
     data = safe_read.parse_toml(text, source, fix=fix)
     unknown = [k for k in data if k not in KNOWN_SECTIONS]
     if unknown:
         hint = close_matches(unknown[0], KNOWN_SECTIONS)
         raise ConfigError(
-            f"Config file {target}: unknown section [{unknown[0]}]"
-            + (f". Did you mean [{hint[0]}]?" if hint else ""),
-            fix="use only the sections " + ", ".join(f"[{s}]" for s in KNOWN_SECTIONS),
+            _("Config file {path}: unknown section [{section}]").format(path=target, section=unknown[0])
+            + (_(". Did you mean [{section}]?").format(section=hint[0]) if hint else ""),
+            fix=_("use only the sections {sections}").format(
+                sections=", ".join(f"[{s}]" for s in KNOWN_SECTIONS)
+            ),
         )
     sections = {k: v for k, v in data.items() if isinstance(v, dict)}
     _check_finite(sections, target)
@@ -113,8 +116,10 @@ def _check_finite(sections: Mapping[str, Any], target: Path) -> None:
         where, value = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(
-                f"Config file {target}: {where} = {value} is not a finite number",
-                fix=f"give {where} a number (inf and nan are not allowed)",
+                _("Config file {path}: {key} = {value} is not a finite number").format(
+                    path=target, key=where, value=value
+                ),
+                fix=_("give {key} a number (inf and nan are not allowed)").format(key=where),
             )
         if isinstance(value, dict):
             stack.extend((f"{where}.{k}", v) for k, v in value.items())
@@ -137,10 +142,14 @@ def check_command_line(text: str, where: str, *, shell: bool = False) -> list[st
             problem = (len(text) - 1, str(exc).lower())
     pos, what = problem
     raise ConfigError(
-        f"{where}: {what} at character {pos + 1} of {text!r}",
-        why="the command line cannot be split into words the way a shell would",
-        fix="close the quote (or escape it with a backslash); a list of words, e.g. "
-        '["notify-send", "GPU alert"], needs no quoting where a list is allowed',
+        _("{where}: {what} at character {pos} of {text}").format(
+            where=where, what=what, pos=pos + 1, text=repr(text)
+        ),
+        why=_("the command line cannot be split into words the way a shell would"),
+        fix=_(
+            "close the quote (or escape it with a backslash); a list of words, e.g. "
+            '["notify-send", "GPU alert"], needs no quoting where a list is allowed'
+        ),
     )
 
 
@@ -198,7 +207,8 @@ def check_trusted_file(path: Path, st: os.stat_result | None = None, *, holds: s
         dir_st = real.parent.stat()
     except OSError as exc:
         raise ConfigError(
-            f"Cannot check who may change {path}: {exc.strerror}", fix="check the path"
+            _("Cannot check who may change {path}: {reason}").format(path=path, reason=exc.strerror),
+            fix=_("check the path"),
         ) from exc
     me = os.geteuid()
     problems: list[str] = []
