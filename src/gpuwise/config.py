@@ -161,15 +161,14 @@ def _quote_problem(text: str, *, comments: bool) -> tuple[int, str] | None:
         ch = text[i]
         if ch == "\\":
             if i + 1 >= n:
-                return i, "a backslash at the end, escaping nothing,"
+                return i, _("a backslash at the end, escaping nothing,")
             i += 2
             word_start = False
             continue
         if ch in "'\"":
             close = text.find("'", i + 1) if ch == "'" else _closing_double_quote(text, i + 1)
             if close < 0:
-                kind = "single" if ch == "'" else "double"
-                return i, f"an unclosed {kind} quote"
+                return i, _("an unclosed single quote") if ch == "'" else _("an unclosed double quote")
             i = close + 1
             word_start = False
             continue
