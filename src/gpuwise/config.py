@@ -91,7 +91,9 @@ def load_config(path: Path | None = None) -> Config:
         if value:
             commands.append(f"{section}.{key}")
     if commands:
-        check_trusted_file(target, st, holds="the command in " + " and ".join(commands))
+        check_trusted_file(
+            target, st, holds=_("the command in {keys}").format(keys=_(" and ").join(commands))
+        )
     return Config(path=target, sections=sections)
 
 
@@ -213,27 +215,35 @@ def check_trusted_file(path: Path, st: os.stat_result | None = None, *, holds: s
     problems: list[str] = []
     fixes: list[str] = []
     if file_st.st_uid not in (me, 0):
-        problems.append(f"it belongs to {_user(file_st.st_uid)}")
+        problems.append(_("it belongs to {user}").format(user=_user(file_st.st_uid)))
         fixes.append(f"chown {_user(me)} {real}")
     if file_st.st_mode & stat.S_IWOTH or (
         file_st.st_mode & stat.S_IWGRP and not _private_group(file_st.st_gid, file_st.st_uid)
     ):
-        problems.append(f"others can write to it (mode {stat.S_IMODE(file_st.st_mode):04o})")
+        problems.append(
+            _("others can write to it (mode {mode})").format(mode=f"{stat.S_IMODE(file_st.st_mode):04o}")
+        )
         fixes.append(f"chmod go-w {real}")
     if dir_st.st_uid not in (me, 0):
-        problems.append(f"its folder {real.parent} belongs to {_user(dir_st.st_uid)}")
-        fixes.append(f"move it to a folder of yours, e.g. {paths.config_dir()}")
+        problems.append(
+            _("its folder {folder} belongs to {user}").format(folder=real.parent, user=_user(dir_st.st_uid))
+        )
+        fixes.append(_("move it to a folder of yours, e.g. {folder}").format(folder=paths.config_dir()))
     elif (dir_st.st_mode & stat.S_IWOTH and not dir_st.st_mode & stat.S_ISVTX) or (
         dir_st.st_mode & stat.S_IWGRP and not _private_group(dir_st.st_gid, dir_st.st_uid)
     ):
         problems.append(
-            f"others can write to its folder {real.parent} (mode {stat.S_IMODE(dir_st.st_mode):04o})"
+            _("others can write to its folder {folder} (mode {mode})").format(
+                folder=real.parent, mode=f"{stat.S_IMODE(dir_st.st_mode):04o}"
+            )
         )
         fixes.append(f"chmod go-w {real.parent}")
     if not problems:
         return
-    message = f"{path} holds {holds}, but " + " and ".join(problems)
-    why = f"whoever can change it could make gpuwise run their own command as {_user(me)}"
+    message = _("{path} holds {holds}, but {problems}").format(
+        path=path, holds=holds, problems=_(" and ").join(problems)
+    )
+    why = _("whoever can change it could make gpuwise run their own command as {user}").format(user=_user(me))
     if os.environ.get(INSECURE_ENV) == "1":
         logging.getLogger("gpuwise.config").warning(
             "SECURITY: %s; running it anyway because %s=1 is set (%s)", message, INSECURE_ENV, why
@@ -242,7 +252,9 @@ def check_trusted_file(path: Path, st: os.stat_result | None = None, *, holds: s
     raise ConfigError(
         message,
         why=why,
-        fix=" and ".join(fixes) + f" (or set {INSECURE_ENV}=1 to run it anyway, at your own risk)",
+        fix=_("{fixes} (or set {variable}=1 to run it anyway, at your own risk)").format(
+            fixes=_(" and ").join(fixes), variable=INSECURE_ENV
+        ),
     )
 
 
@@ -282,8 +294,10 @@ def validate_section(data: Mapping[str, Any], name: str, model: type[M], *, sour
         problem = first["msg"]
         if first["type"] == "extra_forbidden":
             hint = close_matches(str(first["loc"][-1]), model.model_fields)
-            problem = "unknown key" + (f". Did you mean {hint[0]!r}?" if hint else "")
+            problem = _("unknown key") + (
+                _(". Did you mean {key}?").format(key=repr(hint[0])) if hint else ""
+            )
         raise ConfigError(
             f"{source}: {name}.{where}: {problem}",
-            fix=f"correct or remove that key in the [{name}] section",
+            fix=_("correct or remove that key in the [{section}] section").format(section=name),
         ) from exc
