@@ -69,7 +69,7 @@ def query_offers(
     prov = provider.strip().lower() if provider else None
     if prov is not None and prov not in catalog.stats.offers_by_provider:
         raise NotFoundError(
-            "provider",
+            _("provider"),
             prov,
             catalog.providers(),
             fix=_(

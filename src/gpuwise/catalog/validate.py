@@ -24,7 +24,7 @@ def check_providers(catalog: Catalog, names: Iterable[str], *, option: str = "--
     for name in names:
         if name.strip().lower() not in known:
             raise NotFoundError(
-                "provider",
+                _("provider"),
                 name,
                 known,
                 why=_("{option} names a provider the catalog has no offers from").format(option=option),
@@ -39,7 +39,7 @@ def check_currencies(catalog: Catalog, codes: Iterable[str], *, option: str = "-
     for code in codes:
         if code.strip().upper() not in known:
             raise NotFoundError(
-                "currency",
+                _("currency"),
                 code,
                 known,
                 why=_("{option} gives a rate for a currency no offer in the catalog is priced in").format(
@@ -66,7 +66,7 @@ def check_region(catalog: Catalog, region: str | None, *, option: str = "--regio
     places = {p.lower() for o in catalog.offers for p in (o.region, o.zone or "") if p}
     if pattern not in places:
         raise NotFoundError(
-            "region",
+            _("region"),
             region,
             sorted(places),
             why=_("{option} names a region or zone no offer in the catalog is in").format(option=option),

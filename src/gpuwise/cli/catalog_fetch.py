@@ -39,7 +39,10 @@ def _fetcher(cloud: str, currency: str | None) -> Callable[[list[str], date], Fe
         )
     if cloud not in CLOUDS:
         raise NotFoundError(
-            "cloud", cloud, [*CLOUDS, *NOT_YET], fix=_("use one of: {names}").format(names=", ".join(CLOUDS))
+            _("cloud"),
+            cloud,
+            [*CLOUDS, *NOT_YET],
+            fix=_("use one of: {names}").format(names=", ".join(CLOUDS)),
         )
     if currency is not None and cloud != "tencent":
         raise ConfigError(

@@ -40,7 +40,7 @@ def get_preset(name: str) -> dict[str, Any]:
     key = _aliases().get(name.strip().lower())
     if key is None:
         raise NotFoundError(
-            "model preset",
+            _("model preset"),
             name,
             list(_aliases()),
             fix=_("use a bundled preset or give params, layers, hidden, heads"),

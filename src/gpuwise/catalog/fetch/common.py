@@ -140,7 +140,7 @@ def check_regions(asked: Iterable[str], known: Iterable[str], *, cloud: str) -> 
     for region in wanted:
         if region not in known_list:
             raise NotFoundError(
-                "region",
+                _("region"),
                 region,
                 known_list,
                 why=_("{cloud}'s region list (asked just now with your credentials) does not have it").format(
