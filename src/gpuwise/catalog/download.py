@@ -151,6 +151,20 @@ def _too_big(url: str, what: str, limit: int) -> CatalogError:
     )
 
 
+def _slow(shown: str, deadline: bool, timeout_s: float, total_timeout_s: float) -> CatalogError:
+    """Past the whole update's time (the update stops), or past its own (the mirror may have the file)."""
+    if deadline:
+        what = _("the whole update took longer than {seconds} s").format(seconds=f"{total_timeout_s:g}")
+        return _too_slow(shown, what)
+    return SourceFailedError(
+        _("Download of {url} stopped: it took longer than --timeout-s {seconds} s").format(
+            url=shown, seconds=f"{timeout_s:g}"
+        ),
+        why=_("the server is too slow or never ends its answer; nothing was changed"),
+        fix=_("try again later, raise --timeout-s / --total-timeout-s, or pass --base-url of a mirror"),
+    )
+
+
 def http_fetch(
     timeout_s: float,
     *,
@@ -218,20 +232,7 @@ def http_fetch(
             )
             raise _too_big(shown, what, max_file_bytes) from exc
         except httpclient.TooSlowError as exc:
-            if exc.deadline:
-                raise _too_slow(
-                    shown,
-                    _("the whole update took longer than {seconds} s").format(seconds=f"{total_timeout_s:g}"),
-                ) from exc
-            raise SourceFailedError(
-                _("Download of {url} stopped: it took longer than --timeout-s {seconds} s").format(
-                    url=shown, seconds=f"{timeout_s:g}"
-                ),
-                why=_("the server is too slow or never ends its answer; nothing was changed"),
-                fix=_(
-                    "try again later, raise --timeout-s / --total-timeout-s, or pass --base-url of a mirror"
-                ),
-            ) from exc
+            raise _slow(shown, exc.deadline, timeout_s, total_timeout_s) from exc
         except httpclient.HttpError as exc:
             raise SourceFailedError(
                 _("Download of {url} failed: {reason}").format(url=shown, reason=exc.reason),
