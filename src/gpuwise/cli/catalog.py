@@ -14,7 +14,6 @@ import typer
 
 from gpuwise.cli.catalog_fetch import fetch as _fetch
 from gpuwise.cli.catalog_views import num as _num
-from gpuwise.cli.catalog_views import print_offers_table
 from gpuwise.cli.catalog_views import report_install as _report_install
 from gpuwise.locale import _
 
@@ -196,6 +195,13 @@ def offer_json(offer: Offer, today: date) -> dict[str, Any]:
         "gpu_only_price": offer.gpu_only_price,
         "notes": list(offer.notes),
     }
+
+
+def print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: int) -> None:
+    """The offers table (cli/catalog_views.py draws it; cli/catalog_money.py calls it by this name)."""
+    from gpuwise.cli.catalog_views import print_offers_table as draw
+
+    draw(found, today, spot=spot, limit=limit)
 
 
 @app.command("offers")
