@@ -185,13 +185,14 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
     console.print(result.reason, soft_wrap=True)
     if result.stretches:
         console.print(_("idle stretches of 5 min or more:"))
+        ended_by = {"stop": _("stop"), "end of trace": _("end of trace")}  # the JSON's two fixed values
         for s in result.stretches[-12:]:
             console.print(
                 _("  {start}  {duration:>7}  reached {state:<14} ended by: {ended_by}").format(
                     start=format_trace_time(s.start_s),
                     duration=format_duration(s.duration_s),
                     state=s.peak_state.value,
-                    ended_by=s.ended_by,
+                    ended_by=ended_by.get(s.ended_by, s.ended_by),
                 ),
                 soft_wrap=True,
             )

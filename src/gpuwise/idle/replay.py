@@ -194,7 +194,7 @@ def replay(
     end = observations[-1].timestamp_s if observations else None
     stopped = last is not None and (last.state == IdleState.STOPPING or hang_stop is not None)
     if last is not None:
-        close(last.timestamp_s, _("stop") if stopped else _("end of trace"))
+        close(last.timestamp_s, "stop" if stopped else "end of trace")  # ids in the JSON: shown translated
     stop_at: float | None = None
     if last is None:
         reason = _("no stop: the trace holds no samples")
