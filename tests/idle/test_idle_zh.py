@@ -71,6 +71,10 @@ def test_providers_in_chinese_keep_their_ids(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert 'runpod（action = "runpod"）' in out
     assert "  停止计费：是。" in out and "  保留磁盘：否。" in out
+    assert "实例存储丢失" in out  # aws: the table's own sentences, not only the labels
+    assert main(["--lang", "zh", "idle", "providers", "--json"]) == 0
+    aws = next(p for p in json.loads(capsys.readouterr().out) if p["provider"] == "aws")
+    assert aws["disk"] == "EBS kept; instance store lost"  # the JSON is the same in every language
 
 
 def test_idle_help_in_chinese() -> None:

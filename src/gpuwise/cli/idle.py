@@ -460,23 +460,23 @@ def providers(
     for p in PROVIDER_ACTIONS:
         console.print(
             _('{provider} (action = "{config_action}"): {action}').format(
-                provider=p.provider, config_action=p.config_action, action=p.action
+                provider=p.provider, config_action=p.config_action, action=_(p.action)
             ),
             markup=False,
             soft_wrap=True,
         )
         console.print(
-            _("  stops billing: {answer}. {bill}").format(answer=yes_no[p.stops_billing], bill=p.bill),
+            _("  stops billing: {answer}. {bill}").format(answer=yes_no[p.stops_billing], bill=_(p.bill)),
             markup=False,
             soft_wrap=True,
         )
         console.print(
-            _("  keeps the disk: {answer}. {disk}").format(answer=yes_no[p.keeps_disk], disk=p.disk),
+            _("  keeps the disk: {answer}. {disk}").format(answer=yes_no[p.keeps_disk], disk=_(p.disk)),
             markup=False,
             soft_wrap=True,
         )
-        console.print(_("  found by: {how}").format(how=p.detected_by), markup=False, soft_wrap=True)
-        console.print(_("  needs: {needs}").format(needs=p.needs), markup=False, soft_wrap=True)
+        console.print(_("  found by: {how}").format(how=_(p.detected_by)), markup=False, soft_wrap=True)
+        console.print(_("  needs: {needs}").format(needs=_(p.needs)), markup=False, soft_wrap=True)
     console.print(
         _(
             "auto picks the provider from the machine itself; when its stop call fails, gpuwise says so "
