@@ -449,7 +449,7 @@ class IdlePolicy:
         signal_marks: list[tuple[float, str]] = []
         for sig in obs.signals:
             if sig.state == "active":
-                activity.append(f"{sig.name}: {sig.detail or _('active')}")
+                activity.append(f"{sig.name}: {sig.detail or 'active'}")  # a bare state word: left as it is
             elif sig.state == "unknown":
                 activity.append(_signal_unknown_text(sig.name, sig.detail))
             if sig.last_active_s is not None and math.isfinite(sig.last_active_s):
