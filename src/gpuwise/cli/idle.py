@@ -345,10 +345,10 @@ def install(
     plan = plan_install(unit_dir, config, paths.config_dir().resolve(), paths.data_dir().resolve())
     if dry_run:
         # plain echo: rich would wrap long lines and corrupt the unit text
-        typer.echo(f"# would write {plan.target}:")
+        typer.echo(_("# would write {path}:").format(path=plan.target))
         typer.echo(plan.text)
         for c in plan.commands:
-            typer.echo("# then: " + " ".join(c))
+            typer.echo(_("# then: {command}").format(command=" ".join(c)))
         return
     write_unit(plan)
     console.print(_("wrote {path}").format(path=plan.target), markup=False)
