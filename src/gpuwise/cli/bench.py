@@ -12,22 +12,26 @@ from typing import Annotated, Any
 
 import typer
 
+from gpuwise.locale import _
+
 app = typer.Typer(
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as one JSON document.")]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Also write the results JSON to this file.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help=_("Print the results as one JSON document."))]
+OutOpt = Annotated[Path | None, typer.Option("--out", help=_("Also write the results JSON to this file."))]
 ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", help="Config file (default: the user config.toml).")
+    Path | None, typer.Option("--config", help=_("Config file (default: the user config.toml)."))
 ]
 NoMetadataOpt = Annotated[
     bool,
     typer.Option(
         "--no-metadata",
-        help="Do not ask the cloud's metadata service for the provider and instance type (the config's "
-        "machine section still counts).",
+        help=_(
+            "Do not ask the cloud's metadata service for the provider and instance type (the config's "
+            "machine section still counts)."
+        ),
     ),
 ]
 MetadataUrlOpt = Annotated[str | None, typer.Option("--metadata-url", hidden=True)]
@@ -61,17 +65,18 @@ def _emit(document: dict[str, Any], out: Path | None, as_json: bool) -> None:
 def bench(  # noqa: PLR0917 - typer passes each option as a parameter
     ctx: typer.Context,
     suite: Annotated[
-        str, typer.Option("--suite", help="quick (under 2 min on a CPU, 3 on a GPU) or standard (under 10).")
+        str,
+        typer.Option("--suite", help=_("quick (under 2 min on a CPU, 3 on a GPU) or standard (under 10).")),
     ] = "quick",
     device: Annotated[
-        str | None, typer.Option("--device", help="cuda or cpu (default: cuda when torch sees a GPU).")
+        str | None, typer.Option("--device", help=_("cuda or cpu (default: cuda when torch sees a GPU)."))
     ] = None,
     only: Annotated[
         list[str] | None,
-        typer.Option("--only", help="Run only this task (repeatable), e.g. --only gemm_bf16."),
+        typer.Option("--only", help=_("Run only this task (repeatable), e.g. --only gemm_bf16.")),
     ] = None,
     path: Annotated[
-        Path | None, typer.Option("--path", help="Folder for the disk test (default: the temp folder).")
+        Path | None, typer.Option("--path", help=_("Folder for the disk test (default: the temp folder)."))
     ] = None,
     as_json: JsonOpt = False,
     out: OutOpt = None,
@@ -136,23 +141,25 @@ def _pcie_gen(snapshot: Any) -> int | None:
 @app.command("task", context_settings={"allow_interspersed_args": False})
 def task(  # noqa: PLR0917 - typer passes each option as a parameter
     command: Annotated[
-        list[str], typer.Argument(help="Your task, after `--`: gpuwise bench task -- ./render.sh")
+        list[str], typer.Argument(help=_("Your task, after `--`: gpuwise bench task -- ./render.sh"))
     ],
     units: Annotated[
         float | None,
         typer.Option(
-            "--units", help='Units of work the whole run does (else summed {"gpuwise_units": K} lines).'
+            "--units", help=_('Units of work the whole run does (else summed {"gpuwise_units": K} lines).')
         ),
     ] = None,
     unit: Annotated[
-        str, typer.Option("--unit", help="The unit's name: frames, samples, steps, ….")
+        str, typer.Option("--unit", help=_("The unit's name: frames, samples, steps, …."))
     ] = "units",
     max_seconds: Annotated[
-        float, typer.Option("--max-seconds", help="Stop the task (its whole process group) after this long.")
+        float,
+        typer.Option("--max-seconds", help=_("Stop the task (its whole process group) after this long.")),
     ] = 3600.0,
-    interval: Annotated[float, typer.Option("--interval", help="Seconds between GPU readings.")] = 1.0,
+    interval: Annotated[float, typer.Option("--interval", help=_("Seconds between GPU readings."))] = 1.0,
     replay: Annotated[
-        Path | None, typer.Option("--replay", help="Read the GPUs from this recording instead of the driver.")
+        Path | None,
+        typer.Option("--replay", help=_("Read the GPUs from this recording instead of the driver.")),
     ] = None,
     as_json: JsonOpt = False,
     out: OutOpt = None,
@@ -254,11 +261,11 @@ def _run_task(  # noqa: PLR0917 - one value per `bench task` option
 @app.command("compare")
 def compare(
     files: Annotated[
-        list[Path], typer.Argument(help="Results files from gpuwise bench or gpuwise bench task.")
+        list[Path], typer.Argument(help=_("Results files from gpuwise bench or gpuwise bench task."))
     ],
     price: Annotated[
         list[float] | None,
-        typer.Option("--price", help="Price in $/hour: one for all files, or one per file in order."),
+        typer.Option("--price", help=_("Price in $/hour: one for all files, or one per file in order.")),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:

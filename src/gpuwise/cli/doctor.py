@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpuwise.locale import _
+
 if TYPE_CHECKING:
     from gpuwise.doctor.facts import Facts
     from gpuwise.doctor.fingerprint import Difference
@@ -23,37 +25,42 @@ def doctor(  # noqa: PLR0917 - typer passes each option as a parameter
         Path | None,
         typer.Option(
             "--replay",
-            help="Diagnose a recording (nvidia-smi XML/-q/table/error text, kernel log, "
-            "capture, CSV, or a folder of them) instead of this machine.",
+            help=_(
+                "Diagnose a recording (nvidia-smi XML/-q/table/error text, kernel log, "
+                "capture, CSV, or a folder of them) instead of this machine."
+            ),
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print findings, GPUs and facts as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help=_("Print findings, GPUs and facts as JSON."))
+    ] = False,
     show_all: Annotated[
-        bool, typer.Option("--all", help="Also list the checks that ran and passed.")
+        bool, typer.Option("--all", help=_("Also list the checks that ran and passed."))
     ] = False,
     path: Annotated[
         list[Path] | None,
         typer.Option(
             "--path",
             metavar="DIR",
-            help="A dataset or checkpoint directory whose free space to check (repeatable).",
+            help=_("A dataset or checkpoint directory whose free space to check (repeatable)."),
         ),
     ] = None,
     python: Annotated[
         str | None,
         typer.Option(
-            "--python", help="Inspect the frameworks of this Python interpreter (default: gpuwise's own)."
+            "--python", help=_("Inspect the frameworks of this Python interpreter (default: gpuwise's own).")
         ),
     ] = None,
     timeout_s: Annotated[
-        float, typer.Option("--timeout-s", help="Seconds each framework may take to import (1 or more).")
+        float, typer.Option("--timeout-s", help=_("Seconds each framework may take to import (1 or more)."))
     ] = 20.0,
     fingerprint: Annotated[
         bool,
         typer.Option(
             "--fingerprint",
-            help="Print this node's fingerprint (driver, CUDA, frameworks, NCCL, "
-            "GPUs) as JSON, for --compare.",
+            help=_(
+                "Print this node's fingerprint (driver, CUDA, frameworks, NCCL, GPUs) as JSON, for --compare."
+            ),
         ),
     ] = False,
     compare: Annotated[
@@ -61,8 +68,10 @@ def doctor(  # noqa: PLR0917 - typer passes each option as a parameter
         typer.Option(
             "--compare",
             metavar="A.json B.json",
-            help="Compare two fingerprint files (A.json B.json); exit 1 when they differ "
-            "in what multi-node jobs need identical.",
+            help=_(
+                "Compare two fingerprint files (A.json B.json); exit 1 when they differ "
+                "in what multi-node jobs need identical."
+            ),
         ),
     ] = None,
 ) -> None:
