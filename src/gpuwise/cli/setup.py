@@ -117,7 +117,9 @@ def setup(  # noqa: PLR0917 - typer passes each option as a parameter
     elif needed:
         sys.stdout.write(script)
     else:
-        sys.stdout.write(f"# Nothing to do: this machine already has {', '.join(done)}.\n")
+        sys.stdout.write(
+            _("# Nothing to do: this machine already has {done}.").format(done=", ".join(done)) + "\n"
+        )
     if needed:
         raise typer.Exit(code=1)
 
@@ -144,8 +146,8 @@ def _target(
         os_id = read_os_release()
         if os_id is None:
             raise UsageError(
-                "Could not tell this machine's OS (no readable /etc/os-release)",
-                fix="give it with --os, e.g. --os ubuntu-22.04",
+                _("Could not tell this machine's OS (no readable /etc/os-release)"),
+                fix=_("give it with --os, e.g. --os ubuntu-22.04"),
             )
     system = resolve_system(os_id, setup_tables)
     version = parse_framework(framework, tables)[1] if framework is not None else None
@@ -162,7 +164,9 @@ def _read_gpus(replay: Path | None) -> GpuFacts | None:
         from gpuwise.cli.output import check_input_file
         from gpuwise.doctor.replay import load_replay_facts
 
-        check_input_file(replay, "Recording", fix="give a recording file, e.g. nvidia-smi -q -x > gpu.xml")
+        check_input_file(
+            replay, _("Recording"), fix=_("give a recording file, e.g. nvidia-smi -q -x > gpu.xml")
+        )
         return load_replay_facts(replay).gpus
     from gpuwise.doctor.live import read_gpus
 
