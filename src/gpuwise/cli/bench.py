@@ -183,7 +183,10 @@ def task(  # noqa: PLR0917 - typer passes each option as a parameter
     _check_positive(max_seconds, "--max-seconds", "--max-seconds 600")
     _check_positive(interval, "--interval", "--interval 1")
     if not unit.strip() or len(unit) > 40 or not unit.isprintable():
-        raise ConfigError(f"--unit {unit!r} is not a unit name", fix="use a short word: --unit frames")
+        raise ConfigError(
+            _("--unit {unit} is not a unit name").format(unit=repr(unit)),
+            fix=_("use a short word: --unit frames"),
+        )
     if out is not None:
         check_output_file(out, "--out", name="bench-task.json")
     check_command(command)
@@ -197,7 +200,10 @@ def _check_positive(value: float | None, option: str, example: str) -> None:
     from gpuwise.errors import ConfigError
 
     if value is not None and not 0 < value < float("inf"):
-        raise ConfigError(f"{option} must be more than 0, not {value:g}", fix=f"use e.g. {example}")
+        raise ConfigError(
+            _("{option} must be more than 0, not {value}").format(option=option, value=f"{value:g}"),
+            fix=_("use e.g. {example}").format(example=example),
+        )
 
 
 def _run_task(  # noqa: PLR0917 - one value per `bench task` option
@@ -213,6 +219,8 @@ def _run_task(  # noqa: PLR0917 - one value per `bench task` option
     no_metadata: bool,
     metadata_url: str | None,
 ) -> None:
+    from rich.markup import escape
+
     from gpuwise import __version__
     from gpuwise.bench.prepare import now_iso
     from gpuwise.bench.usertask import run_command, task_section
@@ -253,8 +261,16 @@ def _run_task(  # noqa: PLR0917 - one value per `bench task` option
     if not as_json:
         print_task(document)
     if problems:
-        saved = f" The result is recorded{' in ' + str(out) if out else ''}." if out or as_json else ""
-        err_console.print(f"[bold red]Error:[/] {'; '.join(problems)}.{saved}", soft_wrap=True, markup=True)
+        saved = ""
+        if out or as_json:
+            recorded = _(" The result is recorded in {path}.") if out else _(" The result is recorded.")
+            saved = recorded.format(path=out)
+        error = _("Error:")
+        err_console.print(
+            f"[bold red]{escape(error)}[/] {escape('; '.join(problems))}.{escape(saved)}",
+            soft_wrap=True,
+            markup=True,
+        )
         raise typer.Exit(1)
 
 
@@ -285,7 +301,7 @@ def compare(
         check_at_least(value, 0, "--price", example="--price 2.49")
     loaded = []
     for file in files:
-        check_input_file(file, "Results file", fix="give a results JSON file", text=True)
+        check_input_file(file, _("Results file"), fix=_("give a results JSON file"), text=True)
         loaded.append(load_result(file))
     columns = compare_columns(loaded, price or [])
     if as_json:
