@@ -65,7 +65,7 @@ def verdict(findings: Iterable[Finding]) -> str:
         head = _("OK")
     words = {"warn": _("{count} warn"), "info": _("{count} info")}
     rest = ", ".join(words[s].format(count=counts[s]) for s in ("warn", "info") if counts[s])
-    return head + (f" ({rest})" if rest else "")
+    return head + (_(" ({counts})").format(counts=rest) if rest else "")
 
 
 RULES: tuple[Callable[[Facts, Tables], list[Finding]], ...] = (
