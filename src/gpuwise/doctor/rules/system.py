@@ -93,7 +93,7 @@ def check_disks(facts: Facts, _tables: Tables) -> list[Finding]:
             "system.disk_low",
             "warn",
             _("Little free disk space (checkpoints and datasets will not fit)"),
-            "; ".join(f"{d.role} {_space(d)}" for d in low),
+            "; ".join(f"{tr(d.role)} {_space(d)}" for d in low),
             tr(FIX["system.disk_low"]),
         )
     ]
