@@ -33,3 +33,11 @@ def test_csv_without_utilization_in_chinese() -> None:
         parse_query_csv("timestamp, index\n2024/01/01 00:00:00.000, 0\n", source="trace.csv")
     assert "表头" in caught.value.message or "表头" in caught.value.why
     assert "nvidia-smi --query-gpu" in caught.value.fix
+
+
+def test_parse_problems_in_chinese() -> None:
+    """What the doctor shows as a recording's unparsed part: the parser's words, translated."""
+    recordings = Path(__file__).resolve().parent.parent / "fixtures" / "recordings" / "nvidia-smi"
+    problems = [p.message for p in load_recording(recordings / "query-text").problems]
+    assert any("输出被截断或已损坏" in p for p in problems)
+    assert any("无法识别的频率事件原因" in p for p in problems)
