@@ -42,7 +42,7 @@ def choose_device(torch: Any, device: str | None) -> str:
     if device is not None and device not in DEVICES:
         from gpuwise.errors import NotFoundError
 
-        raise NotFoundError("device", device, DEVICES, fix=_("use --device cuda or --device cpu"))
+        raise NotFoundError(_("device"), device, DEVICES, fix=_("use --device cuda or --device cpu"))
     available = bool(torch.cuda.is_available())
     if device == "cuda" and not available:
         built = getattr(torch.version, "cuda", None)

@@ -56,7 +56,7 @@ _SIZES: dict[tuple[str, str], Sizes] = {
 
 def sizes_for(suite: str, device: str) -> Sizes:
     if suite not in SUITES:
-        raise NotFoundError("suite", suite, SUITES, fix=_("use --suite quick or --suite standard"))
+        raise NotFoundError(_("suite"), suite, SUITES, fix=_("use --suite quick or --suite standard"))
     return _SIZES[(suite, device)]
 
 
@@ -106,7 +106,7 @@ def select_tasks(only: list[str] | None) -> list[Task]:
     for name in only:
         if name not in TASK_NAMES:
             raise NotFoundError(
-                "task", name, TASK_NAMES, fix=_("see `gpuwise bench --help` for the task names")
+                _("task"), name, TASK_NAMES, fix=_("see `gpuwise bench --help` for the task names")
             )
     return [t for t in TASKS if set(t.produces) & set(only)]
 

@@ -83,7 +83,7 @@ def resolve_system(os_id: str, setup_tables: SetupTables) -> OsSupport:
     system = setup_tables.system(os_id.strip().lower())
     if system is None:
         raise NotFoundError(
-            "OS",
+            _("OS"),
             os_id,
             [s.os for s in setup_tables.systems],
             why=_("setup writes scripts for {systems}").format(
@@ -163,7 +163,7 @@ def parse_framework(text: str, tables: Tables) -> tuple[str, str | None]:
     wanted = format_version(major_minor(parsed)) if parsed else version
     if wanted not in known:
         raise NotFoundError(
-            "PyTorch version",
+            _("PyTorch version"),
             version,
             known,
             why=_("the compatibility table holds PyTorch {versions}").format(versions=", ".join(known)),
@@ -363,7 +363,7 @@ def _branches_for(
     branch = setup_tables.branch(driver)
     if branch is None:
         raise NotFoundError(
-            "driver branch",
+            _("driver branch"),
             str(driver),
             [str(b.branch) for b in setup_tables.branches],
             why=_("setup knows branches {branches}").format(
