@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuwise.errors import ConfigError
+from gpuwise.locale import N_, _
+from gpuwise.locale import _ as _translate  # a text marked with N_() (the extractor refuses _(variable))
 
-_FIX = "give files written by `gpuwise bench --out FILE` or `gpuwise bench task --out FILE -- CMD`"
+_FIX = N_("give files written by `gpuwise bench --out FILE` or `gpuwise bench task --out FILE -- CMD`")
 MAX_RESULT_BYTES = 4 * 2**20  # a results file is a few KB; a larger one is not one
 
 
@@ -31,7 +33,9 @@ def parse_result(data: Any, source: str) -> Loaded:
     """A suite or task results document, or bad input saying what is missing."""
     if not isinstance(data, dict) or not isinstance(data.get("machine"), dict):
         raise ConfigError(
-            f"{source} is not a gpuwise bench result", why="it has no 'machine' object", fix=_FIX
+            _("{source} is not a gpuwise bench result").format(source=source),
+            why=_("it has no 'machine' object"),
+            fix=_translate(_FIX),
         )
     results = data.get("results")
     if isinstance(results, list) and all(
@@ -43,16 +47,18 @@ def parse_result(data: Any, source: str) -> Loaded:
     if isinstance(task, dict) and isinstance(task.get("unit"), str) and "seconds_per_unit" in task:
         return Loaded(source, "task", data)
     raise ConfigError(
-        f"{source} is not a gpuwise bench result",
-        why="it has neither a 'results' list of tasks nor a 'task' object with seconds_per_unit",
-        fix=_FIX,
+        _("{source} is not a gpuwise bench result").format(source=source),
+        why=_("it has neither a 'results' list of tasks nor a 'task' object with seconds_per_unit"),
+        fix=_translate(_FIX),
     )
 
 
 def load_result(path: Path) -> Loaded:
     from gpuwise.safe_read import load_json
 
-    return parse_result(load_json(path, what="Results file", fix=_FIX, max_bytes=MAX_RESULT_BYTES), str(path))
+    return parse_result(
+        load_json(path, what=_("Results file"), fix=_translate(_FIX), max_bytes=MAX_RESULT_BYTES), str(path)
+    )
 
 
 def catalog_price(provider: str | None, instance_type: str | None) -> tuple[float, str] | None:
@@ -137,8 +143,8 @@ def compare(loaded: Sequence[Loaded], prices: Sequence[float]) -> list[dict[str,
     """Columns for every file; `prices` is empty, one price for all, or one per file."""
     if prices and len(prices) not in (1, len(loaded)):
         raise ConfigError(
-            f"{len(prices)} --price values for {len(loaded)} files",
-            fix="give one --price for all files, or one per file in the same order",
+            _("{prices} --price values for {files} files").format(prices=len(prices), files=len(loaded)),
+            fix=_("give one --price for all files, or one per file in the same order"),
         )
     per_file = list(prices) * len(loaded) if len(prices) == 1 else list(prices)
     return [column(item, per_file[i] if per_file else None) for i, item in enumerate(loaded)]

@@ -16,6 +16,7 @@ from gpuwise.bench.cpu import read_cpu
 from gpuwise.bench.results import TaskResult
 from gpuwise.bench.suite import sizes_for
 from gpuwise.errors import ConfigError, UsageError
+from gpuwise.locale import _
 
 DEVICES = ("cuda", "cpu")
 INSTALL_HINT = "pip install 'gpuwise[bench]'"
@@ -27,9 +28,11 @@ def import_torch() -> Any:
         import torch
     except ImportError as exc:
         raise UsageError(
-            "gpuwise bench needs PyTorch, which is not installed",
-            why="torch is an optional extra: the measurements run real kernels through it",
-            fix=f"{INSTALL_HINT} (or install the torch build for your CUDA version first)",
+            _("gpuwise bench needs PyTorch, which is not installed"),
+            why=_("torch is an optional extra: the measurements run real kernels through it"),
+            fix=_("{install} (or install the torch build for your CUDA version first)").format(
+                install=INSTALL_HINT
+            ),
         ) from exc
     return torch
 
@@ -39,12 +42,14 @@ def choose_device(torch: Any, device: str | None) -> str:
     if device is not None and device not in DEVICES:
         from gpuwise.errors import NotFoundError
 
-        raise NotFoundError("device", device, DEVICES, fix="use --device cuda or --device cpu")
+        raise NotFoundError(_("device"), device, DEVICES, fix=_("use --device cuda or --device cpu"))
     available = bool(torch.cuda.is_available())
     if device == "cuda" and not available:
         built = getattr(torch.version, "cuda", None)
-        why = "this torch is a CPU-only build" if not built else "no CUDA device is visible to torch"
-        raise ConfigError("--device cuda, but torch cannot use a GPU here", why=why, fix="use --device cpu")
+        why = _("this torch is a CPU-only build") if not built else _("no CUDA device is visible to torch")
+        raise ConfigError(
+            _("--device cuda, but torch cannot use a GPU here"), why=why, fix=_("use --device cpu")
+        )
     return device or ("cuda" if available else "cpu")
 
 
@@ -52,10 +57,13 @@ def check_disk_path(path: Path | None) -> Path:
     target = path if path is not None else Path(tempfile.gettempdir())
     if not target.is_dir():
         raise ConfigError(
-            f"--path {target} is not a folder", fix="give an existing folder on the disk to test"
+            _("--path {path} is not a folder").format(path=target),
+            fix=_("give an existing folder on the disk to test"),
         )
     if not os.access(target, os.W_OK | os.X_OK):
-        raise ConfigError(f"--path {target} is not writable", fix="choose a folder you can write in")
+        raise ConfigError(
+            _("--path {path} is not writable").format(path=target), fix=_("choose a folder you can write in")
+        )
     return target
 
 

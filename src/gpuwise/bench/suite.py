@@ -21,6 +21,7 @@ from gpuwise.bench import tasks_train as tt
 from gpuwise.bench.context import Context, GptSize, Sizes
 from gpuwise.bench.results import TaskResult
 from gpuwise.errors import NotFoundError
+from gpuwise.locale import _
 
 SUITES = ("quick", "standard")
 
@@ -55,7 +56,7 @@ _SIZES: dict[tuple[str, str], Sizes] = {
 
 def sizes_for(suite: str, device: str) -> Sizes:
     if suite not in SUITES:
-        raise NotFoundError("suite", suite, SUITES, fix="use --suite quick or --suite standard")
+        raise NotFoundError(_("suite"), suite, SUITES, fix=_("use --suite quick or --suite standard"))
     return _SIZES[(suite, device)]
 
 
@@ -104,7 +105,9 @@ def select_tasks(only: list[str] | None) -> list[Task]:
         return list(TASKS)
     for name in only:
         if name not in TASK_NAMES:
-            raise NotFoundError("task", name, TASK_NAMES, fix="see `gpuwise bench --help` for the task names")
+            raise NotFoundError(
+                _("task"), name, TASK_NAMES, fix=_("see `gpuwise bench --help` for the task names")
+            )
     return [t for t in TASKS if set(t.produces) & set(only)]
 
 

@@ -26,7 +26,8 @@ from typing import Any
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.probe import Probe
 from gpuwise.gpu.sample import Snapshot, value_or_none
-from gpuwise.locale import child_environment
+from gpuwise.locale import N_, _, child_environment
+from gpuwise.locale import _ as _translate  # a text marked with N_() (the extractor refuses _(variable))
 
 GIB = 2**30
 KILL_GRACE_S = 5.0
@@ -112,15 +113,19 @@ def check_command(command: Sequence[str]) -> str:
     """The executable CMD names, or bad input (exit 2) when there is none to run."""
     if not command:
         raise ConfigError(
-            "No command to measure", fix="put it after `--`: gpuwise bench task -- python render.py"
+            _("No command to measure"), fix=_("put it after `--`: gpuwise bench task -- python render.py")
         )
     name = command[0]
     found = shutil.which(name) if os.sep not in name else (name if os.access(name, os.X_OK) else None)
     if found is None or Path(found).is_dir():
-        where = "is not an executable file" if Path(name).exists() else "was not found"
+        where = (
+            _("Command {name} is not an executable file")
+            if Path(name).exists()
+            else _("Command {name} was not found")
+        )
         raise ConfigError(
-            f"Command {name!r} {where}",
-            fix="check the spelling, give its full path, or run it through its interpreter (python x.py)",
+            where.format(name=repr(name)),
+            fix=_("check the spelling, give its full path, or run it through its interpreter (python x.py)"),
         )
     return found
 
@@ -161,8 +166,8 @@ def run_command(
         )
     except OSError as exc:  # not a program the kernel can run (no #! line, wrong architecture)
         raise ConfigError(
-            f"Command {command[0]!r} cannot be run: {exc.strerror or exc}",
-            fix="run it through its interpreter (bash x.sh, python x.py) or make it executable",
+            _("Command {name} cannot be run: {why}").format(name=repr(command[0]), why=exc.strerror or exc),
+            fix=_("run it through its interpreter (bash x.sh, python x.py) or make it executable"),
         ) from exc
     reader = threading.Thread(target=_read_lines, args=(proc, units, echo), daemon=True)
     reader.start()
@@ -230,21 +235,26 @@ def _stop_group(proc: subprocess.Popen[str]) -> None:
 
 
 def task_section(run: TaskRun, *, units: float | None, unit: str) -> tuple[dict[str, Any], list[str]]:
-    """The `task` object of the result, and the problems that make the measurement incomplete."""
-    problems: list[str] = []
+    """The `task` object of the result (its "problems" in English: a file programs read), and the problems
+    that make the measurement incomplete in the user's language (for the error line)."""
+    said: list[tuple[str, dict[str, object]]] = []  # (a text marked with N_(), its fields)
     counted = units if units is not None else run.line_units
     source = (
         "--units" if units is not None else (f"{UNITS_KEY} lines" if run.line_units is not None else None)
     )
     if units is not None and run.stopped_at_limit:
-        problems.append(
+        stopped = N_(
             "stopped at --max-seconds before the end: the --units given for the whole run were not all done"
         )
+        said.append((stopped, {}))
         counted = None
-    if counted is None and not problems:
-        problems.append(f'no units: give --units N, or have the command print lines {{"{UNITS_KEY}": K}}')
+    if counted is None and not said:
+        no_units = N_("no units: give --units N, or have the command print lines {line}")
+        said.append((no_units, {"line": f'{{"{UNITS_KEY}": K}}'}))
     if run.exit_code not in (0, None) and not run.stopped_at_limit:
-        problems.append(f"the command exited with code {run.exit_code}")
+        said.append((N_("the command exited with code {code}"), {"code": run.exit_code}))
+    problems = [text.format(**fields) for text, fields in said]
+    shown = [_translate(text).format(**fields) for text, fields in said]
     bound, why = decide_bound(run.readings)
     r = run.readings
     per_unit = run.seconds / counted if counted else None
@@ -267,4 +277,4 @@ def task_section(run: TaskRun, *, units: float | None, unit: str) -> tuple[dict[
         "exit_code": run.exit_code,
         "stopped_at_limit": run.stopped_at_limit,
         "problems": problems,
-    }, problems
+    }, shown

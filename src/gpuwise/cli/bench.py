@@ -12,22 +12,26 @@ from typing import Annotated, Any
 
 import typer
 
+from gpuwise.locale import _
+
 app = typer.Typer(
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the results as one JSON document.")]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Also write the results JSON to this file.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help=_("Print the results as one JSON document."))]
+OutOpt = Annotated[Path | None, typer.Option("--out", help=_("Also write the results JSON to this file."))]
 ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", help="Config file (default: the user config.toml).")
+    Path | None, typer.Option("--config", help=_("Config file (default: the user config.toml)."))
 ]
 NoMetadataOpt = Annotated[
     bool,
     typer.Option(
         "--no-metadata",
-        help="Do not ask the cloud's metadata service for the provider and instance type (the config's "
-        "machine section still counts).",
+        help=_(
+            "Do not ask the cloud's metadata service for the provider and instance type (the config's "
+            "machine section still counts)."
+        ),
     ),
 ]
 MetadataUrlOpt = Annotated[str | None, typer.Option("--metadata-url", hidden=True)]
@@ -61,17 +65,18 @@ def _emit(document: dict[str, Any], out: Path | None, as_json: bool) -> None:
 def bench(  # noqa: PLR0917 - typer passes each option as a parameter
     ctx: typer.Context,
     suite: Annotated[
-        str, typer.Option("--suite", help="quick (under 2 min on a CPU, 3 on a GPU) or standard (under 10).")
+        str,
+        typer.Option("--suite", help=_("quick (under 2 min on a CPU, 3 on a GPU) or standard (under 10).")),
     ] = "quick",
     device: Annotated[
-        str | None, typer.Option("--device", help="cuda or cpu (default: cuda when torch sees a GPU).")
+        str | None, typer.Option("--device", help=_("cuda or cpu (default: cuda when torch sees a GPU)."))
     ] = None,
     only: Annotated[
         list[str] | None,
-        typer.Option("--only", help="Run only this task (repeatable), e.g. --only gemm_bf16."),
+        typer.Option("--only", help=_("Run only this task (repeatable), e.g. --only gemm_bf16.")),
     ] = None,
     path: Annotated[
-        Path | None, typer.Option("--path", help="Folder for the disk test (default: the temp folder).")
+        Path | None, typer.Option("--path", help=_("Folder for the disk test (default: the temp folder)."))
     ] = None,
     as_json: JsonOpt = False,
     out: OutOpt = None,
@@ -136,23 +141,25 @@ def _pcie_gen(snapshot: Any) -> int | None:
 @app.command("task", context_settings={"allow_interspersed_args": False})
 def task(  # noqa: PLR0917 - typer passes each option as a parameter
     command: Annotated[
-        list[str], typer.Argument(help="Your task, after `--`: gpuwise bench task -- ./render.sh")
+        list[str], typer.Argument(help=_("Your task, after `--`: gpuwise bench task -- ./render.sh"))
     ],
     units: Annotated[
         float | None,
         typer.Option(
-            "--units", help='Units of work the whole run does (else summed {"gpuwise_units": K} lines).'
+            "--units", help=_('Units of work the whole run does (else summed {"gpuwise_units": K} lines).')
         ),
     ] = None,
     unit: Annotated[
-        str, typer.Option("--unit", help="The unit's name: frames, samples, steps, ….")
+        str, typer.Option("--unit", help=_("The unit's name: frames, samples, steps, …."))
     ] = "units",
     max_seconds: Annotated[
-        float, typer.Option("--max-seconds", help="Stop the task (its whole process group) after this long.")
+        float,
+        typer.Option("--max-seconds", help=_("Stop the task (its whole process group) after this long.")),
     ] = 3600.0,
-    interval: Annotated[float, typer.Option("--interval", help="Seconds between GPU readings.")] = 1.0,
+    interval: Annotated[float, typer.Option("--interval", help=_("Seconds between GPU readings."))] = 1.0,
     replay: Annotated[
-        Path | None, typer.Option("--replay", help="Read the GPUs from this recording instead of the driver.")
+        Path | None,
+        typer.Option("--replay", help=_("Read the GPUs from this recording instead of the driver.")),
     ] = None,
     as_json: JsonOpt = False,
     out: OutOpt = None,
@@ -176,7 +183,10 @@ def task(  # noqa: PLR0917 - typer passes each option as a parameter
     _check_positive(max_seconds, "--max-seconds", "--max-seconds 600")
     _check_positive(interval, "--interval", "--interval 1")
     if not unit.strip() or len(unit) > 40 or not unit.isprintable():
-        raise ConfigError(f"--unit {unit!r} is not a unit name", fix="use a short word: --unit frames")
+        raise ConfigError(
+            _("--unit {unit} is not a unit name").format(unit=repr(unit)),
+            fix=_("use a short word: --unit frames"),
+        )
     if out is not None:
         check_output_file(out, "--out", name="bench-task.json")
     check_command(command)
@@ -190,7 +200,10 @@ def _check_positive(value: float | None, option: str, example: str) -> None:
     from gpuwise.errors import ConfigError
 
     if value is not None and not 0 < value < float("inf"):
-        raise ConfigError(f"{option} must be more than 0, not {value:g}", fix=f"use e.g. {example}")
+        raise ConfigError(
+            _("{option} must be more than 0, not {value}").format(option=option, value=f"{value:g}"),
+            fix=_("use e.g. {example}").format(example=example),
+        )
 
 
 def _run_task(  # noqa: PLR0917 - one value per `bench task` option
@@ -206,6 +219,8 @@ def _run_task(  # noqa: PLR0917 - one value per `bench task` option
     no_metadata: bool,
     metadata_url: str | None,
 ) -> None:
+    from rich.markup import escape
+
     from gpuwise import __version__
     from gpuwise.bench.prepare import now_iso
     from gpuwise.bench.usertask import run_command, task_section
@@ -246,19 +261,27 @@ def _run_task(  # noqa: PLR0917 - one value per `bench task` option
     if not as_json:
         print_task(document)
     if problems:
-        saved = f" The result is recorded{' in ' + str(out) if out else ''}." if out or as_json else ""
-        err_console.print(f"[bold red]Error:[/] {'; '.join(problems)}.{saved}", soft_wrap=True, markup=True)
+        saved = ""
+        if out or as_json:
+            recorded = _(" The result is recorded in {path}.") if out else _(" The result is recorded.")
+            saved = recorded.format(path=out)
+        error = _("Error:")
+        err_console.print(
+            f"[bold red]{escape(error)}[/] {escape('; '.join(problems))}.{escape(saved)}",
+            soft_wrap=True,
+            markup=True,
+        )
         raise typer.Exit(1)
 
 
 @app.command("compare")
 def compare(
     files: Annotated[
-        list[Path], typer.Argument(help="Results files from gpuwise bench or gpuwise bench task.")
+        list[Path], typer.Argument(help=_("Results files from gpuwise bench or gpuwise bench task."))
     ],
     price: Annotated[
         list[float] | None,
-        typer.Option("--price", help="Price in $/hour: one for all files, or one per file in order."),
+        typer.Option("--price", help=_("Price in $/hour: one for all files, or one per file in order.")),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -278,7 +301,7 @@ def compare(
         check_at_least(value, 0, "--price", example="--price 2.49")
     loaded = []
     for file in files:
-        check_input_file(file, "Results file", fix="give a results JSON file", text=True)
+        check_input_file(file, _("Results file"), fix=_("give a results JSON file"), text=True)
         loaded.append(load_result(file))
     columns = compare_columns(loaded, price or [])
     if as_json:

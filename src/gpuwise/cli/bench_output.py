@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from gpuwise.cli.output import console
+from gpuwise.locale import N_, _
+from gpuwise.locale import _ as _translate  # a text marked with N_() (the extractor refuses _(variable))
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -65,61 +67,69 @@ class SuiteProgress:
         if self.progress is not None:
             self.progress.advance(self.bar)
         for r in results:
-            line = f"{r.task}: " + (
-                f"{_num(r.value)} {r.unit}" + (f" ({_pct(r.fraction_of_peak)} of peak)" if r.peak else "")
-                if r.value is not None
-                else f"skipped: {r.reason}"
-            )
+            if r.value is None:
+                line = f"{r.task}: " + _("skipped: {reason}").format(reason=r.reason)
+            else:
+                peak = _(" ({fraction} of peak)").format(fraction=_pct(r.fraction_of_peak)) if r.peak else ""
+                line = f"{r.task}: {_num(r.value)} {r.unit}{peak}"
             self.err.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def print_suite(document: dict[str, Any]) -> None:
     m = document["machine"]
-    what = m.get("gpu") or m.get("gpu_name") or m.get("cpu") or "this machine"
-    table = Table(title=f"gpuwise bench {document['suite']} on {what} ({document['device']})")
+    what = m.get("gpu") or m.get("gpu_name") or m.get("cpu") or _("this machine")
+    title = _("gpuwise bench {suite} on {what} ({device})")
+    table = Table(title=title.format(suite=document["suite"], what=what, device=document["device"]))
     for name, justify in (
-        ("task", "left"),
-        ("value", "right"),
-        ("unit", "left"),
-        ("peak", "right"),
-        ("of peak", "right"),
+        (_("task"), "left"),
+        (_("value"), "right"),
+        (_("unit"), "left"),
+        (_("peak"), "right"),
+        (_("of peak"), "right"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]  # rich's literal type
     skipped: list[str] = []
     for r in document["results"]:
         if r["value"] is None:
-            table.add_row(r["task"], "—", r["unit"], "", "skipped")
-            skipped.append(f"{r['task']}: {r.get('reason', 'no reason recorded')}")
+            table.add_row(r["task"], "—", r["unit"], "", _("skipped"))
+            skipped.append(f"{r['task']}: {r.get('reason', _('no reason recorded'))}")
         else:
             table.add_row(
                 r["task"], _num(r["value"]), r["unit"], _num(r["peak"]), _pct(r["fraction_of_peak"])
             )
     console.print(table)
     for line in skipped:  # reasons below the table: in a cell they fold into a column of single words
-        console.print(f"skipped {line}", markup=False, highlight=False, soft_wrap=True)
+        console.print(_("skipped {line}").format(line=line), markup=False, highlight=False, soft_wrap=True)
     if document["device"] == "cpu":
-        console.print("CPU peaks: cores × clock × FLOPs/cycle; the memory peak is an assumed DDR5 ceiling.")
+        console.print(
+            _("CPU peaks: cores × clock × FLOPs/cycle; the memory peak is an assumed DDR5 ceiling.")
+        )
 
 
 def print_task(document: dict[str, Any]) -> None:
     t = document["task"]
     rows = [
-        ("command", " ".join(t["command"])),
+        (_("command"), " ".join(t["command"])),
         (
-            "units",
+            _("units"),
             f"{_num(t['units'])} {t['unit']}" + (f" ({t['units_source']})" if t["units_source"] else ""),
         ),
-        ("seconds", _num(t["seconds"])),
-        ("seconds per unit", _num(t["seconds_per_unit"])),
-        ("peak GPU memory", f"{_num(t['peak_memory_gib'])} GiB"),
-        ("GPU utilization", f"{_num(t['gpu_util_mean_pct'])} % (mean of {t['samples']} readings)"),
-        ("bound", f"{t['bound']}: {t['bound_reason']}"),
+        (_("seconds"), _num(t["seconds"])),
+        (_("seconds per unit"), _num(t["seconds_per_unit"])),
+        (_("peak GPU memory"), f"{_num(t['peak_memory_gib'])} GiB"),
+        (
+            _("GPU utilization"),
+            _("{util} % (mean of {count} readings)").format(
+                util=_num(t["gpu_util_mean_pct"]), count=t["samples"]
+            ),
+        ),
+        (_("bound"), f"{t['bound']}: {t['bound_reason']}"),
     ]
     if t["stopped_at_limit"]:
-        rows.append(("stopped", "at --max-seconds"))
+        rows.append((_("stopped"), _("at --max-seconds")))
     table = Table(show_header=False, title="gpuwise bench task")
-    table.add_column("what")
-    table.add_column("value")
+    table.add_column(_("what"))
+    table.add_column(_("value"))
     for row in rows:
         table.add_row(*row)
     console.print(table)
@@ -129,9 +139,13 @@ def print_compare(columns: list[dict[str, Any]]) -> None:
     table = Table(title="gpuwise bench compare")
     table.add_column("", overflow="fold", min_width=16)  # names fold; numbers never do
     for i, col in enumerate(columns, 1):
-        table.add_column(f"{i}: {col['gpu'] or 'no GPU'}", justify="right", overflow="fold")
-    table.add_row("machine", *[f"{c['provider'] or '?'} {c['instance_type'] or ''}".strip() for c in columns])
-    table.add_row("$/hour", *[_money(c["price_usd_per_hour"]) + f" ({c['price_source']})" for c in columns])
+        table.add_column(f"{i}: {col['gpu'] or _('no GPU')}", justify="right", overflow="fold")
+    table.add_row(
+        _("machine"), *[f"{c['provider'] or '?'} {c['instance_type'] or ''}".strip() for c in columns]
+    )
+    table.add_row(
+        _("$/hour"), *[_money(c["price_usd_per_hour"]) + f" ({c['price_source']})" for c in columns]
+    )
     names: list[str] = []
     for c in columns:
         names += [n for n in c["values"] if n not in names]
@@ -143,16 +157,16 @@ def print_compare(columns: list[dict[str, Any]]) -> None:
         table.add_row(name, *cells)
     if any("seconds_per_unit" in c for c in columns):
         table.add_row(
-            "seconds per unit",
+            _("seconds per unit"),
             *[f"{_num(c['seconds_per_unit'])} s/{c['unit']}" if "unit" in c else "—" for c in columns],
         )
     for key, label in (
-        ("usd_per_1m_training_tokens", "$ per 1M training tokens"),
-        ("usd_per_1k_images", "$ per 1k images"),
-        ("usd_per_unit", "$ per unit"),
+        ("usd_per_1m_training_tokens", N_("$ per 1M training tokens")),
+        ("usd_per_1k_images", N_("$ per 1k images")),
+        ("usd_per_unit", N_("$ per unit")),
     ):
         if any(key in c for c in columns):
-            table.add_row(label, *[_money(c.get(key)) for c in columns])
+            table.add_row(_translate(label), *[_money(c.get(key)) for c in columns])
     console.print(table)
     for i, c in enumerate(columns, 1):
         console.print(f"{i}: {c['file']}", markup=False, highlight=False)

@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpuwise.locale import N_, _
+from gpuwise.locale import _ as _translate  # a value marked with N_() (the extractor refuses _(variable))
+
 if TYPE_CHECKING:
     from gpuwise.doctor.facts import Facts
     from gpuwise.doctor.fingerprint import Difference
@@ -23,37 +26,42 @@ def doctor(  # noqa: PLR0917 - typer passes each option as a parameter
         Path | None,
         typer.Option(
             "--replay",
-            help="Diagnose a recording (nvidia-smi XML/-q/table/error text, kernel log, "
-            "capture, CSV, or a folder of them) instead of this machine.",
+            help=_(
+                "Diagnose a recording (nvidia-smi XML/-q/table/error text, kernel log, "
+                "capture, CSV, or a folder of them) instead of this machine."
+            ),
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print findings, GPUs and facts as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help=_("Print findings, GPUs and facts as JSON."))
+    ] = False,
     show_all: Annotated[
-        bool, typer.Option("--all", help="Also list the checks that ran and passed.")
+        bool, typer.Option("--all", help=_("Also list the checks that ran and passed."))
     ] = False,
     path: Annotated[
         list[Path] | None,
         typer.Option(
             "--path",
             metavar="DIR",
-            help="A dataset or checkpoint directory whose free space to check (repeatable).",
+            help=_("A dataset or checkpoint directory whose free space to check (repeatable)."),
         ),
     ] = None,
     python: Annotated[
         str | None,
         typer.Option(
-            "--python", help="Inspect the frameworks of this Python interpreter (default: gpuwise's own)."
+            "--python", help=_("Inspect the frameworks of this Python interpreter (default: gpuwise's own).")
         ),
     ] = None,
     timeout_s: Annotated[
-        float, typer.Option("--timeout-s", help="Seconds each framework may take to import (1 or more).")
+        float, typer.Option("--timeout-s", help=_("Seconds each framework may take to import (1 or more)."))
     ] = 20.0,
     fingerprint: Annotated[
         bool,
         typer.Option(
             "--fingerprint",
-            help="Print this node's fingerprint (driver, CUDA, frameworks, NCCL, "
-            "GPUs) as JSON, for --compare.",
+            help=_(
+                "Print this node's fingerprint (driver, CUDA, frameworks, NCCL, GPUs) as JSON, for --compare."
+            ),
         ),
     ] = False,
     compare: Annotated[
@@ -61,8 +69,10 @@ def doctor(  # noqa: PLR0917 - typer passes each option as a parameter
         typer.Option(
             "--compare",
             metavar="A.json B.json",
-            help="Compare two fingerprint files (A.json B.json); exit 1 when they differ "
-            "in what multi-node jobs need identical.",
+            help=_(
+                "Compare two fingerprint files (A.json B.json); exit 1 when they differ "
+                "in what multi-node jobs need identical."
+            ),
         ),
     ] = None,
 ) -> None:
@@ -81,6 +91,8 @@ def doctor(  # noqa: PLR0917 - typer passes each option as a parameter
       gpuwise doctor --fingerprint > node1.json && gpuwise doctor --compare node1.json node2.json
     """
     _check_options(replay, path, python, fingerprint=fingerprint, compare=compare, timeout_s=timeout_s)
+    if as_json or fingerprint:
+        _english_for_json()
     if compare is not None:
         _compare(compare[0], compare[1], as_json)
         return
@@ -130,29 +142,44 @@ def _check_options(
         ]
         if clash:
             raise UsageError(
-                f"--compare cannot be combined with {' and '.join(clash)}",
-                why="--compare only reads two fingerprint files",
-                fix="write each node's fingerprint (gpuwise doctor --fingerprint > node.json), then compare",
+                _("--compare cannot be combined with {options}").format(options=" and ".join(clash)),
+                why=_("--compare only reads two fingerprint files"),
+                fix=_(
+                    "write each node's fingerprint (gpuwise doctor --fingerprint > node.json), then compare"
+                ),
             )
         for one in compare:
             check_input_file(
-                one, "Fingerprint", fix="give files written by: gpuwise doctor --fingerprint > node.json"
+                one,
+                _("Fingerprint"),
+                fix=_("give files written by: gpuwise doctor --fingerprint > node.json"),
             )
         return
     if replay is not None:
-        check_input_file(replay, "Recording", fix="give a recording file, e.g. nvidia-smi -q -x > gpu.xml")
+        check_input_file(
+            replay, _("Recording"), fix=_("give a recording file, e.g. nvidia-smi -q -x > gpu.xml")
+        )
         return
     if python is not None and shutil.which(python) is None:
         raise UsageError(
-            f"--python {python}: no such program",
-            why="it is not an executable file, nor a name found on PATH",
-            fix="give the interpreter your job uses, e.g. --python .venv/bin/python or --python python3",
+            _("--python {python}: no such program").format(python=python),
+            why=_("it is not an executable file, nor a name found on PATH"),
+            fix=_("give the interpreter your job uses, e.g. --python .venv/bin/python or --python python3"),
         )
     for one in paths or ():
         if not one.exists():
             raise UsageError(
-                f"--path {one} does not exist", fix="give the dataset or checkpoint directory your job uses"
+                _("--path {path} does not exist").format(path=one),
+                fix=_("give the dataset or checkpoint directory your job uses"),
             )
+
+
+def _english_for_json() -> None:
+    """JSON is for programs: its findings, facts and differences are the same words in every language, so
+    the rules run in English (bad input, checked before this, was reported in the user's language)."""
+    from gpuwise.locale import use_language
+
+    use_language("en")
 
 
 def _facts(replay: Path | None, paths: list[Path] | None, python: str | None, timeout_s: float) -> Facts:
@@ -218,7 +245,7 @@ def _facts_json(facts: Facts) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------ text
 
 _STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan", "ok": "green"}
-_HEADING = {"error": "Errors", "warn": "Warnings", "info": "Notes", "ok": "Passed"}
+_HEADING = {"error": N_("Errors"), "warn": N_("Warnings"), "info": N_("Notes"), "ok": N_("Passed")}
 
 
 def _print_report(facts: Facts, shown: list[Finding], findings: list[Finding]) -> None:
@@ -228,24 +255,28 @@ def _print_report(facts: Facts, shown: list[Finding], findings: list[Finding]) -
     from gpuwise.cli.output import console
     from gpuwise.doctor.rules import gpu_count, verdict
 
-    where = f"recording {facts.replay_path}" if facts.replay_path else "this machine"
+    where = _("recording {path}").format(path=facts.replay_path) if facts.replay_path else _("this machine")
     gpus = facts.gpus
-    reader = f"{gpu_count(gpus)} GPU(s) via {gpus.source}" if gpus is not None else "GPUs not read"
+    reader = (
+        _("{count} GPU(s) via {source}").format(count=gpu_count(gpus), source=gpus.source)
+        if gpus is not None
+        else _("GPUs not read")
+    )
     console.print(Text(f"gpuwise doctor: {where} — {reader}", style="bold"))
     for severity in ("error", "warn", "info", "ok"):
         group = [f for f in shown if f.severity == severity]
         if not group:
             continue
         table = Table(
-            title=f"{_HEADING[severity]} ({len(group)})",
+            title=f"{_translate(_HEADING[severity])} ({len(group)})",
             title_style=_STYLE[severity],
             title_justify="left",
             show_lines=True,
             expand=True,
         )
         table.add_column("id", style=_STYLE[severity], no_wrap=True)
-        table.add_column("finding and evidence", ratio=3)
-        table.add_column("fix", ratio=3)
+        table.add_column(_("finding and evidence"), ratio=3)
+        table.add_column(_("fix"), ratio=3)
         for f in group:
             body = Text(f.title)
             if f.evidence:
@@ -253,12 +284,12 @@ def _print_report(facts: Facts, shown: list[Finding], findings: list[Finding]) -
             table.add_row(f.id, body, Text(f.fix))
         console.print(table)
     if facts.unreadable:
-        console.print(Text("Could not read (these checks did not run):", style="bold"))
+        console.print(Text(_("Could not read (these checks did not run):"), style="bold"))
         for line in facts.unreadable:
             console.print(Text(f"  - {line}"), soft_wrap=True)  # whole lines: people copy them
-    line = verdict(findings)
-    style = "bold red" if line.startswith("NOT OK") else ("yellow" if "warning" in line else "bold green")
-    console.print(Text(f"Verdict: {line}", style=style))
+    severities = {f.severity for f in findings}
+    style = "bold red" if "error" in severities else ("yellow" if "warn" in severities else "bold green")
+    console.print(Text(_("Verdict: {verdict}").format(verdict=verdict(findings)), style=style))
 
 
 # ------------------------------------------------------------------------------------------------ compare
@@ -271,13 +302,13 @@ def _load_fingerprint(path: Path) -> dict[str, Any]:
 
     # bounded: size, nesting, no pipes or devices (a fingerprint is a few kB, a few levels deep)
     data = load_json(
-        path, what="Fingerprint", fix="give files written by: gpuwise doctor --fingerprint > node.json"
+        path, what=_("Fingerprint"), fix=_("give files written by: gpuwise doctor --fingerprint > node.json")
     )
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise UsageError(
-            f"{path} is not a gpuwise fingerprint",
-            why=f'no "schema": "{SCHEMA}" in it',
-            fix="give files written by: gpuwise doctor --fingerprint > node.json",
+            _("{path} is not a gpuwise fingerprint").format(path=path),
+            why=_('no "schema": "{schema}" in it').format(schema=SCHEMA),
+            fix=_("give files written by: gpuwise doctor --fingerprint > node.json"),
         )
     return data
 
@@ -307,28 +338,29 @@ def _print_compare(a_path: Path, b_path: Path, diffs: list[Difference], blocking
     from gpuwise.cli.output import console
 
     if not diffs:
-        console.print(Text(f"{a_path} and {b_path}: identical", style="bold green"))
+        console.print(Text(_("{a} and {b}: identical").format(a=a_path, b=b_path), style="bold green"))
         return
-    table = Table(title="Fingerprint differences", title_justify="left")
-    table.add_column("field", no_wrap=True)
+    table = Table(title=_("Fingerprint differences"), title_justify="left")
+    table.add_column(_("field"), no_wrap=True)
     table.add_column(Text(str(a_path)))  # Text: a path with [brackets] is not rich markup
     table.add_column(Text(str(b_path)))
-    table.add_column("multi-node jobs need it identical")
+    table.add_column(_("multi-node jobs need it identical"))
     for d in diffs:
         style = "red" if d.must_match else ""
-        table.add_row(Text(d.key, style=style), _show(d.a), _show(d.b), "yes" if d.must_match else "no")
+        table.add_row(Text(d.key, style=style), _show(d.a), _show(d.b), _("yes") if d.must_match else _("no"))
     console.print(table)
     if blocking:
         console.print(
             Text(
-                f"Differ in {len(blocking)} field(s) multi-node jobs need identical: "
-                + ", ".join(d.key for d in blocking),
+                _("Differ in {count} field(s) multi-node jobs need identical: {fields}").format(
+                    count=len(blocking), fields=", ".join(d.key for d in blocking)
+                ),
                 style="bold red",
             )
         )
     else:
         console.print(
-            Text("Compatible: only fields that may differ between nodes differ", style="bold green")
+            Text(_("Compatible: only fields that may differ between nodes differ"), style="bold green")
         )
 
 

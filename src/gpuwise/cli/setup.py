@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpuwise.locale import _
+
 if TYPE_CHECKING:
     from gpuwise.doctor.facts import GpuFacts
     from gpuwise.setup.check import MachineState
@@ -28,14 +30,16 @@ def setup(  # noqa: PLR0917 - typer passes each option as a parameter
         typer.Option(
             "--os",
             metavar="ID",
-            help="Target OS as /etc/os-release ID-VERSION_ID: ubuntu-20.04/22.04/24.04, debian-11/12, "
-            "rhel-8/9, rocky-8/9, amzn-2023 (default: this machine's).",
+            help=_(
+                "Target OS as /etc/os-release ID-VERSION_ID: ubuntu-20.04/22.04/24.04, debian-11/12, "
+                "rhel-8/9, rocky-8/9, amzn-2023 (default: this machine's)."
+            ),
         ),
     ] = None,
     gpu: Annotated[
         str | None,
         typer.Option(
-            "--gpu", metavar="NAME", help="Target GPU, e.g. H100 (default: the GPUs this machine has)."
+            "--gpu", metavar="NAME", help=_("Target GPU, e.g. H100 (default: the GPUs this machine has).")
         ),
     ] = None,
     driver: Annotated[
@@ -43,7 +47,7 @@ def setup(  # noqa: PLR0917 - typer passes each option as a parameter
         typer.Option(
             "--driver",
             metavar="BRANCH",
-            help="Driver branch, e.g. 580 (default: the newest long-term one that fits).",
+            help=_("Driver branch, e.g. 580 (default: the newest long-term one that fits)."),
         ),
     ] = None,
     framework: Annotated[
@@ -51,31 +55,31 @@ def setup(  # noqa: PLR0917 - typer passes each option as a parameter
         typer.Option(
             "--framework",
             metavar="torch==X.Y",
-            help="PyTorch release (default: the newest with kernels for the GPU).",
+            help=_("PyTorch release (default: the newest with kernels for the GPU)."),
         ),
     ] = None,
     container: Annotated[
         bool,
         typer.Option(
-            "--container", help="Docker + NVIDIA Container Toolkit + a CUDA base image the driver runs."
+            "--container", help=_("Docker + NVIDIA Container Toolkit + a CUDA base image the driver runs.")
         ),
     ] = False,
     check: Annotated[
         bool,
         typer.Option(
-            "--check", help="Print only the steps this machine still needs; exit 0 when none, 1 otherwise."
+            "--check", help=_("Print only the steps this machine still needs; exit 0 when none, 1 otherwise.")
         ),
     ] = False,
     replay: Annotated[
         Path | None,
         typer.Option(
             "--replay",
-            help="Read the GPU and driver from a recording (as doctor --replay) instead of this machine.",
+            help=_("Read the GPU and driver from a recording (as doctor --replay) instead of this machine."),
         ),
     ] = None,
     as_json: Annotated[
         bool,
-        typer.Option("--json", help="Print the choices, their reasons, the steps and the script as JSON."),
+        typer.Option("--json", help=_("Print the choices, their reasons, the steps and the script as JSON.")),
     ] = False,
 ) -> None:
     """Print the script that installs the driver, CUDA, cuDNN and PyTorch in the right order.
@@ -113,7 +117,9 @@ def setup(  # noqa: PLR0917 - typer passes each option as a parameter
     elif needed:
         sys.stdout.write(script)
     else:
-        sys.stdout.write(f"# Nothing to do: this machine already has {', '.join(done)}.\n")
+        sys.stdout.write(
+            _("# Nothing to do: this machine already has {done}.").format(done=", ".join(done)) + "\n"
+        )
     if needed:
         raise typer.Exit(code=1)
 
@@ -140,8 +146,8 @@ def _target(
         os_id = read_os_release()
         if os_id is None:
             raise UsageError(
-                "Could not tell this machine's OS (no readable /etc/os-release)",
-                fix="give it with --os, e.g. --os ubuntu-22.04",
+                _("Could not tell this machine's OS (no readable /etc/os-release)"),
+                fix=_("give it with --os, e.g. --os ubuntu-22.04"),
             )
     system = resolve_system(os_id, setup_tables)
     version = parse_framework(framework, tables)[1] if framework is not None else None
@@ -158,7 +164,9 @@ def _read_gpus(replay: Path | None) -> GpuFacts | None:
         from gpuwise.cli.output import check_input_file
         from gpuwise.doctor.replay import load_replay_facts
 
-        check_input_file(replay, "Recording", fix="give a recording file, e.g. nvidia-smi -q -x > gpu.xml")
+        check_input_file(
+            replay, _("Recording"), fix=_("give a recording file, e.g. nvidia-smi -q -x > gpu.xml")
+        )
         return load_replay_facts(replay).gpus
     from gpuwise.doctor.live import read_gpus
 

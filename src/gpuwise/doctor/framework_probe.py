@@ -19,6 +19,7 @@ from pathlib import Path
 
 from gpuwise.doctor.facts import FrameworkFacts
 from gpuwise.doctor.gather import Unreadable
+from gpuwise.locale import _
 
 FRAMEWORKS = {"pytorch": "torch", "tensorflow": "tensorflow", "jax": "jax"}
 
@@ -192,8 +193,10 @@ def _collect(
                 FrameworkFacts(
                     name,
                     None,
-                    error=f"importing {FRAMEWORKS[name]} and initialising CUDA took over "
-                    f"{timeout_s:.0f} s (a hung driver or a very slow import)",
+                    error=_(
+                        "importing {module} and initialising CUDA took over {seconds} s "
+                        "(a hung driver or a very slow import)"
+                    ).format(module=FRAMEWORKS[name], seconds=f"{timeout_s:.0f}"),
                 )
             )
             continue
@@ -210,11 +213,11 @@ def _framework_from_json(name: str, out: str, err: str, code: int | None) -> Fra
     last = next((ln for ln in reversed(out.splitlines()) if ln.startswith("{")), None)
     if last is None:
         tail = (err.strip().splitlines() or [f"exit code {code}"])[-1]
-        return FrameworkFacts(name, None, error=f"probe printed nothing: {tail[:300]}")
+        return FrameworkFacts(name, None, error=_("probe printed nothing: {tail}").format(tail=tail[:300]))
     try:
         data = json.loads(last)
     except json.JSONDecodeError:
-        return FrameworkFacts(name, None, error="probe output was not JSON")
+        return FrameworkFacts(name, None, error=_("probe output was not JSON"))
 
     def text(key: str) -> str | None:
         value = data.get(key)

@@ -35,6 +35,7 @@ from gpuwise.doctor.facts import (
     WebService,
     XidFact,
 )
+from gpuwise.locale import _
 
 Unreadable = list[str]
 
@@ -78,7 +79,7 @@ def gather_driver(
         pci = count
     except OSError as exc:
         unreadable.append(
-            f"{devices}: {exc.strerror or exc} (cannot tell whether NVIDIA hardware is present)"
+            f"{devices}: {exc.strerror or exc} " + _("(cannot tell whether NVIDIA hardware is present)")
         )
     return DriverFacts(
         proc_version_line=line, kernel_module_version=version, nvidia_pci_devices=pci
@@ -130,9 +131,9 @@ def gather_kernel_xids(
         # journalctl without access to the kernel's messages exits 0 with nothing (or "-- No entries --").
         if code == 0 and any(line.strip() and not line.startswith("-- ") for line in out.splitlines()):
             return parse_xid_lines(out), []
-        reason = (err.strip().splitlines() or [f"exit {code}" if code else "no output"])[-1]
+        reason = (err.strip().splitlines() or [f"exit {code}" if code else _("no output")])[-1]
         why.append(f"{argv[0]}: {reason}")
-    return None, ["kernel log (Xid errors): " + "; ".join(why) + " (try: sudo dmesg | grep Xid)"]
+    return None, [_("kernel log (Xid errors): {why} (try: sudo dmesg | grep Xid)").format(why="; ".join(why))]
 
 
 # ----------------------------------------------------------------------------------------------- container
@@ -244,7 +245,9 @@ def gather_listening(
         for sock in parse_proc_net_tcp(text):
             sockets[(sock.address, sock.port)] = sock
     if not read_any:
-        return None, unreadable or [f"{proc_root}/net/tcp: not found (listening sockets not checked)"]
+        return None, unreadable or [
+            _("{path}: not found (listening sockets not checked)").format(path=f"{proc_root}/net/tcp")
+        ]
     return tuple(sorted(sockets.values(), key=lambda s: (s.port, s.address))), unreadable
 
 
@@ -286,8 +289,8 @@ def _jupyter_runtime_auth(runtime_dirs: Sequence[Path], port: int) -> tuple[bool
             if not isinstance(data, dict) or data.get("port") != port:
                 continue
             if data.get("token") or data.get("password"):
-                return True, f"runtime file {path.name}: token or password set"
-            return False, f"runtime file {path.name}: empty token and no password"
+                return True, _("runtime file {name}: token or password set").format(name=path.name)
+            return False, _("runtime file {name}: empty token and no password").format(name=path.name)
     return None, ""
 
 
@@ -324,13 +327,16 @@ def gather_services(
                         f"GET http://127.0.0.1:{port}/api/status -> {code} (token required)",
                     )
                 elif code == 200:
-                    auth, evidence = False, f"GET http://127.0.0.1:{port}/api/status -> 200 without a token"
+                    auth, evidence = (
+                        False,
+                        _("GET http://127.0.0.1:{port}/api/status -> 200 without a token").format(port=port),
+                    )
                 elif code is not None:
                     evidence = f"GET http://127.0.0.1:{port}/api/status -> {code}"
             if not evidence:
-                evidence = "could not ask the server whether it needs a token"
+                evidence = _("could not ask the server whether it needs a token")
         else:
-            evidence = "identified by its port number"
+            evidence = _("identified by its port number")
         services.append(WebService(kind, shown.address, port, bool(exposed_socks), auth, evidence))
     return tuple(services)
 
@@ -381,9 +387,9 @@ def parse_sshd_config(config: Path) -> SshdFacts | None:
     values: dict[str, tuple[str, str]] = {}
     for keyword, value, where in lines:
         values.setdefault(keyword, (value, where))
-    password = values.get("passwordauthentication", ("yes", "not set: OpenSSH's default is yes"))
+    password = values.get("passwordauthentication", ("yes", _("not set: OpenSSH's default is yes")))
     root = values.get(
-        "permitrootlogin", ("prohibit-password", "not set: OpenSSH's default is prohibit-password")
+        "permitrootlogin", ("prohibit-password", _("not set: OpenSSH's default is prohibit-password"))
     )
     return SshdFacts(str(config), password[0], root[0], password[1], root[1])
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from gpuwise.doctor import framework_probe, gather, npu_live
 from gpuwise.doctor.facts import DriverFacts, Facts, GpuFacts, SpaceFacts
+from gpuwise.locale import N_, _
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,10 @@ def read_gpus(timeout_s: float) -> GpuFacts:
             "none",
             (),
             errors=(
-                f"the GPU reader (NVML / nvidia-smi) did not answer within "
-                f"{timeout_s:.0f} s: the driver may be hung",
+                _(
+                    "the GPU reader (NVML / nvidia-smi) did not answer within {seconds} s: "
+                    "the driver may be hung"
+                ).format(seconds=f"{timeout_s:.0f}"),
             ),
         )
     if "error" in box:
@@ -109,7 +112,9 @@ def gather_facts(options: LiveOptions) -> Facts:
     shm, lost = gather.gather_space(Path("/dev/shm"), "shm")
     unreadable.extend(lost)
     disks: list[SpaceFacts] = []
-    for path, role in [(options.workdir, "working directory"), *((p, "dataset") for p in options.paths)]:
+    # the roles are ids in the JSON; marked for the catalog because the disk finding shows them
+    roles = [(options.workdir, N_("working directory")), *((p, N_("dataset")) for p in options.paths)]
+    for path, role in roles:
         space, lost = gather.gather_space(path, role)
         unreadable.extend(lost)
         if space is not None:

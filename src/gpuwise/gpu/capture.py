@@ -21,6 +21,7 @@ from typing import Any
 from gpuwise.errors import ReplayError
 from gpuwise.gpu import smi_csv, smi_table, smi_text
 from gpuwise.gpu.sample import NotSupported, ParseProblem, Sample, Snapshot
+from gpuwise.locale import _
 
 __all__ = ["Capture", "looks_like_capture", "parse_capture", "split_sections"]
 
@@ -151,6 +152,8 @@ def parse_capture(text: str, *, source: str = "<capture>") -> Capture:
         if snap is not None:
             snapshots.append(snap)
     if not snapshots:
-        problems.append(ParseProblem(source, "no section with GPU readings (table, -q or --query-gpu) found"))
+        problems.append(
+            ParseProblem(source, _("no section with GPU readings (table, -q or --query-gpu) found"))
+        )
     snapshots.sort(key=lambda s: s.samples[0].timestamp_s if s.samples else 0.0)
     return Capture(sections=sections, commands=commands, snapshots=snapshots, problems=problems)

@@ -17,6 +17,7 @@ from gpuwise.errors import ReplayError
 from gpuwise.gpu import capture, kernel_log, smi_csv, smi_errors, smi_table, smi_text, smi_xml
 from gpuwise.gpu.kernel_log import XidEvent
 from gpuwise.gpu.sample import NOT_SUPPORTED, ParseProblem, Sample, Snapshot
+from gpuwise.locale import _
 
 __all__ = ["FORMATS", "ParseProblem", "Recording", "XidEvent", "load_recording", "parse_recording_text"]
 
@@ -41,12 +42,18 @@ class Recording:
 
 def _not_a_recording(source: str, detail: str) -> ReplayError:
     return ReplayError(
-        f"{source} is not a GPU recording gpuwise can replay ({detail})",
-        why="--replay reads nvidia-smi -q -x XML, nvidia-smi -q text, the nvidia-smi table, an nvidia-smi "
-        "error message, a kernel log with NVRM: Xid lines, a capture file, a --query-gpu CSV, "
-        "or a folder of these",
-        fix="record one with: nvidia-smi -q -x > gpu.xml   (or nvidia-smi --query-gpu=timestamp,index,"
-        "utilization.gpu,memory.used --format=csv -l 1 > trace.csv)",
+        _("{source} is not a GPU recording gpuwise can replay ({detail})").format(
+            source=source, detail=detail
+        ),
+        why=_(
+            "--replay reads nvidia-smi -q -x XML, nvidia-smi -q text, the nvidia-smi table, an nvidia-smi "
+            "error message, a kernel log with NVRM: Xid lines, a capture file, a --query-gpu CSV, "
+            "or a folder of these"
+        ),
+        fix=_(
+            "record one with: nvidia-smi -q -x > gpu.xml   (or nvidia-smi --query-gpu=timestamp,index,"
+            "utilization.gpu,memory.used --format=csv -l 1 > trace.csv)"
+        ),
     )
 
 
@@ -164,7 +171,8 @@ def load_recording(path: Path | str) -> Recording:
     path = Path(path)
     if not path.exists():
         raise ReplayError(
-            f"{path} does not exist", fix="give the path of a recording (see gpuwise doctor --help)"
+            _("{path} does not exist").format(path=path),
+            fix=_("give the path of a recording (see gpuwise doctor --help)"),
         )
     if path.is_dir():
         return _load_directory(path)

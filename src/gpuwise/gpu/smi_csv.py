@@ -51,6 +51,8 @@ from gpuwise.gpu.smi_csv_columns import (
 # Where the rows of one poll are grouped; imported from here by the idle room and the tests
 from gpuwise.gpu.smi_csv_polls import busiest_per_gpu, iter_snapshot_groups, number_unindexed_gpus
 from gpuwise.gpu.smi_errors import classify_error_text
+from gpuwise.locale import N_, _
+from gpuwise.locale import _ as _translate  # a text marked with N_() (the extractor refuses _(variable))
 
 __all__ = [
     "FIELD_MAP",
@@ -71,7 +73,7 @@ __all__ = [
     "read_recording_bytes",
 ]
 
-RECORD_HINT = (
+RECORD_HINT = N_(
     "record with nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv -l 1"
 )
 
@@ -160,18 +162,22 @@ def _rows(text: str, source: str) -> Iterator[list[str]]:
             yield row
     except csv.Error as exc:  # a field over the limit, a NUL byte the reader rejects
         raise ReplayError(
-            f"{source}, line {reader.line_num}: {exc}",
-            why=f"no nvidia-smi CSV cell is longer than a few hundred characters (the limit is "
-            f"{MAX_FIELD_CHARS // 1024} KiB); an unbalanced quote makes one cell of the rest of the file",
-            fix="replay the file nvidia-smi wrote, unedited",
+            _("{source}, line {line}: {error}").format(source=source, line=reader.line_num, error=exc),
+            why=_(
+                "no nvidia-smi CSV cell is longer than a few hundred characters (the limit is {kib} KiB); "
+                "an unbalanced quote makes one cell of the rest of the file"
+            ).format(kib=MAX_FIELD_CHARS // 1024),
+            fix=_("replay the file nvidia-smi wrote, unedited"),
         ) from exc
 
 
 def _too_many_rows(source: str) -> ReplayError:
     return ReplayError(
-        f"{source} holds more than {MAX_CSV_ROWS:,} rows",
-        why="a replay keeps every row in memory; this many would take gigabytes",
-        fix=f"replay a part of it, e.g. (head -1 FILE; tail -n {MAX_CSV_ROWS} FILE) > part.csv",
+        _("{source} holds more than {rows} rows").format(source=source, rows=f"{MAX_CSV_ROWS:,}"),
+        why=_("a replay keeps every row in memory; this many would take gigabytes"),
+        fix=_("replay a part of it, e.g. (head -1 FILE; tail -n {rows} FILE) > part.csv").format(
+            rows=MAX_CSV_ROWS
+        ),
     )
 
 
@@ -189,15 +195,19 @@ def parse_query_csv(
     header = next(rows, None)
     if header is None:
         raise ReplayError(
-            f"{source} is empty",
-            fix="record one with nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv",
+            _("{source} is empty").format(source=source),
+            fix=_("record one with nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv"),
         )
     if len(header) > MAX_CSV_COLUMNS:
         raise ReplayError(
-            f"{source} has {len(header):,} columns in its first row",
-            why=f"an nvidia-smi --query-gpu CSV or a W&B export has at most a few hundred "
-            f"(the limit is {MAX_CSV_COLUMNS:,})",
-            fix=RECORD_HINT,
+            _("{source} has {columns} columns in its first row").format(
+                source=source, columns=f"{len(header):,}"
+            ),
+            why=_(
+                "an nvidia-smi --query-gpu CSV or a W&B export has at most a few hundred "
+                "(the limit is {limit})"
+            ).format(limit=f"{MAX_CSV_COLUMNS:,}"),
+            fix=_translate(RECORD_HINT),
         )
     if {cell.strip() for cell in header} >= WANDB_REQUIRED:
         translated = wandb_to_query_csv(_all_rows(header, rows, source))
@@ -234,9 +244,11 @@ def _check_columns(
         raise _not_query_csv(source, header)
     if plan.timestamp_col is None and default_timestamp_s is None:
         raise ReplayError(
-            f"{source} has no timestamp column",
-            why="A replayed time series needs nvidia-smi's timestamp field to know when each sample was read",
-            fix=RECORD_HINT,
+            _("{source} has no timestamp column").format(source=source),
+            why=_(
+                "A replayed time series needs nvidia-smi's timestamp field to know when each sample was read"
+            ),
+            fix=_translate(RECORD_HINT),
         )
 
 
@@ -255,8 +267,10 @@ def _convert_rows(
     following = next(rows, None)
     if following is None:
         raise ReplayError(
-            f"{source} has a header but no data rows",
-            fix="record at least one sample (nvidia-smi --query-gpu=… --format=csv -l 1 runs until stopped)",
+            _("{source} has a header but no data rows").format(source=source),
+            fix=_(
+                "record at least one sample (nvidia-smi --query-gpu=… --format=csv -l 1 runs until stopped)"
+            ),
         )
     while following is not None:
         cells, following = following, next(rows, None)
@@ -312,9 +326,11 @@ def _row_time(
         return None
     cell = row[plan.timestamp_col].strip()
     raise ReplayError(
-        f"{source}, row {lineno}: {cell[:80]!r} is not an nvidia-smi timestamp",
-        why="expected YYYY/MM/DD HH:MM:SS.mmm as nvidia-smi --query-gpu=timestamp writes it",
-        fix="replay the file nvidia-smi wrote, unedited",
+        _("{source}, row {row}: {cell} is not an nvidia-smi timestamp").format(
+            source=source, row=lineno, cell=repr(cell[:80])
+        ),
+        why=_("expected YYYY/MM/DD HH:MM:SS.mmm as nvidia-smi --query-gpu=timestamp writes it"),
+        fix=_("replay the file nvidia-smi wrote, unedited"),
     )
 
 
@@ -326,10 +342,12 @@ def _check_gpu_indices(parsed: list[Sample], source: str) -> None:
         # made `idle replay` quadratic (minutes; hours at the row bound)
         shown = worst if worst > MAX_GPU_INDEX else min(sample.index for sample in parsed)
         raise ReplayError(
-            f"{source} names GPU {shown}",
-            why=f"GPUs are numbered from 0 by nvidia-smi, and gpuwise reads at most {MAX_GPU_INDEX + 1} per "
-            "machine (a host has a few dozen at most)",
-            fix="replay the file nvidia-smi wrote, unedited",
+            _("{source} names GPU {gpu}").format(source=source, gpu=shown),
+            why=_(
+                "GPUs are numbered from 0 by nvidia-smi, and gpuwise reads at most {count} per machine "
+                "(a host has a few dozen at most)"
+            ).format(count=MAX_GPU_INDEX + 1),
+            fix=_("replay the file nvidia-smi wrote, unedited"),
         )
 
 
@@ -365,10 +383,12 @@ def looks_like_headerless_csv(text: str) -> bool:
 
 def headerless_error(source: str) -> ReplayError:
     return ReplayError(
-        f"{source} looks like an nvidia-smi --query-gpu CSV without its header row",
-        why="gpuwise reads the columns by the names in the header; --format=csv,noheader leaves them out",
-        fix="record again without noheader: "
-        "nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv -l 1 > trace.csv",
+        _("{source} looks like an nvidia-smi --query-gpu CSV without its header row").format(source=source),
+        why=_("gpuwise reads the columns by the names in the header; --format=csv,noheader leaves them out"),
+        fix=_(
+            "record again without noheader: "
+            "nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv -l 1 > trace.csv"
+        ),
     )
 
 
@@ -378,14 +398,18 @@ def _not_query_csv(source: str, header: list[str]) -> ReplayError:
     shown = ", ".join(c.strip() for c in header[:6])
     if names_query_fields(",".join(header)):
         return ReplayError(
-            f"{source} is an nvidia-smi --query-gpu CSV without utilization.gpu (header: {shown[:120]!r})",
-            why="gpuwise needs each GPU's utilization to monitor it or to judge idleness",
-            fix=RECORD_HINT,
+            _("{source} is an nvidia-smi --query-gpu CSV without utilization.gpu (header: {header})").format(
+                source=source, header=repr(shown[:120])
+            ),
+            why=_("gpuwise needs each GPU's utilization to monitor it or to judge idleness"),
+            fix=_translate(RECORD_HINT),
         )
     return ReplayError(
-        f"{source} is not an nvidia-smi --query-gpu CSV (first line: {shown[:120]!r})",
-        why="The header must name utilization.gpu",
-        fix=RECORD_HINT,
+        _("{source} is not an nvidia-smi --query-gpu CSV (first line: {line})").format(
+            source=source, line=repr(shown[:120])
+        ),
+        why=_("The header must name utilization.gpu"),
+        fix=_translate(RECORD_HINT),
     )
 
 
@@ -396,7 +420,9 @@ MAX_RECORDING_BYTES = 64 * 1024 * 1024
 
 def _unreadable(path: Path, exc: OSError) -> ReplayError:
     return ReplayError(
-        f"cannot read {path}", why=exc.strerror or str(exc), fix="check the path and its permissions"
+        _("cannot read {path}").format(path=path),
+        why=exc.strerror or str(exc),
+        fix=_("check the path and its permissions"),
     )
 
 
@@ -417,15 +443,19 @@ def read_recording_bytes(path: Path | str) -> bytes:
         raise _unreadable(path, exc) from exc
     if stat.S_ISDIR(mode):
         os.close(fd)
-        raise ReplayError(f"{path} is a folder", fix="give the recording file inside it")
+        raise ReplayError(
+            _("{path} is a folder").format(path=path), fix=_("give the recording file inside it")
+        )
     with os.fdopen(fd, "rb", buffering=0) as fh:
         try:
             info = os.fstat(fd)
             if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
                 raise ReplayError(
-                    f"{path} is not a regular file (a device or socket)",
-                    why="a recording is a file that nvidia-smi output was saved to; a device may never end",
-                    fix="save the output to a file first, e.g. nvidia-smi -q -x > gpu.xml",
+                    _("{path} is not a regular file (a device or socket)").format(path=path),
+                    why=_(
+                        "a recording is a file that nvidia-smi output was saved to; a device may never end"
+                    ),
+                    fix=_("save the output to a file first, e.g. nvidia-smi -q -x > gpu.xml"),
                 )
             if stat.S_ISREG(mode) and info.st_size > MAX_RECORDING_BYTES:
                 raise _too_big(str(path), f"{info.st_size:,} bytes")
@@ -448,9 +478,11 @@ def read_recording_bytes(path: Path | str) -> bytes:
 
 def _too_big(source: str, size: str) -> ReplayError:
     return ReplayError(
-        f"{source} is too large to replay ({size}; the limit is {MAX_RECORDING_BYTES // 2**20} MiB)",
-        why="no single nvidia-smi output is that large, and a replay holds all of it in memory",
-        fix="replay a part of it, e.g. (head -1 FILE; tail -n 300000 FILE) > part.csv",
+        _("{source} is too large to replay ({size}; the limit is {limit} MiB)").format(
+            source=source, size=size, limit=MAX_RECORDING_BYTES // 2**20
+        ),
+        why=_("no single nvidia-smi output is that large, and a replay holds all of it in memory"),
+        fix=_("replay a part of it, e.g. (head -1 FILE; tail -n {rows} FILE) > part.csv").format(rows=300000),
     )
 
 

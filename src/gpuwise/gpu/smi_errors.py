@@ -16,6 +16,7 @@ from typing import Any
 from gpuwise.gpu.kernel_log import normalize_bus_id
 from gpuwise.gpu.sample import NOT_SUPPORTED, Failed, ParseProblem, Reading, Sample, Snapshot
 from gpuwise.gpu.smi_fields import Parsed
+from gpuwise.locale import _
 
 __all__ = [
     "ErrorKind",
@@ -124,5 +125,6 @@ def parse_error_text(text: str, *, source: str = "<text>", default_timestamp_s: 
         lost = lost_sample(default_timestamp_s, 0, bus, message)
         lost.extra["index_known"] = "no"
         samples = (lost,)
-    problems = [] if kind else [ParseProblem(source, f"unrecognised nvidia-smi message: {message[:200]!r}")]
+    unrecognised = _("unrecognised nvidia-smi message: {message}").format(message=repr(message[:200]))
+    problems = [] if kind else [ParseProblem(source, unrecognised)]
     return Parsed(Snapshot(samples=samples, errors=(message,)), problems)

@@ -17,6 +17,7 @@ from gpuwise.gpu import _values as v
 from gpuwise.gpu.sample import NOT_SUPPORTED, GpuProcess, MigDevice, ParseProblem, Sample, Snapshot
 from gpuwise.gpu.smi_errors import with_lost_gpus
 from gpuwise.gpu.smi_fields import Parsed, parse_smi_time
+from gpuwise.locale import _
 
 __all__ = ["looks_like_table", "parse_table"]
 
@@ -82,7 +83,7 @@ def parse_table(text: str, *, source: str = "<table>", default_timestamp_s: floa
     sections = _scan(lines, source, problems)
     out = _samples(sections, ts, has_process_table="Processes:" in text)
     if not out:
-        problems.append(ParseProblem(source, "no GPU rows found in the nvidia-smi table"))
+        problems.append(ParseProblem(source, _("no GPU rows found in the nvidia-smi table")))
     snapshot = Snapshot(
         samples=tuple(out),
         driver_version=v.to_str(driver) if header else driver,
@@ -198,7 +199,10 @@ def _gpu_block(
     line2 = _cells(lines[i + 1]) if i + 1 < len(lines) else []
     line3 = _cells(lines[i + 2]) if i + 2 < len(lines) else []
     if len(line2) != 3:
-        problems.append(ParseProblem(source, f"line {i + 2}: GPU {m1.group('index')} block is incomplete"))
+        incomplete = _("line {line}: GPU {index} block is incomplete").format(
+            line=i + 2, index=m1.group("index")
+        )
+        problems.append(ParseProblem(source, incomplete))
         return None
     fields: dict[str, Any] = {
         "index": int(m1.group("index")),
@@ -224,7 +228,12 @@ def _gpu_block(
         fields["power_limit_watts"] = v.to_float(m2.group("cap").rstrip("W"))
     else:
         problems.append(
-            ParseProblem(source, f"line {i + 2}: cannot read fan/temp/power of GPU {fields['index']}")
+            ParseProblem(
+                source,
+                _("line {line}: cannot read fan/temp/power of GPU {index}").format(
+                    line=i + 2, index=fields["index"]
+                ),
+            )
         )
     mem = _MEM.match(line2[1])
     if mem:

@@ -30,6 +30,7 @@ from gpuwise.gpu.smi_fields import (
     process_kind,
     read_field,
 )
+from gpuwise.locale import _
 
 __all__ = ["looks_like_query_text", "parse_query_text"]
 
@@ -127,8 +128,9 @@ def parse_query_text(text: str, *, source: str = "<text>", default_timestamp_s: 
                 problems.append(
                     ParseProblem(
                         source,
-                        f"GPU {bus}: unrecognised clock event reason(s) {', '.join(sorted(unknown))} "
-                        f"(line {reasons_node.line} on)",
+                        _("GPU {bus}: unrecognised clock event reason(s) {reasons} (line {line} on)").format(
+                            bus=bus, reasons=", ".join(sorted(unknown)), line=reasons_node.line
+                        ),
                     )
                 )
         fields["processes"] = _text_processes(gpu)
@@ -142,7 +144,9 @@ def parse_query_text(text: str, *, source: str = "<text>", default_timestamp_s: 
             problems.append(
                 ParseProblem(
                     source,
-                    f"GPU {bus}: the output is cut short or damaged; missing {', '.join(missing_sections)}",
+                    _("GPU {bus}: the output is cut short or damaged; missing {sections}").format(
+                        bus=bus, sections=", ".join(missing_sections)
+                    ),
                 )
             )
         extra: dict[str, str] = {
@@ -153,11 +157,14 @@ def parse_query_text(text: str, *, source: str = "<text>", default_timestamp_s: 
     if isinstance(attached, int) and attached != len(gpus):
         problems.append(
             ParseProblem(
-                source, f"says {attached} GPUs are attached but describes {len(gpus)}: output truncated"
+                source,
+                _("says {attached} GPUs are attached but describes {described}: output truncated").format(
+                    attached=attached, described=len(gpus)
+                ),
             )
         )
     if not gpus and attached != 0:  # "Attached GPUs : 0" is an answer, not damage
-        problems.append(ParseProblem(source, "no GPU block found in the nvidia-smi -q output"))
+        problems.append(ParseProblem(source, _("no GPU block found in the nvidia-smi -q output")))
     snapshot = Snapshot(
         samples=tuple(samples),
         driver_version=first_version(top.get("kmd version"), top.get("driver version")),

@@ -25,6 +25,7 @@ from gpuwise.gpu.smi_fields import (
     parse_smi_time,
     process_kind,
 )
+from gpuwise.locale import _
 
 __all__ = ["looks_like_xml", "parse_xml"]
 
@@ -65,14 +66,15 @@ def parse_xml(text: str, *, source: str = "<xml>", default_timestamp_s: float = 
     # (its XML names an external DTD that is never read, or with --dtd inlines element declarations only)
     if "<!ENTITY" in text:
         problems.append(
-            ParseProblem(source, "the XML declares entities (nvidia-smi never does); it was not read")
+            ParseProblem(source, _("the XML declares entities (nvidia-smi never does); it was not read"))
         )
         return Parsed(Snapshot(samples=()), problems)
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
         salvaged = _salvage_xml(text)
-        problems.append(ParseProblem(source, f"XML is damaged ({exc}); read the complete <gpu> elements"))
+        damaged = _("XML is damaged ({error}); read the complete <gpu> elements").format(error=exc)
+        problems.append(ParseProblem(source, damaged))
         if salvaged is None:
             return Parsed(Snapshot(samples=()), problems)
         root = salvaged
@@ -104,7 +106,7 @@ def parse_xml(text: str, *, source: str = "<xml>", default_timestamp_s: float = 
         }
         samples.append(Sample(timestamp_s=ts, index=index, extra=extra, **v.drop_impossible(fields)))
     if not samples and (root.findtext("attached_gpus") or "").strip() != "0":
-        problems.append(ParseProblem(source, "the XML holds no <gpu> element"))
+        problems.append(ParseProblem(source, _("the XML holds no <gpu> element")))
     snapshot = Snapshot(samples=tuple(samples), driver_version=driver, cuda_driver_version=cuda)
     return Parsed(with_lost_gpus(snapshot, preamble, ts), problems)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gpuwise.locale import N_
+
 Severity = Literal["none", "info", "warn"]
 
 
@@ -21,54 +23,58 @@ class ThrottleReason:
     # What it means for the work: "none" = not a slowdown worth reporting (idle, clock settings, sync boost);
     # "info" = a power cap, normal under full load; "warn" = slower than it should be, with a cause to fix.
     severity: Severity
-    description: str
+    description: str  # English, marked for the catalog: translate it where it is shown
 
 
 REASONS: tuple[ThrottleReason, ...] = (
-    ThrottleReason("gpu_idle", 0x1, ("idle", "gpu idle"), "none", "GPU idle (nothing to run)"),
+    ThrottleReason("gpu_idle", 0x1, ("idle", "gpu idle"), "none", N_("GPU idle (nothing to run)")),
     ThrottleReason(
         "applications_clocks_setting",
         0x2,
         ("applications clocks setting",),
         "none",
-        "applications clocks setting (clocks limited by `nvidia-smi -ac`)",
+        N_("applications clocks setting (clocks limited by `nvidia-smi -ac`)"),
     ),
-    ThrottleReason("sw_power_cap", 0x4, ("sw power cap",), "info", "SW power cap (drawing its power limit)"),
+    ThrottleReason(
+        "sw_power_cap", 0x4, ("sw power cap",), "info", N_("SW power cap (drawing its power limit)")
+    ),
     ThrottleReason(
         "hw_slowdown",
         0x8,
         ("hw slowdown",),
         "warn",
-        "HW slowdown (power brake or overheating signalled by the board)",
+        N_("HW slowdown (power brake or overheating signalled by the board)"),
     ),
-    ThrottleReason("sync_boost", 0x10, ("sync boost",), "none", "sync boost (clocks matched across GPUs)"),
+    ThrottleReason(
+        "sync_boost", 0x10, ("sync boost",), "none", N_("sync boost (clocks matched across GPUs)")
+    ),
     ThrottleReason(
         "sw_thermal_slowdown",
         0x20,
         ("sw thermal slowdown",),
         "warn",
-        "SW thermal slowdown (the driver lowers clocks to cool the GPU)",
+        N_("SW thermal slowdown (the driver lowers clocks to cool the GPU)"),
     ),
     ThrottleReason(
         "hw_thermal_slowdown",
         0x40,
         ("hw thermal slowdown",),
         "warn",
-        "HW thermal slowdown (the GPU is too hot)",
+        N_("HW thermal slowdown (the GPU is too hot)"),
     ),
     ThrottleReason(
         "hw_power_brake_slowdown",
         0x80,
         ("hw power brake slowdown",),
         "warn",
-        "HW power brake slowdown (an external power-brake signal, e.g. the PSU)",
+        N_("HW power brake slowdown (an external power-brake signal, e.g. the PSU)"),
     ),
     ThrottleReason(
         "display_clocks_setting",
         0x100,
         ("display clock setting", "display clocks setting"),
         "none",
-        "display clocks setting",
+        N_("display clocks setting"),
     ),
 )
 

@@ -20,6 +20,7 @@ from gpuwise.doctor.rules.frameworks import arch_supported
 from gpuwise.doctor.tables import FrameworkBuild, Tables
 from gpuwise.doctor.versions import Version, at_least, format_version, major_minor, parse_version
 from gpuwise.errors import ConfigError, NotFoundError, UsageError
+from gpuwise.locale import _
 from gpuwise.setup.images import CudaImage, build_min_driver, build_rank, choose_base_image
 from gpuwise.setup.tables import Architecture, DriverBranch, OsSupport, SetupTables, driver_text
 
@@ -82,11 +83,13 @@ def resolve_system(os_id: str, setup_tables: SetupTables) -> OsSupport:
     system = setup_tables.system(os_id.strip().lower())
     if system is None:
         raise NotFoundError(
-            "OS",
+            _("OS"),
             os_id,
             [s.os for s in setup_tables.systems],
-            why="setup writes scripts for " + ", ".join(s.os for s in setup_tables.systems),
-            fix="give --os as /etc/os-release's ID-VERSION_ID, e.g. --os ubuntu-22.04",
+            why=_("setup writes scripts for {systems}").format(
+                systems=", ".join(s.os for s in setup_tables.systems)
+            ),
+            fix=_("give --os as /etc/os-release's ID-VERSION_ID, e.g. --os ubuntu-22.04"),
         )
     return system
 
@@ -100,24 +103,31 @@ def gpu_target(name: str, capability: str | None, setup_tables: SetupTables) -> 
         spec = resolve_gpu(canonical or name)  # NotFoundError with close matches
         if spec.vendor != "NVIDIA" or spec.compute_capability is None:
             raise UsageError(
-                f"{spec.name} is not an NVIDIA GPU",
-                why="setup installs NVIDIA's driver, CUDA and CUDA builds of frameworks",
-                fix="give an NVIDIA GPU with --gpu (see `gpuwise catalog gpus`)",
+                _("{gpu} is not an NVIDIA GPU").format(gpu=spec.name),
+                why=_("setup installs NVIDIA's driver, CUDA and CUDA builds of frameworks"),
+                fix=_("give an NVIDIA GPU with --gpu (see `gpuwise catalog gpus`)"),
             )
         if spec.name in _ARM_SYSTEMS:
             raise UsageError(
-                f"{spec.name} comes in Arm (Grace CPU) systems; setup writes scripts for x86_64 machines",
-                why="NVIDIA's repositories and PyTorch's wheels for Arm (sbsa, aarch64) differ",
-                fix="follow NVIDIA's sbsa instructions for this machine, or give an x86_64 GPU with --gpu",
+                _("{gpu} comes in Arm (Grace CPU) systems; setup writes scripts for x86_64 machines").format(
+                    gpu=spec.name
+                ),
+                why=_("NVIDIA's repositories and PyTorch's wheels for Arm (sbsa, aarch64) differ"),
+                fix=_("follow NVIDIA's sbsa instructions for this machine, or give an x86_64 GPU with --gpu"),
             )
         capability, canonical = spec.compute_capability, spec.name
     architecture = setup_tables.architecture_of(capability)
     if architecture is None:
         raise UsageError(
-            f"GPU {name} (compute capability {capability}) is of an architecture setup has no facts for",
-            why="the architecture table lists "
-            + ", ".join(f"{a.name} ({'/'.join(a.capabilities)})" for a in setup_tables.architectures),
-            fix="give a GPU from `gpuwise catalog gpus` with --gpu",
+            _("GPU {gpu} (compute capability {cc}) is of an architecture setup has no facts for").format(
+                gpu=name, cc=capability
+            ),
+            why=_("the architecture table lists {architectures}").format(
+                architectures=", ".join(
+                    f"{a.name} ({'/'.join(a.capabilities)})" for a in setup_tables.architectures
+                )
+            ),
+            fix=_("give a GPU from `gpuwise catalog gpus` with --gpu"),
         )
     return GpuTarget(canonical or _safe_name(name), capability, architecture)
 
@@ -140,9 +150,9 @@ def parse_framework(text: str, tables: Tables) -> tuple[str, str | None]:
     match = _FRAMEWORK.match(text)
     if match is None or match.group("name").lower() not in FRAMEWORKS:
         raise ConfigError(
-            f"--framework {text!r} is not torch==VERSION",
-            why="setup installs PyTorch builds (the framework table's CUDA builds)",
-            fix="write e.g. --framework torch==2.8",
+            _("--framework {text} is not torch==VERSION").format(text=repr(text)),
+            why=_("setup installs PyTorch builds (the framework table's CUDA builds)"),
+            fix=_("write e.g. --framework torch==2.8"),
         )
     framework = FRAMEWORKS[match.group("name").lower()]
     version = match.group("version")
@@ -153,11 +163,11 @@ def parse_framework(text: str, tables: Tables) -> tuple[str, str | None]:
     wanted = format_version(major_minor(parsed)) if parsed else version
     if wanted not in known:
         raise NotFoundError(
-            "PyTorch version",
+            _("PyTorch version"),
             version,
             known,
-            why="the compatibility table holds PyTorch " + ", ".join(known),
-            fix="give one of those with --framework torch==X.Y",
+            why=_("the compatibility table holds PyTorch {versions}").format(versions=", ".join(known)),
+            fix=_("give one of those with --framework torch==X.Y"),
         )
     return framework, wanted
 
@@ -177,9 +187,11 @@ def branch_problem(branch: int, architecture: Architecture) -> str | None:
     """Why a driver branch cannot drive this architecture, or None when it can."""
     first, last = architecture.first_driver_branch, architecture.last_driver_branch
     if first is not None and branch < first:
-        return f"driver branch {branch} predates {architecture.name}: its first branch is {first}"
+        text = _("driver branch {branch} predates {architecture}: its first branch is {first}")
+        return text.format(branch=branch, architecture=architecture.name, first=first)
     if last is not None and branch > last:
-        return f"driver branch {branch} dropped {architecture.name}: its last branch is {last}"
+        text = _("driver branch {branch} dropped {architecture}: its last branch is {last}")
+        return text.format(branch=branch, architecture=architecture.name, last=last)
     return None
 
 
@@ -279,7 +291,8 @@ def _nearest_fix(
             (f"--driver {b} --framework torch=={v}" for v in versions for b in branches if works(v, b)), None
         )
         options += [both] if both else []
-    return "use " + " or ".join(options) + ", the nearest choice that works" if options else ""
+    nearest_choice = _("use {options}, the nearest choice that works")
+    return nearest_choice.format(options=_(" or ").join(options)) if options else ""
 
 
 def _choose(
@@ -350,20 +363,26 @@ def _branches_for(
     branch = setup_tables.branch(driver)
     if branch is None:
         raise NotFoundError(
-            "driver branch",
+            _("driver branch"),
             str(driver),
             [str(b.branch) for b in setup_tables.branches],
-            why="setup knows branches " + ", ".join(str(b.branch) for b in setup_tables.branches),
-            fix="give --driver as a branch number, e.g. --driver 580",
+            why=_("setup knows branches {branches}").format(
+                branches=", ".join(str(b.branch) for b in setup_tables.branches)
+            ),
+            fix=_("give --driver as a branch number, e.g. --driver 580"),
         )
     problem = branch_problem(driver, gpu.architecture)
     if problem is None and not _os_offers(system, branch):
-        problem = f"{system.name} offers driver branches up to {system.max_driver_branch} ({system.source})"
+        problem = _("{os} offers driver branches up to {branch} ({source})").format(
+            os=system.name, branch=system.max_driver_branch, source=system.source
+        )
     if problem is not None:
         raise UnsupportedCombinationError(
-            f"{gpu.name} cannot run on driver branch {driver} on {system.name}",
+            _("{gpu} cannot run on driver branch {branch} on {os}").format(
+                gpu=gpu.name, branch=driver, os=system.name
+            ),
             why=problem,
-            fix="choose another driver branch",
+            fix=_("choose another driver branch"),
         )
     return [branch]
 
@@ -372,15 +391,21 @@ def _no_branch(system: OsSupport, gpu: GpuTarget, setup_tables: SetupTables) -> 
     known = ", ".join(str(b.branch) for b in setup_tables.branches)
     if not any(branch_problem(b.branch, gpu.architecture) is None for b in setup_tables.branches):
         return UnsupportedCombinationError(
-            f"No driver branch setup installs runs {gpu.name}",
-            why=f"{gpu.architecture.name} needs branches {_span(gpu.architecture)}; setup installs {known}",
-            fix="choose another GPU (Maxwell or newer), or install NVIDIA's legacy driver by hand",
+            _("No driver branch setup installs runs {gpu}").format(gpu=gpu.name),
+            why=_("{architecture} needs branches {span}; setup installs {known}").format(
+                architecture=gpu.architecture.name, span=_span(gpu.architecture), known=known
+            ),
+            fix=_("choose another GPU (Maxwell or newer), or install NVIDIA's legacy driver by hand"),
         )
     return UnsupportedCombinationError(
-        f"No driver branch setup knows runs {gpu.name} on {system.name}",
-        why=f"{gpu.architecture.name} needs branches {_span(gpu.architecture)}; "
-        f"{system.name} offers up to {system.max_driver_branch}",
-        fix="choose another OS, e.g. --os ubuntu-24.04",
+        _("No driver branch setup knows runs {gpu} on {os}").format(gpu=gpu.name, os=system.name),
+        why=_("{architecture} needs branches {span}; {os} offers up to {branch}").format(
+            architecture=gpu.architecture.name,
+            span=_span(gpu.architecture),
+            os=system.name,
+            branch=system.max_driver_branch,
+        ),
+        fix=_("choose another OS, e.g. --os ubuntu-24.04"),
     )
 
 
@@ -389,11 +414,13 @@ def _builds_for(gpu: GpuTarget, version: str | None, tables: Tables) -> list[Fra
     with_kernels = [r for r in rows if build_has_kernels(r, gpu.capability)]
     if version is not None and not with_kernels:
         raise UnsupportedCombinationError(
-            f"PyTorch {version} has no build with kernels for {gpu.name} "
-            f"(compute capability {gpu.capability})",
-            why="its builds target "
-            + "; ".join(f"{r.variant}: {','.join(r.arch_list) or 'unknown'}" for r in rows),
-            fix="choose another PyTorch release",
+            _("PyTorch {version} has no build with kernels for {gpu} (compute capability {cc})").format(
+                version=version, gpu=gpu.name, cc=gpu.capability
+            ),
+            why=_("its builds target {targets}").format(
+                targets="; ".join(f"{r.variant}: {','.join(r.arch_list) or 'unknown'}" for r in rows)
+            ),
+            fix=_("choose another PyTorch release"),
         )
     return with_kernels
 
@@ -427,18 +454,20 @@ def _no_pair(  # noqa: PLR0917 - the inputs the message names
     adds the nearest working choice)."""
     builds = _builds_for(gpu, version, tables)
     cudas = sorted({b.cuda_version for b in builds}, key=lambda c: parse_version(c) or (0,))
-    what = f"PyTorch {version}" if version else "PyTorch"
+    what, used = f"PyTorch {version}" if version else "PyTorch", ", ".join(cudas)
     if driver is not None:
         branch = setup_tables.branch(driver)
         cuda = format_version(branch.cuda_version) if branch else "?"
-        why = f"its builds for this GPU use CUDA {', '.join(cudas)}; branch {driver} ships CUDA {cuda}"
+        why = _("its builds for this GPU use CUDA {cudas}; branch {branch} ships CUDA {cuda}")
+        why, with_what = why.format(cudas=used, branch=driver, cuda=cuda), _("driver branch {branch}")
     else:
-        why = f"its builds for this GPU use CUDA {', '.join(cudas)}; {system.source}"
+        why = _("its builds for this GPU use CUDA {cudas}; {source}").format(cudas=used, source=system.source)
+        with_what = _("the driver branches {os} offers")
+    with_what = with_what.format(branch=driver, os=system.name)
     return UnsupportedCombinationError(
-        f"{what} cannot run on {gpu.name} with "
-        + (f"driver branch {driver}" if driver is not None else f"the driver branches {system.name} offers"),
+        _("{what} cannot run on {gpu} with {driver}").format(what=what, gpu=gpu.name, driver=with_what),
         why=why,
-        fix="choose another driver branch or PyTorch release",
+        fix=_("choose another driver branch or PyTorch release"),
     )
 
 
@@ -452,7 +481,7 @@ def _best(
         pairs = [(b, br) for b, br in pairs if b.version == newest]
     stable = [(b, br) for b, br in pairs if b.status == "stable"]
     pairs = stable or pairs
-    branch = min((br for _, br in pairs), key=_branch_rank)
+    branch = min((br for _cuda, br in pairs), key=_branch_rank)
     build = max((b for b, br in pairs if br == branch), key=build_rank)  # the ranking export uses too
     return build, branch
 
@@ -557,9 +586,12 @@ def cuda_base_image(
     if image is None:
         oldest = min(setup_tables.images, key=lambda i: i.cuda_version)
         raise UnsupportedCombinationError(
-            f"No CUDA base image runs on driver {driver_text(have)}",
-            why=f"the oldest image setup knows, {oldest.image}, needs driver >= "
-            f"{_own_driver(oldest.cuda_version, tables)}",
-            fix=f"upgrade the driver to >= {_own_driver(oldest.cuda_version, tables)}",
+            _("No CUDA base image runs on driver {driver}").format(driver=driver_text(have)),
+            why=_("the oldest image setup knows, {image}, needs driver >= {minimum}").format(
+                image=oldest.image, minimum=_own_driver(oldest.cuda_version, tables)
+            ),
+            fix=_("upgrade the driver to >= {minimum}").format(
+                minimum=_own_driver(oldest.cuda_version, tables)
+            ),
         )
     return image

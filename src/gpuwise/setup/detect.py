@@ -6,11 +6,13 @@ Pure over the doctor's `GpuFacts`; reading them is the caller's edge (doctor.liv
 from __future__ import annotations
 
 from gpuwise.doctor.facts import GpuFacts
+from gpuwise.doctor.rules.finding import tr
 from gpuwise.errors import UsageError
+from gpuwise.locale import N_, _
 from gpuwise.setup.choose import GpuTarget, gpu_target
 from gpuwise.setup.tables import SetupTables
 
-_GIVE_GPU = "give the GPU by hand, e.g. --gpu H100 (see `gpuwise catalog gpus`)"
+_GIVE_GPU = N_("give the GPU by hand, e.g. --gpu H100 (see `gpuwise catalog gpus`)")
 
 
 def detected_gpu(gpus: GpuFacts | None, setup_tables: SetupTables) -> GpuTarget:
@@ -20,9 +22,9 @@ def detected_gpu(gpus: GpuFacts | None, setup_tables: SetupTables) -> GpuTarget:
     if not samples:
         said = "; ".join(gpus.all_errors()) if gpus is not None else ""
         raise UsageError(
-            "No GPU could be read" + (f" ({said})" if said else ""),
-            why="a fresh instance has no NVIDIA driver yet, so nothing can name its GPU",
-            fix=_GIVE_GPU,
+            _("No GPU could be read") + (f" ({said})" if said else ""),
+            why=_("a fresh instance has no NVIDIA driver yet, so nothing can name its GPU"),
+            fix=tr(_GIVE_GPU),
         )
     found: dict[str, GpuTarget] = {}
     for sample in samples:
@@ -33,12 +35,14 @@ def detected_gpu(gpus: GpuFacts | None, setup_tables: SetupTables) -> GpuTarget:
         target = gpu_target(name, capability, setup_tables)
         found.setdefault(target.architecture.name, target)
     if not found:
-        raise UsageError("The GPU reader named no GPU model", fix=_GIVE_GPU)
+        raise UsageError(_("The GPU reader named no GPU model"), fix=tr(_GIVE_GPU))
     if len(found) > 1:
         raise UsageError(
-            "This machine has GPUs of several architectures: " + ", ".join(sorted(found)),
-            why="one script installs one driver and one framework build",
-            fix=_GIVE_GPU,
+            _("This machine has GPUs of several architectures: {architectures}").format(
+                architectures=", ".join(sorted(found))
+            ),
+            why=_("one script installs one driver and one framework build"),
+            fix=tr(_GIVE_GPU),
         )
     return next(iter(found.values()))
 

@@ -40,6 +40,7 @@ from gpuwise.doctor.rules.security import check_jupyter, check_keys, check_sshd
 from gpuwise.doctor.rules.system import check_container, check_disks, check_shm
 from gpuwise.doctor.tables import Tables
 from gpuwise.gpu.sample import Snapshot
+from gpuwise.locale import _
 
 
 def diagnose(facts: Facts, tables: Tables) -> list[Finding]:
@@ -57,13 +58,14 @@ def verdict(findings: Iterable[Finding]) -> str:
     for finding in findings:
         counts[finding.severity] += 1
     if counts["error"]:
-        head = f"NOT OK: {counts['error']} error(s)"
+        head = _("NOT OK: {count} error(s)").format(count=counts["error"])
     elif counts["warn"]:
-        head = "OK with warnings"
+        head = _("OK with warnings")
     else:
-        head = "OK"
-    rest = ", ".join(f"{counts[s]} {s}" for s in ("warn", "info") if counts[s])
-    return head + (f" ({rest})" if rest else "")
+        head = _("OK")
+    words = {"warn": _("{count} warn"), "info": _("{count} info")}
+    rest = ", ".join(words[s].format(count=counts[s]) for s in ("warn", "info") if counts[s])
+    return head + (_(" ({counts})").format(counts=rest) if rest else "")
 
 
 RULES: tuple[Callable[[Facts, Tables], list[Finding]], ...] = (

@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 
 from gpuwise.doctor.facts import DriverFacts, Facts, GpuFacts
-from gpuwise.doctor.rules.finding import Finding, ok_finding
+from gpuwise.doctor.rules.finding import Finding, ok_finding, tr
 from gpuwise.doctor.rules.fixes import ERROR_TEXT, NO_GPU_HARDWARE, USER_SPACE_MISSING
 from gpuwise.doctor.tables import Tables
 from gpuwise.doctor.versions import parse_version
 from gpuwise.gpu.smi import ErrorKind, classify_error_text
+from gpuwise.locale import _
 
 # nvidia-smi's own failure texts are classified by the gpu room (gpu.smi.classify_error_text); these cover
 # what only the live readers say (NVML's Python errors, a missing library or program, a dmesg wording).
@@ -74,7 +75,11 @@ def check_driver(facts: Facts, _tables: Tables) -> list[Finding]:
     if not found:
         version = driver_version(facts)
         found.append(
-            ok_finding("driver.missing", "NVIDIA driver loaded", f"driver {version or 'unknown version'}")
+            ok_finding(
+                "driver.missing",
+                _("NVIDIA driver loaded"),
+                _("driver {version}").format(version=version or _("unknown version")),
+            )
         )
     return found
 
@@ -86,7 +91,7 @@ def _reader_errors(gpus: GpuFacts | None, by_id: dict[str, list[str]]) -> list[F
     for rule_id, texts in by_id.items():
         if rule_id == "gpu.lost" and any_lost_sample:
             continue  # check_lost reports it per GPU
-        title, fix = ERROR_TEXT[rule_id]
+        title, fix = map(tr, ERROR_TEXT[rule_id])
         if rule_id == "gpu.lost":
             buses = [m.group(1) for t in texts if (m := _BUS_ID.search(t))]
             if buses:
@@ -104,13 +109,14 @@ def _library_mismatch(driver: DriverFacts) -> Finding | None:
     library = parse_version(driver.nvml_library_version)
     if not (kernel and library and kernel != library):
         return None
-    title, fix = ERROR_TEXT["driver.library_mismatch"]
+    title, fix = map(tr, ERROR_TEXT["driver.library_mismatch"])
     return Finding(
         "driver.library_mismatch",
         "error",
         title,
-        f"kernel module {driver.kernel_module_version} (/proc/driver/nvidia/version) vs "
-        f"user-space library {driver.nvml_library_version}",
+        _("kernel module {kernel} (/proc/driver/nvidia/version) vs user-space library {library}").format(
+            kernel=driver.kernel_module_version, library=driver.nvml_library_version
+        ),
         fix,
     )
 
@@ -122,28 +128,32 @@ def _nothing_answered(
     ``said`` is every reader error text; returns ``found`` with the reader errors the module explains
     replaced by one finding that names the cause."""
     pci = driver.nvidia_pci_devices
-    reader = f"; GPU reader: {said}" if said else ""
+    reader = _("; GPU reader: {said}").format(said=said) if said else ""
     if driver.proc_version_line is None and pci == 0:
         return [
             Finding(
                 "gpu.none_found",
                 "error",
-                NO_GPU_HARDWARE.title,
-                "no PCI device with vendor 0x10de under /sys/bus/pci/devices; "
-                "/proc/driver/nvidia/version absent" + reader,
-                NO_GPU_HARDWARE.fix,
+                tr(NO_GPU_HARDWARE.title),
+                _(
+                    "no PCI device with vendor 0x10de under /sys/bus/pci/devices; "
+                    "/proc/driver/nvidia/version absent"
+                )
+                + reader,
+                tr(NO_GPU_HARDWARE.fix),
             )
         ]
     if driver.proc_version_line is None and "driver.library_mismatch" not in by_id:
         # No kernel module: every reader error follows from that; say it once, with the PCI evidence.
         found = [f for f in found if f.id not in {"driver.missing", "driver.nvml_error", "gpu.none_found"}]
-        where = f"{pci} NVIDIA device(s) on the PCI bus" if pci else "NVIDIA devices on the PCI bus: unknown"
-        title, fix = ERROR_TEXT["driver.missing"]
-        found.append(
-            Finding(
-                "driver.missing", "error", title, f"/proc/driver/nvidia/version absent; {where}{reader}", fix
-            )
+        where = (
+            _("{count} NVIDIA device(s) on the PCI bus").format(count=pci)
+            if pci
+            else _("NVIDIA devices on the PCI bus: unknown")
         )
+        title, fix = map(tr, ERROR_TEXT["driver.missing"])
+        evidence = _("/proc/driver/nvidia/version absent; {where}").format(where=where) + reader
+        found.append(Finding("driver.missing", "error", title, evidence, fix))
     elif driver.proc_version_line is not None and "driver.missing" in by_id:
         # The kernel module is loaded (possibly the host's, seen from a container); user space is missing.
         found = [f for f in found if f.id != "driver.missing"]
@@ -151,19 +161,20 @@ def _nothing_answered(
             Finding(
                 "driver.missing",
                 "error",
-                USER_SPACE_MISSING.title,
-                f"{driver.proc_version_line}; GPU reader: {' | '.join(by_id['driver.missing'])}",
-                USER_SPACE_MISSING.fix,
+                tr(USER_SPACE_MISSING.title),
+                driver.proc_version_line
+                + _("; GPU reader: {said}").format(said=" | ".join(by_id["driver.missing"])),
+                tr(USER_SPACE_MISSING.fix),
             )
         )
     elif driver.proc_version_line is not None and pci == 0 and not by_id:
-        title, fix = ERROR_TEXT["gpu.none_found"]
+        title, fix = map(tr, ERROR_TEXT["gpu.none_found"])
         found.append(
             Finding(
                 "gpu.none_found",
                 "error",
                 title,
-                f"{driver.proc_version_line}; no NVIDIA device on the PCI bus",
+                driver.proc_version_line + _("; no NVIDIA device on the PCI bus"),
                 fix,
             )
         )
@@ -178,7 +189,7 @@ def check_gpu_count(facts: Facts, _tables: Tables) -> list[Finding]:
     latest = gpus.snapshots[-1]
     if latest.samples:
         names = sorted({str(s.name) for s in latest.samples})
-        return [ok_finding("gpu.none_found", "GPUs found", f"{len(latest.samples)} × {', '.join(names)}")]
+        return [ok_finding("gpu.none_found", _("GPUs found"), f"{len(latest.samples)} × {', '.join(names)}")]
     if any(classify_error(e) != "driver.nvml_error" for e in gpus.all_errors()):
         return []  # check_driver already explains the empty answer
     if gpus.all_errors():
@@ -187,9 +198,9 @@ def check_gpu_count(facts: Facts, _tables: Tables) -> list[Finding]:
         Finding(
             "gpu.none_found",
             "error",
-            "The GPU reader answered but listed no GPU",
-            f"{gpus.source}: 0 GPUs",
-            ERROR_TEXT["gpu.none_found"].fix,
+            _("The GPU reader answered but listed no GPU"),
+            _("{source}: 0 GPUs").format(source=gpus.source),
+            tr(ERROR_TEXT["gpu.none_found"].fix),
         )
     ]
 

@@ -12,11 +12,12 @@ from collections.abc import Iterable
 
 from gpuwise.doctor.facts import Facts, FrameworkFacts
 from gpuwise.doctor.rules.driver import driver_version
-from gpuwise.doctor.rules.finding import Finding, ok_finding
+from gpuwise.doctor.rules.finding import Finding, ok_finding, tr
 from gpuwise.doctor.rules.fixes import FIX
 from gpuwise.doctor.rules.gpu_health import gpu_label
 from gpuwise.doctor.tables import CudaCompat, Tables
 from gpuwise.doctor.versions import Version, at_least, format_version, major_minor, parse_version
+from gpuwise.locale import _
 
 
 def _driver_cuda(facts: Facts) -> str | None:
@@ -65,8 +66,10 @@ def check_cuda_driver(facts: Facts, tables: Tables) -> list[Finding]:
         req = tables.cuda_requirement(runtime)
         newest = _torch_build_for_driver(tables, driver)
         alt = (
-            f"; or keep the driver and install a build for an older CUDA: pip install torch --index-url "
-            f"{_PYTORCH_INDEX}{newest}"
+            _(
+                "; or keep the driver and install a build for an older CUDA: "
+                "pip install torch --index-url {url}"
+            ).format(url=f"{_PYTORCH_INDEX}{newest}")
             if newest and fw.name == "pytorch"
             else ""
         )
@@ -77,9 +80,12 @@ def check_cuda_driver(facts: Facts, tables: Tables) -> list[Finding]:
                     Finding(
                         "cuda.driver_too_old",
                         "error",
-                        f"The driver is too old for {label}",
-                        f"driver {driver_text} supports CUDA {format_version(driver_cuda)}; {label}",
-                        f"upgrade the NVIDIA driver to a branch for CUDA {runtime[0]}.x{alt}",
+                        _("The driver is too old for {label}").format(label=label),
+                        _("driver {driver} supports CUDA {cuda}; {label}").format(
+                            driver=driver_text, cuda=format_version(driver_cuda), label=label
+                        ),
+                        _("upgrade the NVIDIA driver to a branch for CUDA {major}.x").format(major=runtime[0])
+                        + alt,
                     )
                 )
             continue
@@ -92,8 +98,8 @@ def check_cuda_driver(facts: Facts, tables: Tables) -> list[Finding]:
     return [
         ok_finding(
             "cuda.driver_too_old",
-            "Driver new enough for the installed CUDA builds",
-            f"driver {driver_text}; " + ", ".join(checked),
+            _("Driver new enough for the installed CUDA builds"),
+            _("driver {version}").format(version=driver_text) + "; " + ", ".join(checked),
         )
     ]
 
@@ -108,23 +114,42 @@ def _against_table(
         return Finding(
             "cuda.driver_too_old",
             "error",
-            f"The driver is too old for {label}",
-            f"driver {driver_text} < {format_version(req.min_driver_minor_compat)}, the minimum for CUDA "
-            f"{format_version(major_minor(runtime))} (even with minor-version compatibility); the toolkit's "
-            f"own driver is {format_version(req.min_driver)}",
-            f"upgrade the NVIDIA driver to >= {format_version(req.min_driver)} (Ubuntu: sudo apt install "
-            f"nvidia-driver-{req.min_driver[0]}-server, then reboot){alt}",
+            _("The driver is too old for {label}").format(label=label),
+            _(
+                "driver {driver} < {minimum}, the minimum for CUDA {cuda} (even with minor-version "
+                "compatibility); the toolkit's own driver is {own}"
+            ).format(
+                driver=driver_text,
+                minimum=format_version(req.min_driver_minor_compat),
+                cuda=format_version(major_minor(runtime)),
+                own=format_version(req.min_driver),
+            ),
+            _(
+                "upgrade the NVIDIA driver to >= {own} (Ubuntu: sudo apt install "
+                "nvidia-driver-{branch}-server, then reboot)"
+            ).format(own=format_version(req.min_driver), branch=req.min_driver[0])
+            + alt,
         )
     if not at_least(driver, req.min_driver):
         return Finding(
             "cuda.driver_too_old",
             "info",
-            f"{label} runs on driver {driver_text} only through minor-version compatibility",
-            f"driver {driver_text} < {format_version(req.min_driver)} (CUDA "
-            f"{format_version(req.cuda_version)}'s own driver) but >= "
-            f"{format_version(req.min_driver_minor_compat)} (minor-version compatibility)",
-            "works, except features of newer drivers and JIT of newer PTX; for full support upgrade the "
-            f"driver to >= {format_version(req.min_driver)}",
+            _("{label} runs on driver {driver} only through minor-version compatibility").format(
+                label=label, driver=driver_text
+            ),
+            _(
+                "driver {driver} < {own} (CUDA {cuda}'s own driver) but >= {minimum} "
+                "(minor-version compatibility)"
+            ).format(
+                driver=driver_text,
+                own=format_version(req.min_driver),
+                cuda=format_version(req.cuda_version),
+                minimum=format_version(req.min_driver_minor_compat),
+            ),
+            _(
+                "works, except features of newer drivers and JIT of newer PTX; for full support upgrade the "
+                "driver to >= {own}"
+            ).format(own=format_version(req.min_driver)),
         )
     return None
 
@@ -177,14 +202,14 @@ def _torch_fix_for(tables: Tables, capability: str) -> str:
         if r.framework == "pytorch" and r.arch_list and arch_supported(capability, r.arch_list)
     ]
     if not rows:
-        return FIX["torch.arch_unsupported/no_build"]
+        return tr(FIX["torch.arch_unsupported/no_build"])
     newest = max(
         rows, key=lambda r: (parse_version(r.version) or (0,), parse_version(r.cuda_version) or (0,))
     )
-    return (
-        f"install a build that includes this GPU: pip install 'torch>={newest.version}' --index-url "
-        f"{_PYTORCH_INDEX}{newest.variant} (and a driver new enough for CUDA {newest.cuda_version})"
-    )
+    return _(
+        "install a build that includes this GPU: pip install 'torch>={version}' --index-url {url} "
+        "(and a driver new enough for CUDA {cuda})"
+    ).format(version=newest.version, url=f"{_PYTORCH_INDEX}{newest.variant}", cuda=newest.cuda_version)
 
 
 def check_torch(facts: Facts, tables: Tables) -> list[Finding]:
@@ -204,7 +229,9 @@ def check_torch(facts: Facts, tables: Tables) -> list[Finding]:
                     Finding(
                         "torch.cpu_only",
                         "error",
-                        f"PyTorch {fw.version} is a CPU-only build on a GPU machine",
+                        _("PyTorch {version} is a CPU-only build on a GPU machine").format(
+                            version=fw.version
+                        ),
                         f"torch.version.cuda is None (torch {fw.version})",
                         f"pip install --force-reinstall torch --index-url {_PYTORCH_INDEX}{variant}",
                     )
@@ -215,10 +242,10 @@ def check_torch(facts: Facts, tables: Tables) -> list[Finding]:
                 Finding(
                     "torch.cuda_unavailable",
                     "error",
-                    "PyTorch cannot use the GPU (torch.cuda.is_available() is False)",
+                    _("PyTorch cannot use the GPU (torch.cuda.is_available() is False)"),
                     f"torch {fw.version} (CUDA {fw.cuda_version}): is_available() = False"
                     + (f"; {fw.cuda_error}" if fw.cuda_error else ""),
-                    FIX["torch.cuda_unavailable"],
+                    tr(FIX["torch.cuda_unavailable"]),
                 )
             )
         arch_list: tuple[str, ...] | None = fw.arch_list or None
@@ -236,8 +263,12 @@ def check_torch(facts: Facts, tables: Tables) -> list[Finding]:
                 Finding(
                     "torch.arch_unsupported",
                     "error",
-                    f"PyTorch {fw.version} has no kernels for this GPU ('no kernel image is available')",
-                    "; ".join(f"{label}: compute capability {cc}" for label, cc in bad)
+                    _(
+                        "PyTorch {version} has no kernels for this GPU ('no kernel image is available')"
+                    ).format(version=fw.version),
+                    "; ".join(
+                        _("{gpu}: compute capability {cc}").format(gpu=label, cc=cc) for label, cc in bad
+                    )
                     + f"; {source} = {','.join(arch_list)}",
                     _torch_fix_for(tables, bad[0][1]),
                 )
@@ -246,8 +277,8 @@ def check_torch(facts: Facts, tables: Tables) -> list[Finding]:
             found.append(
                 ok_finding(
                     "torch.arch_unsupported",
-                    "PyTorch has kernels for every GPU",
-                    ", ".join(cc for _, cc in caps) + f" in {','.join(arch_list)}",
+                    _("PyTorch has kernels for every GPU"),
+                    ", ".join(cc for _label, cc in caps) + f" in {','.join(arch_list)}",
                 )
             )
     return found
@@ -260,17 +291,17 @@ def check_framework_probes(facts: Facts, _tables: Tables) -> list[Finding]:
         Finding(
             "framework.probe_failed",
             "warn",
-            f"Could not inspect {fw.name}",
+            _("Could not inspect {framework}").format(framework=fw.name),
             fw.error or "",
-            FIX["framework.probe_failed"].format(module=_import_name(fw.name)),
+            tr(FIX["framework.probe_failed"]).format(module=_import_name(fw.name)),
         )
         for fw in facts.frameworks
         if fw.error
     ]
     if found:
         return found
-    names = ", ".join(f"{fw.name} {fw.version}" for fw in facts.frameworks) or "none installed"
-    return [ok_finding("framework.probe_failed", "Frameworks inspected", names)]
+    names = ", ".join(f"{fw.name} {fw.version}" for fw in facts.frameworks) or _("none installed")
+    return [ok_finding("framework.probe_failed", _("Frameworks inspected"), names)]
 
 
 def _import_name(framework: str) -> str:

@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpuwise.doctor.facts import Facts, XidFact
-from gpuwise.doctor.rules.finding import SEVERITY_RANK, Finding, ok_finding
+from gpuwise.doctor.rules.finding import SEVERITY_RANK, Finding, ok_finding, tr
 from gpuwise.doctor.rules.fixes import FIX, GPU_STATE_TEXT
 from gpuwise.doctor.tables import Tables
 from gpuwise.gpu import throttle
 from gpuwise.gpu.sample import Failed, Sample, has_value
+from gpuwise.locale import _
 
 # A GPU this busy is "under load" for the PCIe generation check (links drop to gen 1 at idle to save power).
 LOAD_UTIL_PCT = 30.0
@@ -26,7 +27,7 @@ _THROTTLE_SERIOUS = {r.id: r.description for r in throttle.REASONS if r.severity
 
 def gpu_label(sample: Sample) -> str:
     """How a finding names a GPU: its index, model and bus id."""
-    name = sample.name if has_value(sample.name) else "unknown model"
+    name = sample.name if has_value(sample.name) else _("unknown model")
     bus = f", {sample.bus_id}" if has_value(sample.bus_id) else ""
     return f"GPU {sample.index} ({name}{bus})"
 
@@ -72,19 +73,19 @@ def gpu_rule(
     """One per-GPU rule: ``judge`` returns (severity, evidence) for a reading that fails, None for one that
     passes; ``applicable`` says whether a reading holds what the rule needs. Its words are
     GPU_STATE_TEXT[rule_id]; the fix names the first affected GPU."""
-    title, fix, ok_title = GPU_STATE_TEXT[rule_id]
+    title, fix, ok_title = map(tr, GPU_STATE_TEXT[rule_id])
     grouped, checked = _per_gpu(facts, rule_id, judge, applicable)
     if not checked:
         return []
     if not grouped:
-        return [ok_finding(rule_id, ok_title, f"{checked} reading(s) checked")]
+        return [ok_finding(rule_id, ok_title, _("{count} reading(s) checked").format(count=checked))]
     found = []
     for severity, items in sorted(grouped.items(), key=lambda kv: -SEVERITY_RANK[kv[0]]):
         first = items[0][1]  # the fix names the first affected GPU
         exact = fix.replace("<index>", str(first.index))
         if isinstance(first.bus_id, str):
             exact = exact.replace("<bus id>", first.bus_id)
-        found.append(Finding(rule_id, severity, title, "; ".join(e for e, _ in items), exact))
+        found.append(Finding(rule_id, severity, title, "; ".join(e for e, _sample in items), exact))
     return found
 
 
@@ -92,7 +93,7 @@ def check_lost(facts: Facts, _tables: Tables) -> list[Finding]:
     def judge(s: Sample) -> tuple[str, str] | None:
         if not s.lost:
             return None
-        why = next((str(v) for v in vars(s).values() if isinstance(v, Failed)), "reported as lost")
+        why = next((str(v) for v in vars(s).values() if isinstance(v, Failed)), _("reported as lost"))
         return "error", f"{gpu_label(s)}: {why}"
 
     return gpu_rule(facts, "gpu.lost", judge)
@@ -103,11 +104,11 @@ def check_throttle(facts: Facts, _tables: Tables) -> list[Finding]:
         reasons = s.throttle_reasons
         if not isinstance(reasons, tuple):
             return None
-        serious = [_THROTTLE_SERIOUS[r] for r in reasons if r in _THROTTLE_SERIOUS]
+        serious = [tr(_THROTTLE_SERIOUS[r]) for r in reasons if r in _THROTTLE_SERIOUS]
         if serious:
             return "warn", f"{gpu_label(s)}: " + ", ".join(serious) + _temp_power(s)
         if "sw_power_cap" in reasons and "gpu_idle" not in reasons:
-            return "info", f"{gpu_label(s)}: SW power cap (drawing its power limit){_temp_power(s)}"
+            return "info", f"{gpu_label(s)}: " + _("SW power cap (drawing its power limit)") + _temp_power(s)
         return None
 
     return gpu_rule(
@@ -123,8 +124,11 @@ def _temp_power(s: Sample) -> str:
     if isinstance(s.temperature_c, int | float):
         parts.append(f"{s.temperature_c:.0f} °C")
     if isinstance(s.power_draw_watts, int | float):
-        limit = f" of {s.power_limit_watts:.0f} W" if isinstance(s.power_limit_watts, int | float) else ""
-        parts.append(f"{s.power_draw_watts:.0f} W{limit}")
+        draw = f"{s.power_draw_watts:.0f}"
+        if isinstance(s.power_limit_watts, int | float):
+            parts.append(_("{draw} W of {limit} W").format(draw=draw, limit=f"{s.power_limit_watts:.0f}"))
+        else:
+            parts.append(f"{draw} W")
     return f" ({', '.join(parts)})" if parts else ""
 
 
@@ -135,10 +139,12 @@ def check_ecc(facts: Facts, _tables: Tables) -> list[Finding]:
         if isinstance(volatile, int) and volatile > 0:
             return (
                 "error",
-                f"{gpu_label(s)}: {volatile} uncorrectable ECC error(s) since the last driver load",
+                f"{gpu_label(s)}: "
+                + _("{count} uncorrectable ECC error(s) since the last driver load").format(count=volatile),
             )
         if isinstance(aggregate, int) and aggregate > 0:
-            return "warn", f"{gpu_label(s)}: {aggregate} uncorrectable ECC error(s) over the GPU's lifetime"
+            lifetime = _("{count} uncorrectable ECC error(s) over the GPU's lifetime").format(count=aggregate)
+            return "warn", f"{gpu_label(s)}: {lifetime}"
         return None
 
     return gpu_rule(
@@ -154,14 +160,13 @@ def check_remap(facts: Facts, _tables: Tables) -> list[Finding]:
         parts = []
         if s.remapped_rows_pending is True:
             rows = s.remapped_rows_uncorrectable
-            count = (
-                f"{rows} row(s) remapped for uncorrectable errors, " if isinstance(rows, int) and rows else ""
-            )
-            parts.append(f"{count}row remapping pending")
+            if isinstance(rows, int) and rows:
+                parts.append(_("{rows} row(s) remapped for uncorrectable errors").format(rows=rows))
+            parts.append(_("row remapping pending"))
         if s.retired_pages_pending is True:
-            parts.append("page retirement pending")
+            parts.append(_("page retirement pending"))
         if s.remapped_rows_failure is True:
-            parts.append("row remapping FAILED (no spare rows left)")
+            parts.append(_("row remapping FAILED (no spare rows left)"))
         if not parts:
             return None
         return "error", f"{gpu_label(s)}: " + ", ".join(parts)
@@ -179,7 +184,7 @@ def check_pcie(facts: Facts, _tables: Tables) -> list[Finding]:
         problems = []
         width, width_max = s.pcie_width_current, s.pcie_width_max
         if isinstance(width, int) and isinstance(width_max, int) and 0 < width < width_max:
-            problems.append(f"link width x{width} of x{width_max}")
+            problems.append(_("link width x{width} of x{width_max}").format(width=width, width_max=width_max))
         gen, gen_max, util = s.pcie_gen_current, s.pcie_gen_max, s.util_gpu_pct
         if (
             isinstance(gen, int)
@@ -188,7 +193,11 @@ def check_pcie(facts: Facts, _tables: Tables) -> list[Finding]:
             and isinstance(util, int | float)
             and util >= LOAD_UTIL_PCT
         ):
-            problems.append(f"PCIe gen {gen} of gen {gen_max} while {util:.0f} % busy")
+            problems.append(
+                _("PCIe gen {gen} of gen {gen_max} while {util} % busy").format(
+                    gen=gen, gen_max=gen_max, util=f"{util:.0f}"
+                )
+            )
         if not problems:
             return None
         return "warn", f"{gpu_label(s)}: " + ", ".join(problems)
@@ -204,7 +213,7 @@ def check_pcie(facts: Facts, _tables: Tables) -> list[Finding]:
 def check_persistence(facts: Facts, _tables: Tables) -> list[Finding]:
     def judge(s: Sample) -> tuple[str, str] | None:
         if s.persistence_mode is False:
-            return "info", f"{gpu_label(s)}: persistence mode Disabled"
+            return "info", f"{gpu_label(s)}: " + _("persistence mode Disabled")
         return None
 
     return gpu_rule(
@@ -219,7 +228,8 @@ def check_fan(facts: Facts, _tables: Tables) -> list[Finding]:
     def judge(s: Sample) -> tuple[str, str] | None:
         fan = s.fan_speed_pct
         if isinstance(fan, Failed):
-            return "warn", f"{gpu_label(s)}: fan reading failed ({fan.why})" + _temp_power(s)
+            failed = _("fan reading failed ({why})").format(why=fan.why)
+            return "warn", f"{gpu_label(s)}: {failed}" + _temp_power(s)
         return None
 
     return gpu_rule(
@@ -251,7 +261,8 @@ def check_xid(facts: Facts, tables: Tables) -> list[Finding]:
     if found:
         return found
     if facts.xids is not None:
-        return [ok_finding("gpu.xid", "No Xid errors in the kernel log", f"{len(facts.xids)} Xid line(s)")]
+        lines = _("{count} Xid line(s)").format(count=len(facts.xids))
+        return [ok_finding("gpu.xid", _("No Xid errors in the kernel log"), lines)]
     return []
 
 
@@ -263,13 +274,14 @@ def _xids_from_log(xids: tuple[XidFact, ...], tables: Tables) -> list[Finding]:
     for code, events in sorted(by_code.items()):
         info = tables.xids.get(code)
         buses = sorted({e.pci_bus for e in events if e.pci_bus})
-        where = f" on {', '.join(buses)}" if buses else ""
-        times = f" ({len(events)} times{where})" if len(events) > 1 else where and f" ({where.strip()})"
-        title = f"Xid {code}" + (f" {info.mnemonic}: {info.meaning}" if info else ": not in the Xid table")
+        times = _xid_times(len(events), buses)
+        title = f"Xid {code}" + (f" {info.mnemonic}: {info.meaning}" if info else _(": not in the Xid table"))
         fix = (
-            f"{info.recommended_action} (NVIDIA action: {info.immediate_action})"
+            _("{action} (NVIDIA action: {nvidia_action})").format(
+                action=info.recommended_action, nvidia_action=info.immediate_action
+            )
             if info
-            else FIX["gpu.xid/unknown"]
+            else tr(FIX["gpu.xid/unknown"])
         )
         found.append(
             Finding(
@@ -281,6 +293,16 @@ def _xids_from_log(xids: tuple[XidFact, ...], tables: Tables) -> list[Finding]:
             )
         )
     return found
+
+
+def _xid_times(count: int, buses: list[str]) -> str:
+    """ " (3 times on 0000:3B:00.0)", " (on 0000:3B:00.0)" or "" after a Xid line."""
+    where = ", ".join(buses)
+    if count > 1:
+        if where:
+            return " " + _("({count} times on {buses})").format(count=count, buses=where)
+        return " " + _("({count} times)").format(count=count)
+    return " " + _("(on {buses})").format(buses=where) if where else ""
 
 
 def _xids_from_counter(facts: Facts, tables: Tables) -> list[Finding]:
@@ -299,9 +321,10 @@ def _xids_from_counter(facts: Facts, tables: Tables) -> list[Finding]:
                     _xid_severity(info.action_class if info else None),
                     f"Xid {last}" + (f" {info.mnemonic}: {info.meaning}" if info else "")
                     if last
-                    else "Xid errors reported",
-                    f"{gpu_label(s)}: {s.xid_errors} Xid event(s), last Xid {last}",
-                    info.recommended_action if info else FIX["gpu.xid/counter"],
+                    else _("Xid errors reported"),
+                    f"{gpu_label(s)}: "
+                    + _("{count} Xid event(s), last Xid {last}").format(count=s.xid_errors, last=last),
+                    info.recommended_action if info else tr(FIX["gpu.xid/counter"]),
                 )
             )
     return found

@@ -17,8 +17,9 @@ from collections import Counter
 
 from gpuwise.doctor.facts import Facts
 from gpuwise.doctor.npu import HEALTH_OK, NpuFacts
-from gpuwise.doctor.rules.finding import Finding, ok_finding
+from gpuwise.doctor.rules.finding import Finding, ok_finding, tr
 from gpuwise.doctor.tables import Tables
+from gpuwise.locale import N_, _
 
 NPU_IDS = ("npu.found", "npu.unhealthy", "npu.smi_failed")
 # What a machine with NPUs and no NVIDIA hardware would otherwise be told (no GPU, install the driver, use a
@@ -34,7 +35,7 @@ _NVIDIA_ABSENCE = frozenset(
 )
 _WARN_HEALTH = frozenset({"Warning"})
 
-NOT_CHECKED = (
+NOT_CHECKED = N_(
     "not checked on an NPU: CUDA, the NVIDIA driver, NVML, Xid events and PyTorch's CUDA build (they do not "
     "apply); the NPU firmware version (see npu-smi info -t board -i <id>) and the CANN toolkit version "
     "(not printed by npu-smi info)"
@@ -50,9 +51,9 @@ def check_npu(facts: Facts, _tables: Tables) -> list[Finding]:
             Finding(
                 "npu.smi_failed",
                 "error",
-                "npu-smi is installed but did not answer",
+                _("npu-smi is installed but did not answer"),
                 npu.error,
-                "check the Ascend driver (npu-smi info as root; reinstall the driver package if it fails)",
+                _("check the Ascend driver (npu-smi info as root; reinstall the driver package if it fails)"),
             )
         ]
     if not npu.chips:
@@ -64,15 +65,21 @@ def _found(npu: NpuFacts) -> Finding:
     names = Counter(c.name for c in npu.chips)
     npus = len({c.npu for c in npu.chips})
     kinds = ", ".join(f"{n}× {name}" for name, n in names.items())
-    driver = npu.driver_version or "not shown"
+    driver = npu.driver_version or _("not shown")
     hbm = [c for c in npu.chips if c.hbm_total_mb]
-    memory = f"; HBM per chip {hbm[0].hbm_total_mb} MB" if hbm else ""
+    memory = _("; HBM per chip {mb} MB").format(mb=hbm[0].hbm_total_mb) if hbm else ""
     return Finding(
         "npu.found",
         "info",
-        f"Huawei Ascend machine: {npus} NPU(s), {len(npu.chips)} chip(s) ({kinds})",
-        f"{npu.source}: npu-smi {npu.npu_smi_version or 'version not shown'}, driver {driver}{memory}",
-        "checked from npu-smi: that the NPUs answer, their health and the driver version; " + NOT_CHECKED,
+        _("Huawei Ascend machine: {npus} NPU(s), {chips} chip(s) ({kinds})").format(
+            npus=npus, chips=len(npu.chips), kinds=kinds
+        ),
+        _("{source}: npu-smi {version}, driver {driver}").format(
+            source=npu.source, version=npu.npu_smi_version or _("version not shown"), driver=driver
+        )
+        + memory,
+        _("checked from npu-smi: that the NPUs answer, their health and the driver version; ")
+        + tr(NOT_CHECKED),
     )
 
 
@@ -80,7 +87,11 @@ def _health(npu: NpuFacts) -> list[Finding]:
     bad = [c for c in npu.chips if c.health != HEALTH_OK]
     if not bad:
         return [
-            ok_finding("npu.unhealthy", "Every NPU chip reports Health OK", f"{len(npu.chips)} chip(s) OK")
+            ok_finding(
+                "npu.unhealthy",
+                _("Every NPU chip reports Health OK"),
+                _("{count} chip(s) OK").format(count=len(npu.chips)),
+            )
         ]
     severity = "warn" if all(c.health in _WARN_HEALTH for c in bad) else "error"
     evidence = "; ".join(f"NPU {c.npu} chip {c.chip} ({c.bus_id}): Health {c.health}" for c in bad)
@@ -89,10 +100,12 @@ def _health(npu: NpuFacts) -> list[Finding]:
         Finding(
             "npu.unhealthy",
             severity,
-            f"{len(bad)} NPU chip(s) not healthy",
+            _("{count} NPU chip(s) not healthy").format(count=len(bad)),
             evidence,
-            f"see the alarms with npu-smi info -t health -i {first.npu} (and Huawei's fault code table); "
-            "a chip in Alarm or Critical needs the provider to replace or reset it",
+            _(
+                "see the alarms with npu-smi info -t health -i {npu} (and Huawei's fault code table); "
+                "a chip in Alarm or Critical needs the provider to replace or reset it"
+            ).format(npu=first.npu),
         )
     ]
 

@@ -6,9 +6,10 @@ Must not import anything beyond the standard library and gpuwise's own pure modu
 from __future__ import annotations
 
 from gpuwise.doctor.facts import Facts
-from gpuwise.doctor.rules.finding import Finding, ok_finding
+from gpuwise.doctor.rules.finding import Finding, ok_finding, tr
 from gpuwise.doctor.rules.fixes import FIX
 from gpuwise.doctor.tables import Tables
+from gpuwise.locale import _
 
 
 def check_replay(facts: Facts, _tables: Tables) -> list[Finding]:
@@ -18,10 +19,10 @@ def check_replay(facts: Facts, _tables: Tables) -> list[Finding]:
         Finding(
             "replay.unparsed",
             "warn",
-            f"Could not parse part of the recording ({problem.source})",
+            _("Could not parse part of the recording ({source})").format(source=problem.source),
             problem.message,
-            FIX["replay.unparsed"],
+            tr(FIX["replay.unparsed"]),
         )
         for problem in facts.problems
     ]
-    return found or [ok_finding("replay.unparsed", "Recording parsed completely", facts.replay_path or "")]
+    return found or [ok_finding("replay.unparsed", _("Recording parsed completely"), facts.replay_path or "")]

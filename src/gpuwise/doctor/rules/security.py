@@ -7,9 +7,10 @@ Must not import anything beyond the standard library and gpuwise's own pure modu
 from __future__ import annotations
 
 from gpuwise.doctor.facts import Facts
-from gpuwise.doctor.rules.finding import Finding, ok_finding
+from gpuwise.doctor.rules.finding import Finding, ok_finding, tr
 from gpuwise.doctor.rules.fixes import FIX
 from gpuwise.doctor.tables import Tables
+from gpuwise.locale import _
 
 
 def check_jupyter(facts: Facts, _tables: Tables) -> list[Finding]:
@@ -19,13 +20,16 @@ def check_jupyter(facts: Facts, _tables: Tables) -> list[Finding]:
     for svc in facts.services:
         if not svc.exposed:
             continue
-        evidence = f"{svc.kind} listening on {svc.address}:{svc.port}; {svc.auth_evidence}"
+        evidence = _("{service} listening on {address}:{port}").format(
+            service=svc.kind, address=svc.address, port=svc.port
+        )
+        evidence += f"; {svc.auth_evidence}"
         if svc.kind == "jupyter":
             severity = {False: "error", None: "warn", True: "info"}[svc.auth_required]
             title = {
-                "error": "Jupyter is open to the network WITHOUT a token or password",
-                "warn": "Jupyter is open to the network (could not tell whether it needs a token)",
-                "info": "Jupyter is reachable from the network (token-protected)",
+                "error": _("Jupyter is open to the network WITHOUT a token or password"),
+                "warn": _("Jupyter is open to the network (could not tell whether it needs a token)"),
+                "info": _("Jupyter is reachable from the network (token-protected)"),
             }[severity]
             found.append(
                 Finding(
@@ -33,7 +37,7 @@ def check_jupyter(facts: Facts, _tables: Tables) -> list[Finding]:
                     severity,
                     title,
                     evidence,
-                    FIX["security.jupyter_exposed"].format(port=svc.port),
+                    tr(FIX["security.jupyter_exposed"]).format(port=svc.port),
                 )
             )
         else:
@@ -41,18 +45,18 @@ def check_jupyter(facts: Facts, _tables: Tables) -> list[Finding]:
                 Finding(
                     "security.service_exposed",
                     "warn" if svc.kind == "tensorboard" else "info",
-                    f"{svc.kind} is reachable from the network"
-                    + (" (TensorBoard has no authentication)" if svc.kind == "tensorboard" else ""),
+                    _("{service} is reachable from the network").format(service=svc.kind)
+                    + (_(" (TensorBoard has no authentication)") if svc.kind == "tensorboard" else ""),
                     evidence,
-                    FIX["security.service_exposed"].format(port=svc.port),
+                    tr(FIX["security.service_exposed"]).format(port=svc.port),
                 )
             )
     if not any(f.id == "security.jupyter_exposed" for f in found):
         found.append(
             ok_finding(
                 "security.jupyter_exposed",
-                "No Jupyter server open to the network",
-                f"{len(facts.listening or ())} listening TCP socket(s) checked",
+                _("No Jupyter server open to the network"),
+                _("{count} listening TCP socket(s) checked").format(count=len(facts.listening or ())),
             )
         )
     return found
@@ -63,22 +67,22 @@ def check_sshd(facts: Facts, _tables: Tables) -> list[Finding]:
     if sshd is None:
         return []
     found: list[Finding] = []
-    reload = FIX["security.ssh/reload"]
+    reload = tr(FIX["security.ssh/reload"])
     if sshd.password_authentication == "yes":
         found.append(
             Finding(
                 "security.ssh_password_auth",
                 "warn",
-                "SSH accepts passwords (brute-force target on a public IP)",
+                _("SSH accepts passwords (brute-force target on a public IP)"),
                 f"{sshd.source}: {sshd.password_evidence}",
-                FIX["security.ssh_password_auth"].format(reload=reload),
+                tr(FIX["security.ssh_password_auth"]).format(reload=reload),
             )
         )
     else:
         found.append(
             ok_finding(
                 "security.ssh_password_auth",
-                "SSH password login is off",
+                _("SSH password login is off"),
                 f"{sshd.source}: {sshd.password_evidence}",
             )
         )
@@ -87,9 +91,9 @@ def check_sshd(facts: Facts, _tables: Tables) -> list[Finding]:
             Finding(
                 "security.ssh_root_login",
                 "warn",
-                "SSH allows root to log in with a password",
+                _("SSH allows root to log in with a password"),
                 f"{sshd.source}: {sshd.root_evidence}",
-                FIX["security.ssh_root_login"].format(reload=reload),
+                tr(FIX["security.ssh_root_login"]).format(reload=reload),
             )
         )
     return found
@@ -103,8 +107,8 @@ def check_keys(facts: Facts, _tables: Tables) -> list[Finding]:
         return [
             ok_finding(
                 "security.key_permissions",
-                "Private keys are private",
-                f"{len(facts.ssh_keys)} private key file(s) checked",
+                _("Private keys are private"),
+                _("{count} private key file(s) checked").format(count=len(facts.ssh_keys)),
             )
         ]
     severity = "error" if any(k.mode & 0o004 for k in loose) else "warn"
@@ -112,8 +116,8 @@ def check_keys(facts: Facts, _tables: Tables) -> list[Finding]:
         Finding(
             "security.key_permissions",
             severity,
-            "Private SSH keys are readable by other users (and ssh refuses to use them)",
-            "; ".join(f"{k.path} mode {k.mode:03o}" for k in loose),
+            _("Private SSH keys are readable by other users (and ssh refuses to use them)"),
+            "; ".join(_("{path} mode {mode}").format(path=k.path, mode=f"{k.mode:03o}") for k in loose),
             "chmod 600 " + " ".join(k.path for k in loose),
         )
     ]

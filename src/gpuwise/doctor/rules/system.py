@@ -6,9 +6,10 @@ Must not import anything beyond the standard library and gpuwise's own pure modu
 from __future__ import annotations
 
 from gpuwise.doctor.facts import Facts, SpaceFacts
-from gpuwise.doctor.rules.finding import Finding, ok_finding
+from gpuwise.doctor.rules.finding import Finding, ok_finding, tr
 from gpuwise.doctor.rules.fixes import FIX
 from gpuwise.doctor.tables import Tables
+from gpuwise.locale import _
 from gpuwise.units import GIB, format_bytes
 
 # Docker's default /dev/shm is 64 MiB; PyTorch DataLoader workers pass batches through it and die with
@@ -26,26 +27,30 @@ def check_container(facts: Facts, _tables: Tables) -> list[Finding]:
         return [
             ok_finding(
                 "container.no_gpu_access",
-                "The container sees NVIDIA devices",
+                _("The container sees NVIDIA devices"),
                 ", ".join(c.nvidia_device_nodes[:4]),
             )
         ]
-    why = ["no /dev/nvidia* device nodes" if not c.nvidia_device_nodes else ""]
+    why = [_("no /dev/nvidia* device nodes") if not c.nvidia_device_nodes else ""]
     if c.nvidia_visible_devices is not None:
         why.append(f"NVIDIA_VISIBLE_DEVICES={c.nvidia_visible_devices}")
     return [
         Finding(
             "container.no_gpu_access",
             "error",
-            "This container has no access to the GPUs",
-            f"in a container ({', '.join(c.markers)}); " + "; ".join(w for w in why if w),
-            FIX["container.no_gpu_access"],
+            _("This container has no access to the GPUs"),
+            _("in a container ({markers})").format(markers=", ".join(c.markers))
+            + "; "
+            + "; ".join(w for w in why if w),
+            tr(FIX["container.no_gpu_access"]),
         )
     ]
 
 
 def _space(s: SpaceFacts) -> str:
-    return f"{s.path}: {format_bytes(s.free_bytes)} free of {format_bytes(s.total_bytes)}"
+    return _("{path}: {free} free of {total}").format(
+        path=s.path, free=format_bytes(s.free_bytes), total=format_bytes(s.total_bytes)
+    )
 
 
 def check_shm(facts: Facts, _tables: Tables) -> list[Finding]:
@@ -53,16 +58,16 @@ def check_shm(facts: Facts, _tables: Tables) -> list[Finding]:
     if shm is None:
         return []
     if shm.total_bytes >= SHM_MIN_BYTES:
-        return [ok_finding("system.shm_small", "/dev/shm is large enough", _space(shm))]
+        return [ok_finding("system.shm_small", _("/dev/shm is large enough"), _space(shm))]
     in_container = facts.container is not None and facts.container.in_container
-    fix = FIX["system.shm_small/container" if in_container else "system.shm_small/host"]
+    fix = tr(FIX["system.shm_small/container" if in_container else "system.shm_small/host"])
     return [
         Finding(
             "system.shm_small",
             "warn",
-            "/dev/shm is small: DataLoader workers will crash ('bus error', 'No space left on device')",
+            _("/dev/shm is small: DataLoader workers will crash ('bus error', 'No space left on device')"),
             _space(shm),
-            fix + FIX["system.shm_small/stopgap"],
+            fix + tr(FIX["system.shm_small/stopgap"]),
         )
     ]
 
@@ -77,7 +82,7 @@ def check_disks(facts: Facts, _tables: Tables) -> list[Finding]:
         return (
             [
                 ok_finding(
-                    "system.disk_low", "Enough free disk space", "; ".join(_space(d) for d in facts.disks)
+                    "system.disk_low", _("Enough free disk space"), "; ".join(_space(d) for d in facts.disks)
                 )
             ]
             if facts.disks
@@ -87,8 +92,8 @@ def check_disks(facts: Facts, _tables: Tables) -> list[Finding]:
         Finding(
             "system.disk_low",
             "warn",
-            "Little free disk space (checkpoints and datasets will not fit)",
-            "; ".join(f"{d.role} {_space(d)}" for d in low),
-            FIX["system.disk_low"],
+            _("Little free disk space (checkpoints and datasets will not fit)"),
+            "; ".join(f"{tr(d.role)} {_space(d)}" for d in low),
+            tr(FIX["system.disk_low"]),
         )
     ]
