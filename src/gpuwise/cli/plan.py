@@ -384,7 +384,7 @@ def _remedy_hint(outcome: PlanOutcome) -> str:
     spec = max((resolve_gpu(n) for n in names), key=lambda g: (g.memory_gib, g.name))
     count = min(outcome.constraints.max_gpus or 8, 8)
     text = first_remedy_text(outcome.workload, spec, count)
-    return f"; {text}" if text else ""
+    return _("; ") + text if text else ""
 
 
 def _money(currency: str | None, fx: dict[str, float]) -> tuple[Any, dict[str, tuple[float, str]]]:
