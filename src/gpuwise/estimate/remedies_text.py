@@ -9,20 +9,28 @@ from __future__ import annotations
 from gpuwise.locale import _
 from gpuwise.workload.spec import Workload
 
-_METHOD = {
-    "lora": _("LoRA instead of full fine-tuning (16-bit frozen base)"),
-    "qlora": _("QLoRA instead of full fine-tuning (4-bit NF4 frozen base)"),
-}
-_SHARDING = {
-    "fsdp": _("FSDP (ZeRO-3) sharding"),
-    "zero3": _("ZeRO-3 sharding"),
-    "zero2": _("ZeRO-2 sharding"),
-    "zero1": _("ZeRO-1 sharding"),
-}
-_OFFLOAD = {
-    "optimizer": _("CPU offload of the optimizer (ZeRO-Offload; the step runs on the CPU)"),
-    "optimizer+params": _("CPU offload of parameters and optimizer"),
-}
+
+def _method() -> dict[str, str]:  # built per call: the language is chosen after import
+    return {
+        "lora": _("LoRA instead of full fine-tuning (16-bit frozen base)"),
+        "qlora": _("QLoRA instead of full fine-tuning (4-bit NF4 frozen base)"),
+    }
+
+
+def _sharding() -> dict[str, str]:
+    return {
+        "fsdp": _("FSDP (ZeRO-3) sharding"),
+        "zero3": _("ZeRO-3 sharding"),
+        "zero2": _("ZeRO-2 sharding"),
+        "zero1": _("ZeRO-1 sharding"),
+    }
+
+
+def _offload() -> dict[str, str]:
+    return {
+        "optimizer": _("CPU offload of the optimizer (ZeRO-Offload; the step runs on the CPU)"),
+        "optimizer+params": _("CPU offload of parameters and optimizer"),
+    }
 
 
 def describe(updates: dict[str, str | int | bool], w: Workload, count: int, *, largest: str = "") -> str:
@@ -65,11 +73,11 @@ def _phrase(key: str, value: str | int | bool, w: Workload) -> tuple[str, str]:
     if key == "train.base_precision":
         return _("{value} frozen base").format(value=value), "QLoRA" if value == "nf4" else ""
     if key == "train.method":
-        return _METHOD.get(str(value), _("method {value}").format(value=value)), ""
+        return _method().get(str(value), _("method {value}").format(value=value)), ""
     if key == "train.sharding":
-        return _SHARDING.get(str(value), f"sharding {value}"), ""
+        return _sharding().get(str(value), f"sharding {value}"), ""
     if key == "train.offload":
-        return _OFFLOAD.get(str(value), f"offload {value}"), ""
+        return _offload().get(str(value), f"offload {value}"), ""
     if key in ("train.tensor_parallel", "inference.tensor_parallel"):
         return _("tensor parallelism {value}").format(value=value), ""
     if key == "inference.concurrency":
