@@ -148,7 +148,11 @@ def _notes(
     notes.append(k.start.text)
     notes.extend(static)
     if c.unknown:
-        notes.append(_("unknown, counted as $0: {parts}").format(parts=", ".join(c.unknown)))
+        from gpuwise.plan.output import cost_part_word  # the words --pick shows for the parts
+
+        notes.append(
+            _("unknown, counted as $0: {parts}").format(parts=", ".join(cost_part_word(p) for p in c.unknown))
+        )
     if k.spot is not None:
         notes.append(
             _("spot interruptions: {source}; expected {count} over the run").format(

@@ -226,6 +226,19 @@ def pricing_word(pricing: str) -> str:
     return words.get(pricing, pricing.replace("_", "-"))
 
 
+def cost_part_word(part: str) -> str:
+    """A cost part's id (a key of cost_breakdown_usd) as shown."""
+    words = {
+        "compute": _("compute"),
+        "startup": _("startup"),
+        "storage": _("storage"),
+        "egress": _("egress"),
+        "interruption_overhead": _("interruption_overhead"),
+        "boot_disk": _("boot_disk"),
+    }
+    return words.get(part, part)
+
+
 def _pad(text: str, width: int) -> str:
     """`text` padded to `width` terminal columns (a CJK character takes two)."""
     columns = sum(2 if ord(c) >= 0x2E80 else 1 for c in text)
@@ -358,9 +371,10 @@ def option_full_text(o: Option, regions: Sequence[str], rank: int) -> list[str]:
     )
     lines.append(_("  total: {total}").format(total=money_range(o)))
     for part, value in o.cost_breakdown_usd.items():
-        lines.append(f"    {part:<22} {money(value)}")
+        lines.append(f"    {_pad(cost_part_word(part), 22)} {money(value)}")
     if o.unknown_costs:
-        lines.append(_("    unknown, counted as $0: {parts}").format(parts=", ".join(o.unknown_costs)))
+        parts = ", ".join(cost_part_word(p) for p in o.unknown_costs)
+        lines.append(_("    unknown, counted as $0: {parts}").format(parts=parts))
     for label, value in o.unit_costs.items():
         lines.append(f"  {money(value)} {unit_label(label)}")
     if o.latency is not None:
