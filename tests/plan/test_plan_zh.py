@@ -28,7 +28,7 @@ SRC = ROOT / "src" / "gpuwise"
 ROOM_FILES = sorted(
     [
         *(SRC / "plan").glob("*.py"),
-        *(SRC / "estimate").glob("remedies*.py"),
+        *(SRC / "estimate").glob("*.py"),
         *(
             SRC / "cli" / name
             for name in ("plan.py", "plan_table.py", "estimate.py", "presets.py", "schema.py")
