@@ -61,17 +61,20 @@ def estimate(  # noqa: PLR0917 - the positional (workload, gpu, count, nodes, ca
     Uneven layouts (10 GPUs on 4 nodes) are allowed when `nodes` is given.
     """
     if count < 1:
-        raise ConfigError(f"GPU count must be at least 1, got {count}", fix="pass --count 1 or more")
+        raise ConfigError(
+            _("GPU count must be at least 1, got {count}").format(count=count),
+            fix=_("pass --count 1 or more"),
+        )
     n_nodes = default_nodes(count) if nodes is None else nodes
     if n_nodes < 1 or n_nodes > count:
         raise ConfigError(
-            f"{count} GPUs cannot be spread over {n_nodes} nodes",
-            fix="give at most one node per GPU (e.g. --count 16 --nodes 2)",
+            _("{count} GPUs cannot be spread over {nodes} nodes").format(count=count, nodes=n_nodes),
+            fix=_("give at most one node per GPU (e.g. --count 16 --nodes 2)"),
         )
     if network_gbps is not None and not (math.isfinite(network_gbps) and network_gbps > 0):
         raise ConfigError(
-            f"network bandwidth must be a positive number of Gb/s, got {network_gbps}",
-            fix="pass e.g. --network-gbps 100 for 100 Gigabit Ethernet",
+            _("network bandwidth must be a positive number of Gb/s, got {value}").format(value=network_gbps),
+            fix=_("pass e.g. --network-gbps 100 for 100 Gigabit Ethernet"),
         )
     notes = Notes()
     if workload.task == "measured":
