@@ -138,14 +138,12 @@ def _speech_json(est: Estimate) -> dict[str, object]:
     return {"speech": {k: d[k] for k in keys}}
 
 
-def _render(est: Estimate, path: str, name: str) -> None:
-    import math
-
+def _memory_table(est: Estimate, path: str, name: str) -> Any:
+    """The memory table: each part per GPU, the total against the capacity, and the fit verdict."""
     from rich.markup import escape
     from rich.table import Table
 
-    from gpuwise.cli.output import console
-    from gpuwise.units import GIB, format_hours
+    from gpuwise.units import GIB
 
     m = est.memory
     title = _("{name} on {count}× {gpu}").format(name=escape(name or path), count=est.count, gpu=est.gpu) + (
@@ -185,6 +183,19 @@ def _render(est: Estimate, path: str, name: str) -> None:
             verdict=verdict,
         ),
     )
+    return mem
+
+
+def _render(est: Estimate, path: str, name: str) -> None:
+    import math
+
+    from rich.markup import escape
+    from rich.table import Table
+
+    from gpuwise.cli.output import console
+    from gpuwise.units import GIB, format_hours
+
+    mem = _memory_table(est, path, name)
     console.print(mem)
     if est.load_peak_bytes:
         console.print(

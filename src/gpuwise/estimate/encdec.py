@@ -178,19 +178,7 @@ def encdec_inference_estimate(
     batch = _batch_time(inf, shape, dec_prompt, flops_s=flops_s, bw=bw, notes=notes)
     replicas = count // tp
     c = inf.concurrency
-    notes.add(
-        _(
-            "encoder-decoder: {enc} encoder + {dec} decoder layers; per request the encoder runs once over "
-            "{positions} positions, then {steps} decode steps per batch of {batch} (static batching: "
-            "output_tokens is what the longest output in a batch needs)"
-        ).format(
-            enc=shape.enc_layers,
-            dec=shape.dec_layers,
-            positions=enc_positions,
-            steps=inf.output_tokens,
-            batch=c,
-        )
-    )
+    notes.add(_layout_note(shape, enc_positions, inf.output_tokens, c))
     details = {
         "encode_s_per_batch": batch.encode_s,
         "decode_step_s": batch.step_s,
@@ -213,28 +201,38 @@ def encdec_inference_estimate(
             "rtf": 1 / thr_total,
             "output_tokens_per_s": requests_per_s * inf.output_tokens,
         }
-        notes.add(
-            (
-                _("{hours} audio hours in ").format(hours=f"{inf.audio_hours:g}")
-                if inf.audio_hours is not None
-                else ""
-            )
-            + _(
-                "{windows} windows of {advance} s of new audio (window {window} s, overlap {overlap} s; "
-                "every window is padded to the model's {model} s, so a shorter window costs the same compute)"
-            ).format(
-                windows=f"{n_windows:,.0f}",
-                advance=f"{advance:g}",
-                window=f"{advance + inf.overlap_s:g}",
-                overlap=f"{inf.overlap_s:g}",
-                model=f"{m.audio_window_s:g}",
-            )
-        )
+        notes.add(_windows_note(inf, m, n_windows, advance))
     else:
         thr_total = requests_per_s * inf.output_tokens
         hours, meets = _text_hours(inf, thr_total, notes)
     est = _result(gpu, count, nodes, capacity, mem, unit, thr_total, hours, mfu, batch, details, notes)
     return est if speech else replace(est, meets_target=meets)
+
+
+def _layout_note(shape: EncDecShape, enc_positions: int, steps: int, batch: int) -> str:
+    return _(
+        "encoder-decoder: {enc} encoder + {dec} decoder layers; per request the encoder runs once over "
+        "{positions} positions, then {steps} decode steps per batch of {batch} (static batching: "
+        "output_tokens is what the longest output in a batch needs)"
+    ).format(enc=shape.enc_layers, dec=shape.dec_layers, positions=enc_positions, steps=steps, batch=batch)
+
+
+def _windows_note(inf: InferenceSpec, m: ModelSpec, n_windows: float, advance: float) -> str:
+    hours = (
+        _("{hours} audio hours in ").format(hours=f"{inf.audio_hours:g}")
+        if inf.audio_hours is not None
+        else ""
+    )
+    return hours + _(
+        "{windows} windows of {advance} s of new audio (window {window} s, overlap {overlap} s; "
+        "every window is padded to the model's {model} s, so a shorter window costs the same compute)"
+    ).format(
+        windows=f"{n_windows:,.0f}",
+        advance=f"{advance:g}",
+        window=f"{advance + inf.overlap_s:g}",
+        overlap=f"{inf.overlap_s:g}",
+        model=f"{m.audio_window_s:g}",
+    )
 
 
 def _text_hours(inf: InferenceSpec, thr_total: float, notes: Notes) -> tuple[float, bool | None]:
