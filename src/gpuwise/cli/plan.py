@@ -342,11 +342,10 @@ def _show(
         from gpuwise.report.plan_html import render_plan_html
 
         title = f"gpuwise plan: {work.name or request.workload.name}" + (
-            " (prototype)" if request.prototype else ""
+            _(" (prototype)") if request.prototype else ""
         )
-        page = render_plan_html(
-            result, title=title, top=top, notes=notes, generated=f"Generated {request.today.isoformat()}."
-        )
+        generated = _("Generated {day}.").format(day=request.today.isoformat())
+        page = render_plan_html(result, title=title, top=top, notes=notes, generated=generated)
         _write_atomic(html, page)
     if as_json:
         extra: dict[str, Any] = {"phase": phase}
