@@ -96,6 +96,30 @@ def _rule(bound: str, r: _Ratios) -> tuple[float | None, float | None, str]:
     )
 
 
+def _projection_note(ref: GpuSpec, gpu: GpuSpec, rule: str, point: float) -> str:
+    return _("projected from {ref} to {gpu} by the rule for {rule}: {ratio}× the measured speed").format(
+        ref=ref.name, gpu=gpu.name, rule=rule, ratio=f"{point:.2f}"
+    ) + (
+        ""
+        if ref.vendor == gpu.vendor
+        else _(" (a {ref} → {gpu} ratio ignores the software)").format(ref=ref.vendor, gpu=gpu.vendor)
+    )
+
+
+def _scaling_note(count: int, measured_gpus: int, nodes: int) -> str:
+    return (
+        _(
+            "{count} GPUs vs the {measured} measured: speed scaled linearly (optimistic for a task "
+            "that does not split its work across GPUs or over {nodes} nodes)"
+        )
+        if nodes > 1
+        else _(
+            "{count} GPUs vs the {measured} measured: speed scaled linearly (optimistic for a task "
+            "that does not split its work across GPUs)"
+        )
+    ).format(count=count, measured=measured_gpus, nodes=nodes)
+
+
 def measured_estimate(w: Workload, gpu: GpuSpec, *, count: int, nodes: int, notes: Notes) -> Estimate:
     """The measured task's time and fit on `count` × `gpu`, projected from the measurement by the rule."""
     spec = w.measured
@@ -142,30 +166,9 @@ def measured_estimate(w: Workload, gpu: GpuSpec, *, count: int, nodes: int, note
         )
         notes.add(reason)
         return replace(base, infeasible_reason=reason, assumptions=tuple(notes.items))
-    notes.add(
-        _("projected from {ref} to {gpu} by the rule for {rule}: {ratio}× the measured speed").format(
-            ref=ref.name, gpu=gpu.name, rule=rule, ratio=f"{point:.2f}"
-        )
-        + (
-            ""
-            if ref.vendor == gpu.vendor
-            else _(" (a {ref} → {gpu} ratio ignores the software)").format(ref=ref.vendor, gpu=gpu.vendor)
-        )
-    )
+    notes.add(_projection_note(ref, gpu, rule, point))
     if scale != 1:
-        notes.add(
-            (
-                _(
-                    "{count} GPUs vs the {measured} measured: speed scaled linearly (optimistic for a task "
-                    "that does not split its work across GPUs or over {nodes} nodes)"
-                )
-                if nodes > 1
-                else _(
-                    "{count} GPUs vs the {measured} measured: speed scaled linearly (optimistic for a task "
-                    "that does not split its work across GPUs)"
-                )
-            ).format(count=count, measured=measured_gpus, nodes=nodes)
-        )
+        notes.add(_scaling_note(count, measured_gpus, nodes))
     seconds_per_unit = m.seconds_per_unit / (point * scale)
     hours = spec.units * seconds_per_unit / 3600.0
     slow = min(point, fast, *(x for x in (ratios.compute, ratios.bandwidth) if x is not None))
