@@ -15,34 +15,38 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpuwise.locale import _
+
 if TYPE_CHECKING:
     from gpuwise.estimate.models import Estimate
     from gpuwise.estimate.serving import Latency
 
 
 def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
-    workload: Annotated[Path, typer.Argument(help="Workload TOML file (see examples/).")],
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU name, or NAME:COUNT (e.g. H100:8).")],
+    workload: Annotated[Path, typer.Argument(help=_("Workload TOML file (see examples/)."))],
+    gpu: Annotated[str, typer.Option("--gpu", help=_("GPU name, or NAME:COUNT (e.g. H100:8)."))],
     count: Annotated[
-        int | None, typer.Option("--count", help="Number of GPUs, 1 or more (default 1).")
+        int | None, typer.Option("--count", help=_("Number of GPUs, 1 or more (default 1)."))
     ] = None,
     nodes: Annotated[
         int | None,
-        typer.Option("--nodes", help="Nodes the GPUs span, 1 or more (default: fewest nodes of 8)."),
+        typer.Option("--nodes", help=_("Nodes the GPUs span, 1 or more (default: fewest nodes of 8).")),
     ] = None,
     network_gbps: Annotated[
         float | None,
         typer.Option(
             "--network-gbps",
-            help="Inter-node bandwidth of one node in Gb/s, all NICs together (default: InfiniBand/EFA for "
-            "H100/H200/B200/A100 clusters, else a conservative 25).",
+            help=_(
+                "Inter-node bandwidth of one node in Gb/s, all NICs together (default: InfiniBand/EFA for "
+                "H100/H200/B200/A100 clusters, else a conservative 25)."
+            ),
         ),
     ] = None,
     calibration: Annotated[
         Path | None,
         typer.Option(
             "--calibration",
-            help=(
+            help=_(
                 "A `gpuwise bench --json` result, "
                 '{"machine": {"gpu": "H100"}, "results": [{"task": "gemm_bf16", "fraction_of_peak": 0.7}]} '
                 "(GEMM, memory_bandwidth, train_step_transformer mfu: they replace the default efficiency "
@@ -52,7 +56,7 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
         ),
     ] = None,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON object (fields in docs/json.md).")
+        bool, typer.Option("--json", help=_("Print one JSON object (fields in docs/json.md)."))
     ] = False,
 ) -> None:
     """Memory per GPU, fit, throughput and time for a workload on one GPU configuration.
@@ -87,23 +91,25 @@ def estimate(  # noqa: PLR0917 - a typer command takes one parameter per option
     check_at_least(nodes, 1, "--nodes", example="--nodes 2")
     if network_gbps is not None and not (network_gbps > 0 and network_gbps < float("inf")):
         raise UsageError(
-            f"--network-gbps must be a positive number of Gb/s, got {network_gbps}",
-            fix="pass e.g. --network-gbps 100 for 100 Gigabit Ethernet, 3200 for 8×400 Gb/s EFA",
+            _("--network-gbps must be a positive number of Gb/s, got {value}").format(value=network_gbps),
+            fix=_("pass e.g. --network-gbps 100 for 100 Gigabit Ethernet, 3200 for 8×400 Gb/s EFA"),
         )
     check_input_file(
-        workload, "Workload file", fix="give a workload TOML file (examples/ holds some)", text=True
+        workload, _("Workload file"), fix=_("give a workload TOML file (examples/ holds some)"), text=True
     )
     if calibration is not None:
         check_input_file(
             calibration,
-            "Calibration file",
-            fix="pass a calibration JSON (`gpuwise estimate --help` shows its shape)",
+            _("Calibration file"),
+            fix=_("pass a calibration JSON (`gpuwise estimate --help` shows its shape)"),
         )
     name, request_count = parse_gpu_request(gpu)
     if request_count is not None and count is not None and request_count != count:
         raise UsageError(
-            f"--gpu {gpu} says {request_count} GPUs but --count says {count}",
-            fix="give the count once: --gpu NAME:COUNT or --gpu NAME --count COUNT",
+            _("--gpu {gpu} says {request} GPUs but --count says {count}").format(
+                gpu=gpu, request=request_count, count=count
+            ),
+            fix=_("give the count once: --gpu NAME:COUNT or --gpu NAME --count COUNT"),
         )
     n = count or request_count or 1
     spec = resolve_gpu(name)
@@ -132,6 +138,54 @@ def _speech_json(est: Estimate) -> dict[str, object]:
     return {"speech": {k: d[k] for k in keys}}
 
 
+def _memory_table(est: Estimate, path: str, name: str) -> Any:
+    """The memory table: each part per GPU, the total against the capacity, and the fit verdict."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from gpuwise.units import GIB
+
+    m = est.memory
+    title = _("{name} on {count}× {gpu}").format(name=escape(name or path), count=est.count, gpu=est.gpu) + (
+        _(" ({count} nodes)").format(count=est.nodes) if est.nodes > 1 else ""
+    )
+    mem = Table(title=_("Memory per GPU — {title}").format(title=title), title_justify="left")
+    mem.add_column(_("part"))
+    mem.add_column("GiB", justify="right")
+    parts = (
+        ((_("measured peak (all parts together)"), m.overhead),)
+        if est.stack == "measured"
+        else (
+            (_("weights"), m.weights),
+            (_("gradients"), m.gradients),
+            (_("optimizer states"), m.optimizer),
+            (_("activations"), m.activations),
+            (_("KV cache"), m.kv_cache),
+            (_("runtime overhead"), m.overhead),
+        )
+    )
+    for label, value in parts:
+        mem.add_row(label, f"{value / GIB:,.1f}")
+    verdict = {
+        "fits": "[green]" + _("fits") + "[/]",
+        "tight": "[bold yellow]"
+        + _("tight: within the allocator's margin, expect an out-of-memory error")
+        + "[/]",
+        "does_not_fit": "[bold red]" + _("does not fit") + "[/]",
+    }.get(est.fit_verdict, "[yellow]" + _("fit unknown") + "[/]")
+    if est.infeasible_reason and est.fit_verdict != "unknown":
+        verdict += _(" (memory only)")
+    mem.add_row(
+        "[bold]" + _("total") + "[/]",
+        _("{used} of {capacity} — {verdict}").format(
+            used=f"[bold]{m.total / GIB:,.1f}[/]",
+            capacity=f"{est.memory_capacity_bytes / GIB:,.1f}",
+            verdict=verdict,
+        ),
+    )
+    return mem
+
+
 def _render(est: Estimate, path: str, name: str) -> None:
     import math
 
@@ -141,98 +195,92 @@ def _render(est: Estimate, path: str, name: str) -> None:
     from gpuwise.cli.output import console
     from gpuwise.units import GIB, format_hours
 
-    m = est.memory
-    title = f"{escape(name or path)} on {est.count}× {est.gpu}" + (
-        f" ({est.nodes} nodes)" if est.nodes > 1 else ""
-    )
-    mem = Table(title=f"Memory per GPU — {title}", title_justify="left")
-    mem.add_column("part")
-    mem.add_column("GiB", justify="right")
-    parts = (
-        (("measured peak (all parts together)", m.overhead),)
-        if est.stack == "measured"
-        else (
-            ("weights", m.weights),
-            ("gradients", m.gradients),
-            ("optimizer states", m.optimizer),
-            ("activations", m.activations),
-            ("KV cache", m.kv_cache),
-            ("runtime overhead", m.overhead),
-        )
-    )
-    for label, value in parts:
-        mem.add_row(label, f"{value / GIB:,.1f}")
-    verdict = {
-        "fits": "[green]fits[/]",
-        "tight": "[bold yellow]tight: within the allocator's margin, expect an out-of-memory error[/]",
-        "does_not_fit": "[bold red]does not fit[/]",
-    }.get(est.fit_verdict, "[yellow]fit unknown[/]")
-    if est.infeasible_reason and est.fit_verdict != "unknown":
-        verdict += " (memory only)"
-    mem.add_row(
-        "[bold]total[/]",
-        f"[bold]{m.total / GIB:,.1f}[/] of {est.memory_capacity_bytes / GIB:,.1f} — {verdict}",
-    )
+    mem = _memory_table(est, path, name)
     console.print(mem)
     if est.load_peak_bytes:
-        console.print(f"Loading peak per GPU: {est.load_peak_bytes / GIB:,.1f} GiB (before sharding)")
+        console.print(
+            _("Loading peak per GPU: {gib} GiB (before sharding)").format(
+                gib=f"{est.load_peak_bytes / GIB:,.1f}"
+            )
+        )
     if est.host_ram_bytes:
-        console.print(f"Host RAM per node: ~{est.host_ram_bytes / GIB:,.0f} GiB")
+        console.print(_("Host RAM per node: ~{gib} GiB").format(gib=f"{est.host_ram_bytes / GIB:,.0f}"))
 
-    perf = Table(title="Speed and time", title_justify="left", show_header=False)
+    perf = Table(title=_("Speed and time"), title_justify="left", show_header=False)
     perf.add_column("what")
     perf.add_column("value", justify="right")
     if est.infeasible_reason:
-        perf.add_row("[bold red]cannot run[/]", escape(est.infeasible_reason))
+        perf.add_row("[bold red]" + _("cannot run") + "[/]", escape(est.infeasible_reason))
     else:
-        perf.add_row("throughput per GPU", f"{est.throughput_per_gpu:,.1f} {est.throughput_unit}")
-        perf.add_row("throughput total", f"{est.throughput_total:,.1f} {est.throughput_unit}")
+        perf.add_row(_("throughput per GPU"), f"{est.throughput_per_gpu:,.1f} {est.throughput_unit}")
+        perf.add_row(_("throughput total"), f"{est.throughput_total:,.1f} {est.throughput_unit}")
         finite = math.isfinite(est.hours)
-        perf.add_row("wall-clock time", format_hours(est.hours) if finite else "∞")
+        perf.add_row(_("wall-clock time"), format_hours(est.hours) if finite else "∞")
         if finite and math.isfinite(est.hours_low) and math.isfinite(est.hours_high):
             perf.add_row(
-                "likely range",
+                _("likely range"),
                 f"{format_hours(est.hours_low)} – {format_hours(est.hours_high)} ({est.stack or 'stack'})",
             )
-        perf.add_row("GPU-hours", f"{est.gpu_hours:,.1f}" if finite else "∞")
+        perf.add_row(_("GPU-hours"), f"{est.gpu_hours:,.1f}" if finite else "∞")
         if math.isfinite(est.mfu):  # a measured task's FLOPs are unknown
             perf.add_row("MFU", f"{est.mfu:.0%}")
         if "realtime_factor" in est.details:  # speech: audio seconds per wall second, and its inverse
             rtfx = est.details["realtime_factor"]
-            perf.add_row("real-time factor", f"{rtfx:,.0f}× real time (RTF {1 / rtfx:.4f})")
+            perf.add_row(
+                _("real-time factor"),
+                _("{rtfx}× real time (RTF {rtf})").format(rtfx=f"{rtfx:,.0f}", rtf=f"{1 / rtfx:.4f}"),
+            )
         if est.meets_target is not None:
-            perf.add_row("meets target rate", "yes" if est.meets_target else "[red]no[/]")
+            perf.add_row(_("meets target rate"), _("yes") if est.meets_target else "[red]" + _("no") + "[/]")
         if est.latency is not None:
             _latency_rows(perf, est.latency)
-    perf.add_row("bottleneck", est.bottleneck.replace("_", " "))
+    perf.add_row(_("bottleneck"), _bottleneck_words().get(est.bottleneck, est.bottleneck.replace("_", " ")))
     console.print(perf)
     if est.remedies:
         _render_remedies(est)
-    console.print("[bold]Assumptions[/]")
+    console.print("[bold]" + _("Assumptions") + "[/]")
     for line in est.assumptions:
         console.print(f"  • {line}", soft_wrap=False, markup=False)  # sources quote [brackets] verbatim
+
+
+def _bottleneck_words() -> dict[str, str]:
+    """The bottleneck ids (kept in --json) as shown."""
+    return {
+        "compute": _("compute"),
+        "memory_bandwidth": _("memory bandwidth"),
+        "memory_capacity": _("memory capacity"),
+        "communication": _("communication"),
+    }
 
 
 def _latency_rows(perf: Any, lat: Latency) -> None:
     """Serving: what one request sees at the workload's concurrency, then alone on the replica."""
     per_token = f"{lat.tpot_s * 1000:,.1f} ms ({lat.tokens_per_s_per_request:,.0f} tokens/s)"
-    perf.add_row(f"per request at concurrency {lat.concurrency}", f"{lat.batching} batching")
-    perf.add_row("  time to first token", f"{lat.ttft_s * 1000:,.0f} ms")
-    perf.add_row("  time per output token", per_token)
-    perf.add_row("  one request, end to end", f"{lat.request_s:,.2f} s")
+    perf.add_row(
+        _("per request at concurrency {count}").format(count=lat.concurrency),
+        _("{kind} batching").format(kind=lat.batching),
+    )
+    perf.add_row(_("  time to first token"), f"{lat.ttft_s * 1000:,.0f} ms")
+    perf.add_row(_("  time per output token"), per_token)
+    perf.add_row(_("  one request, end to end"), f"{lat.request_s:,.2f} s")
     if lat.max_concurrency_in_memory is not None:
-        perf.add_row("most requests in flight that fit", f"{lat.max_concurrency_in_memory:,} per replica")
+        perf.add_row(
+            _("most requests in flight that fit"),
+            _("{count} per replica").format(count=f"{lat.max_concurrency_in_memory:,}"),
+        )
     if lat.max_concurrency_within_targets is not None:
         within = lat.max_concurrency_within_targets
         perf.add_row(
-            "  and meet the latency targets",
-            f"{within:,} per replica" if within else "[red]none: not even one request alone[/]",
+            _("  and meet the latency targets"),
+            _("{count} per replica").format(count=f"{within:,}")
+            if within
+            else "[red]" + _("none: not even one request alone") + "[/]",
         )
     one = lat.single_stream
     if one is not None and lat.concurrency > 1:
-        perf.add_row("single stream: first token", f"{one.ttft_s * 1000:,.0f} ms")
-        perf.add_row("  per output token", f"{one.tpot_s * 1000:,.1f} ms")
-        perf.add_row("  end to end", f"{one.request_s:,.2f} s")
+        perf.add_row(_("single stream: first token"), f"{one.ttft_s * 1000:,.0f} ms")
+        perf.add_row(_("  per output token"), f"{one.tpot_s * 1000:,.1f} ms")
+        perf.add_row(_("  end to end"), f"{one.request_s:,.2f} s")
 
 
 def _render_remedies(est: Estimate) -> None:
@@ -245,14 +293,14 @@ def _render_remedies(est: Estimate) -> None:
     from gpuwise.cli.output import console
     from gpuwise.units import GIB, format_hours
 
-    title = "What would fit (cheapest in GPU-hours first)"
+    title = _("What would fit (cheapest in GPU-hours first)")
     if not any(r.fits for r in est.remedies):
-        title = "What would fit: nothing gpuwise can change"
+        title = _("What would fit: nothing gpuwise can change")
     table = Table(title=title, title_justify="left")
-    table.add_column("change")
+    table.add_column(_("change"))
     table.add_column("GiB/GPU", justify="right")
-    table.add_column("time", justify="right")
-    table.add_column("vs now", justify="right")
+    table.add_column(_("time"), justify="right")
+    table.add_column(_("vs now"), justify="right")
     for r in est.remedies:
         if not r.fits:
             table.add_row(f"[yellow]{escape(r.change)}[/]", f"{r.memory_per_gpu_bytes / GIB:,.1f}", "—", "—")

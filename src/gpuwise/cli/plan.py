@@ -15,55 +15,63 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpuwise.locale import _
+
 if TYPE_CHECKING:
     from gpuwise.plan.request import PlanOutcome, PlanRequest
 
 
 def plan(  # noqa: PLR0917 - typer passes options positionally
-    workload: Annotated[Path, typer.Argument(help="Workload TOML file (see examples/).", show_default=False)],
+    workload: Annotated[
+        Path, typer.Argument(help=_("Workload TOML file (see examples/)."), show_default=False)
+    ],
     objective: Annotated[
         str,
         typer.Option(
             "--objective",
-            help="Rank by total 'cost', wall-clock 'time', or 'balanced' (smallest cost × hours).",
+            help=_("Rank by total 'cost', wall-clock 'time', or 'balanced' (smallest cost × hours)."),
         ),
     ] = "cost",
-    top: Annotated[int, typer.Option("--top", help="Options to show, 1 or more (cuts --json too).")] = 10,
+    top: Annotated[int, typer.Option("--top", help=_("Options to show, 1 or more (cuts --json too)."))] = 10,
     phase: Annotated[
         str | None,
         typer.Option(
             "--phase",
-            help="'prototype': the cheapest single GPU that runs a short smoke test of the workload.",
+            help=_("'prototype': the cheapest single GPU that runs a short smoke test of the workload."),
         ),
     ] = None,
     calibration: Annotated[
         Path | None,
         typer.Option(
             "--calibration",
-            help="A `gpuwise bench --json` result (measured efficiencies: that GPU, and the ratio for its "
-            "generation) or a `gpuwise report --save-calibration` file (actual/planned hours per GPU and "
-            "task). Every use is stated in the assumptions.",
+            help=_(
+                "A `gpuwise bench --json` result (measured efficiencies: that GPU, and the ratio for its "
+                "generation) or a `gpuwise report --save-calibration` file (actual/planned hours per GPU and "
+                "task). Every use is stated in the assumptions."
+            ),
         ),
     ] = None,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON object (fields: see README).")
+        bool, typer.Option("--json", help=_("Print one JSON object (fields: see README)."))
     ] = False,
     html: Annotated[
         Path | None,
         typer.Option(
-            "--html", help="Also write a self-contained HTML report here (needs plotly, the html extra)."
+            "--html", help=_("Also write a self-contained HTML report here (needs plotly, the html extra).")
         ),
     ] = None,
     catalog_dir: Annotated[
         Path | None,
-        typer.Option("--catalog-dir", help="User catalog directory (default: the user data dir)."),
+        typer.Option("--catalog-dir", help=_("User catalog directory (default: the user data dir).")),
     ] = None,
     spot_rate: Annotated[
         list[str] | None,
         typer.Option(
             "--spot-interruptions-per-hour",
             metavar="RATE",
-            help="Assumed spot preemptions per hour: RATE for every provider, or PROVIDER=RATE (repeatable).",
+            help=_(
+                "Assumed spot preemptions per hour: RATE for every provider, or PROVIDER=RATE (repeatable)."
+            ),
         ),
     ] = None,
     exchange_rate: Annotated[
@@ -71,7 +79,9 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         typer.Option(
             "--exchange-rate",
             metavar="CUR=USD",
-            help="USD per unit of another currency, e.g. CNY=0.14 (offers in it are left out without one).",
+            help=_(
+                "USD per unit of another currency, e.g. CNY=0.14 (offers in it are left out without one)."
+            ),
         ),
     ] = None,
     currency: Annotated[
@@ -79,30 +89,35 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         typer.Option(
             "--currency",
             metavar="CUR",
-            help="Show every price and total in USD or CNY, printing the rate used, its date and source "
-            "(bundled table unless --exchange-rate gives one); offers in the other currency are then ranked "
-            "with the rest at that rate.",
+            help=_(
+                "Show every price and total in USD or CNY, printing the rate used, its date and source "
+                "(bundled table unless --exchange-rate gives one); offers in the other currency are then "
+                "ranked with the rest at that rate."
+            ),
         ),
     ] = None,
     restart_minutes: Annotated[
         float,
-        typer.Option("--restart-minutes", help="Minutes to resume after a spot preemption (0 or more)."),
+        typer.Option("--restart-minutes", help=_("Minutes to resume after a spot preemption (0 or more).")),
     ] = 10.0,
     boot_disk_gb: Annotated[
-        float, typer.Option("--boot-disk-gb", help="Boot disk GB per node, billed where charged (0 or more).")
+        float,
+        typer.Option("--boot-disk-gb", help=_("Boot disk GB per node, billed where charged (0 or more).")),
     ] = 100.0,
     gpu: Annotated[
         list[str] | None,
         typer.Option(
             "--gpu",
             metavar="GPU[:N]",
-            help="Only this GPU, N in total (e.g. A100-80GB:8); repeatable. Replaces the file's gpus.",
+            help=_("Only this GPU, N in total (e.g. A100-80GB:8); repeatable. Replaces the file's gpus."),
         ),
     ] = None,
     provider: Annotated[
         list[str] | None,
         typer.Option(
-            "--provider", metavar="ID", help="Only this provider (repeatable). Replaces the file's providers."
+            "--provider",
+            metavar="ID",
+            help=_("Only this provider (repeatable). Replaces the file's providers."),
         ),
     ] = None,
     region: Annotated[
@@ -110,36 +125,38 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         typer.Option(
             "--region",
             metavar="PATTERN",
-            help="Only regions matching this pattern, e.g. 'us-*' (repeatable). Overrides the file.",
+            help=_("Only regions matching this pattern, e.g. 'us-*' (repeatable). Overrides the file."),
         ),
     ] = None,
     spot: Annotated[
-        bool, typer.Option("--spot", help="Only spot offers (replaces the file's interruptible).")
+        bool, typer.Option("--spot", help=_("Only spot offers (replaces the file's interruptible)."))
     ] = False,
     on_demand: Annotated[
-        bool, typer.Option("--on-demand", help="Only on-demand offers (and reservations, when asked for).")
+        bool, typer.Option("--on-demand", help=_("Only on-demand offers (and reservations, when asked for)."))
     ] = False,
     pick: Annotated[
         int | None,
-        typer.Option("--pick", metavar="N", help="Print option N of the table (1 = first) in full."),
+        typer.Option("--pick", metavar="N", help=_("Print option N of the table (1 = first) in full.")),
     ] = None,
     export_kind: Annotated[
         str | None,
         typer.Option(
             "--export",
             metavar="KIND",
-            help="Write option --pick N (default 1) for skypilot, k8s, torchrun or dockerfile (see export).",
+            help=_(
+                "Write option --pick N (default 1) for skypilot, k8s, torchrun or dockerfile (see export)."
+            ),
         ),
     ] = None,
     export_out: Annotated[
-        Path | None, typer.Option("--out", help="With --export: write the file here (default: stdout).")
+        Path | None, typer.Option("--out", help=_("With --export: write the file here (default: stdout)."))
     ] = None,
     utilization: Annotated[
         float | None,
         typer.Option(
             "--utilization",
             metavar="SHARE",
-            help=(
+            help=_(
                 "Share (0-1] of a reservation's term the machine is busy: shows reserved prices "
                 "(whole commitment) and their break-even. See also the constraint commitment_months."
             ),
@@ -240,21 +257,26 @@ def _check_options(
 
     if objective not in ("cost", "time", "balanced"):
         raise UsageError(
-            f"--objective must be 'cost', 'time' or 'balanced', not {objective!r}",
-            fix="use --objective cost",
+            _("--objective must be 'cost', 'time' or 'balanced', not {value}").format(value=repr(objective)),
+            fix=_("use --objective cost"),
         )
     if pick is not None:
         check_at_least(pick, 1, "--pick", example="--pick 1")
     if spot and on_demand:
-        raise UsageError("--spot and --on-demand exclude each other", fix="give one of them, or neither")
+        raise UsageError(
+            _("--spot and --on-demand exclude each other"), fix=_("give one of them, or neither")
+        )
     if utilization is not None and not (0 < utilization <= 1):
         raise UsageError(
-            f"--utilization must be a share above 0 and at most 1, not {utilization:g}",
-            fix="write e.g. --utilization 0.8 for a machine busy 80% of the reservation's term",
+            _("--utilization must be a share above 0 and at most 1, not {value}").format(
+                value=f"{utilization:g}"
+            ),
+            fix=_("write e.g. --utilization 0.8 for a machine busy 80% of the reservation's term"),
         )
     if phase is not None and phase != "prototype":
         raise UsageError(
-            f"--phase must be 'prototype', not {phase!r}", fix="use --phase prototype or drop it"
+            _("--phase must be 'prototype', not {value}").format(value=repr(phase)),
+            fix=_("use --phase prototype or drop it"),
         )
     check_at_least(top, 1, "--top", example="--top 10")
     check_at_least(restart_minutes, 0, "--restart-minutes", example="--restart-minutes 10")
@@ -274,13 +296,13 @@ def _check_files(
         check_output_file(html, "--html", name="plan.html")
         require_plotly()  # before any work: an optional extra
     check_input_file(
-        workload, "Workload file", fix="give a workload TOML file (examples/ holds some)", text=True
+        workload, _("Workload file"), fix=_("give a workload TOML file (examples/ holds some)"), text=True
     )
     if calibration is not None:
         check_input_file(
             calibration,
-            "Calibration file",
-            fix="pass a calibration JSON (`gpuwise estimate --help` shows its shape)",
+            _("Calibration file"),
+            fix=_("pass a calibration JSON (`gpuwise estimate --help` shows its shape)"),
         )
     check_catalog_dir(catalog_dir)
 
@@ -308,23 +330,22 @@ def _show(
     notes[:0] = ranking_lines(request.bundled_rates, current())
     if current().rate is not None:
         notes.insert(0, current().rate_line(request.today))
-    groups, _ = groups_with_picks(result, top)
+    groups, _picks = groups_with_picks(result, top)
     if pick is not None and pick > len(groups):
         raise UsageError(
-            f"--pick {pick} is past the {len(groups)} options shown",
-            fix=f"give --pick between 1 and {len(groups)}, or raise --top"
+            _("--pick {pick} is past the {count} options shown").format(pick=pick, count=len(groups)),
+            fix=_("give --pick between 1 and {count}, or raise --top").format(count=len(groups))
             if groups
-            else "relax the plan first",
+            else _("relax the plan first"),
         )
     if html is not None:
         from gpuwise.report.plan_html import render_plan_html
 
         title = f"gpuwise plan: {work.name or request.workload.name}" + (
-            " (prototype)" if request.prototype else ""
+            _(" (prototype)") if request.prototype else ""
         )
-        page = render_plan_html(
-            result, title=title, top=top, notes=notes, generated=f"Generated {request.today.isoformat()}."
-        )
+        generated = _("Generated {day}.").format(day=request.today.isoformat())
+        page = render_plan_html(result, title=title, top=top, notes=notes, generated=generated)
         _write_atomic(html, page)
     if as_json:
         extra: dict[str, Any] = {"phase": phase}
@@ -362,7 +383,7 @@ def _remedy_hint(outcome: PlanOutcome) -> str:
     spec = max((resolve_gpu(n) for n in names), key=lambda g: (g.memory_gib, g.name))
     count = min(outcome.constraints.max_gpus or 8, 8)
     text = first_remedy_text(outcome.workload, spec, count)
-    return f"; {text}" if text else ""
+    return _("; ") + text if text else ""
 
 
 def _money(currency: str | None, fx: dict[str, float]) -> tuple[Any, dict[str, tuple[float, str]]]:
@@ -386,8 +407,10 @@ def _parse_pairs(values: list[str], option: str, *, upper: bool, example: str) -
             rate = -1.0
         if not sep or not key.strip() or not (rate > 0) or rate == float("inf"):
             raise UsageError(
-                f"{option} {value!r} is not NAME=NUMBER with a positive number",
-                fix=f"write e.g. {option} {example}",
+                _("{option} {value} is not NAME=NUMBER with a positive number").format(
+                    option=option, value=repr(value)
+                ),
+                fix=_("write e.g. {option} {example}").format(option=option, example=example),
             )
         out[key.strip().upper() if upper else key.strip().lower()] = rate
     return out
@@ -409,8 +432,12 @@ def _parse_spot(values: list[str]) -> dict[str, float]:
             rate = -1.0
         if not (0 <= rate < float("inf")):
             raise UsageError(
-                f"--spot-interruptions-per-hour {value!r} is not a rate (preemptions per hour, 0 or more)",
-                fix="write e.g. --spot-interruptions-per-hour 0.05 or --spot-interruptions-per-hour gcp=0.05",
+                _(
+                    "--spot-interruptions-per-hour {value} is not a rate (preemptions per hour, 0 or more)"
+                ).format(value=repr(value)),
+                fix=_(
+                    "write e.g. --spot-interruptions-per-hour 0.05 or --spot-interruptions-per-hour gcp=0.05"
+                ),
             )
         out["*"] = rate
     return out
@@ -425,6 +452,6 @@ def _write_atomic(path: Path, text: str) -> None:
         write_atomic(path, text)
     except OSError as exc:
         raise StorageError(
-            f"Cannot write the HTML report to {path}: {exc.strerror}",
-            fix="check that the folder exists and is writable",
+            _("Cannot write the HTML report to {path}: {reason}").format(path=path, reason=exc.strerror),
+            fix=_("check that the folder exists and is writable"),
         ) from exc

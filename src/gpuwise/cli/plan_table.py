@@ -16,12 +16,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpuwise.cli.output import console
+from gpuwise.locale import _
 
 if TYPE_CHECKING:
     from gpuwise.plan.models import Option, PlanResult
     from gpuwise.plan.output import OptionGroup
 
-_SHORT_BOTTLENECK = {"memory_bandwidth": "bandwidth", "memory_capacity": "memory", "communication": "comm."}
 _SPLIT_LABELS = (
     ("compute", "c"),
     ("startup", "u"),
@@ -29,6 +29,17 @@ _SPLIT_LABELS = (
     ("egress", "e"),
     ("interruption_overhead", "i"),
 )
+
+
+def _short_bottleneck(bottleneck: str) -> str:
+    """The bottleneck in a word short enough for the table (built per call: the language is set by then)."""
+    words = {
+        "memory_bandwidth": _("bandwidth"),
+        "memory_capacity": _("memory"),
+        "communication": _("comm."),
+        "compute": _("compute"),
+    }
+    return words.get(bottleneck, bottleneck)
 
 
 def render_pick(groups: list[OptionGroup], n: int) -> None:
@@ -53,13 +64,18 @@ def render_table(result: PlanResult, *, top: int, notes: list[str], name: str, h
         _legend(result)
     _footer(result)
     if html is not None:
-        console.print(f"HTML report: {escape(str(html))}", soft_wrap=True)
+        console.print(_("HTML report: {path}").format(path=escape(str(html))), soft_wrap=True)
 
 
 def _header(result: PlanResult, shown: list[OptionGroup], picks: dict[str, int], name: str) -> None:
     from gpuwise.plan.output import break_even_lines, pick_lines
 
-    console.print(f"[bold]{escape(name)}[/]: {len(result.options)} options qualify", soft_wrap=True)
+    console.print(
+        _("{name}: {count} options qualify").format(
+            name=f"[bold]{escape(name)}[/]", count=len(result.options)
+        ),
+        soft_wrap=True,
+    )
     for line in pick_lines(result, shown, picks):
         console.print(escape(line), soft_wrap=True)
     for line in break_even_lines(shown):
@@ -72,19 +88,21 @@ def _options_table(result: PlanResult, shown: list[OptionGroup], picks: dict[str
         if pick_name in picks:
             marks[picks[pick_name]] = marks.get(picks[pick_name], "") + pick_name[0].upper()
     table = Table(
-        title=f"top {min(top, len(shown))} choices by {result.objective}"
-        + (" (+ picks beyond them)" if len(shown) > top else ""),
+        title=_("top {count} choices by {objective}").format(
+            count=min(top, len(shown)), objective=_objective_word(result.objective)
+        )
+        + (_(" (+ picks beyond them)") if len(shown) > top else ""),
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
     table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("offer", min_width=14, ratio=1, overflow="fold")
-    table.add_column("pricing", no_wrap=True)
+    table.add_column(_("offer"), min_width=14, ratio=1, overflow="fold")
+    table.add_column(_("pricing"), no_wrap=True)
     # numbers never wrap or truncate at 80 columns: the offer's name folds instead (STYLE)
-    table.add_column("hours", justify="right", no_wrap=True)
-    table.add_column("total", justify="right", no_wrap=True)
-    table.add_column("free\nbound", justify="right", no_wrap=True)
+    table.add_column(_("hours"), justify="right", no_wrap=True)
+    table.add_column(_("total"), justify="right", no_wrap=True)
+    table.add_column(_("free\nbound"), justify="right", no_wrap=True)
     for i, group in enumerate(shown, 1):
         o = group.option
         table.add_row(
@@ -94,19 +112,25 @@ def _options_table(result: PlanResult, shown: list[OptionGroup], picks: dict[str
             _hours_cell(o),
             _total_cell(o),
             f"{o.memory_capacity_gib - o.memory_per_gpu_gib:,.0f}\u00a0GiB\n"
-            f"[dim]{_SHORT_BOTTLENECK.get(o.bottleneck, o.bottleneck)}[/]",
+            f"[dim]{_short_bottleneck(o.bottleneck)}[/]",
         )
     return table
 
 
+def _objective_word(objective: str) -> str:
+    words = {"cost": _("cost"), "time": _("time"), "balanced": _("balanced")}
+    return words.get(objective, objective)
+
+
 def _offer_cell(group: OptionGroup) -> str:
     o = group.option
-    nodes = f" on {o.nodes} nodes" if o.nodes > 1 else ""
+    nodes = _(" on {count} nodes").format(count=o.nodes) if o.nodes > 1 else ""
     extra = ""
     if o.dtype_fallback:
-        extra += f"\n[yellow]as {o.dtype_fallback}[/]"
+        extra += "\n[yellow]" + _("as {dtype}").format(dtype=o.dtype_fallback) + "[/]"
     if o.pricing == "reserved" and o.commitment_months:
-        extra += f"\n[dim]whole {o.commitment_months:g}-month commitment[/]"
+        months = f"{o.commitment_months:g}"
+        extra += "\n[dim]" + _("whole {months}-month commitment").format(months=months) + "[/]"
     return (
         f"{escape(o.provider)} {escape(o.instance_type)}\n"
         f"[dim]{o.gpus_per_node * o.nodes}× {o.gpu}{nodes} · {escape(group.regions_text())}[/]{extra}"
@@ -115,12 +139,13 @@ def _offer_cell(group: OptionGroup) -> str:
 
 def _pricing_cell(o: Option) -> str:
     from gpuwise.plan.currency import money
+    from gpuwise.plan.output import pricing_word
 
     day = o.price_as_of.isoformat()
     flag = ("" if o.price_date_exact else "?") + ("!" if o.price_over_limit else "")
     if flag:
         day = f"[yellow]{day}{flag}[/]"
-    return f"{o.pricing.replace('_', '-')}\n{money(o.price_usd_per_hour)}/h\n{day}"
+    return f"{pricing_word(o.pricing)}\n{money(o.price_usd_per_hour)}/h\n{day}"
 
 
 def _hours_cell(o: Option) -> str:
@@ -170,42 +195,41 @@ def _span(low: str, high: str) -> str:
 
 def _legend(result: PlanResult) -> None:
     from gpuwise.plan.currency import symbol
-    from gpuwise.plan.picks import RULE_TEXT
+    from gpuwise.plan.picks import rule_text
 
-    console.print(
-        "[dim]* on the Pareto front (nothing both cheaper and faster); C, F, B: the cheapest, fastest "
-        f"and balanced picks ({escape(RULE_TEXT)}). hours and total: expected, then the range the "
+    legend = _(
+        "* on the Pareto front (nothing both cheaper and faster); C, F, B: the cheapest, fastest "
+        "and balanced picks ({rule}). hours and total: expected, then the range the "
         "estimate gives. split: c compute, u start-up (boot, set-up, downloads, final upload), "
         "s storage, e egress, i spot interruptions. +?: some cost parts unknown, counted as "
-        f"{escape(symbol())}0 "
-        "(see --pick N or --json). "
-        f"A date ending in ?: the source gives none (collection date shown); !: over "
-        f"{result.stale_after_days} days old (by the collection date when undated). free: GPU memory "
+        "{zero} (see --pick N or --json). "
+        "A date ending in ?: the source gives none (collection date shown); !: over "
+        "{days} days old (by the collection date when undated). free: GPU memory "
         "left per GPU; bound: the bottleneck. N regions: the same offer, price and total in several "
         "regions, shown once. --pick N prints row N in full."
-        + (
+    ).format(rule=escape(rule_text()), zero=f"{escape(symbol())}0", days=result.stale_after_days)
+    if any(o.latency is not None for o in result.options[:1]):
+        legend += _(
             " s/req and TTFT: one request's end-to-end time and time to first token at the workload's "
             "concurrency."
-            if any(o.latency is not None for o in result.options[:1])
-            else ""
         )
-        + "[/]",
-        soft_wrap=True,
-    )
+    console.print(f"[dim]{legend}[/]", soft_wrap=True)
 
 
 def _footer(result: PlanResult) -> None:
     """Rejections by reason, the price dates per provider, and the plan's assumptions."""
     rejected = ", ".join(f"{r} {n}" for r, n in sorted(result.rejected.items(), key=lambda kv: -kv[1]))
     console.print(
-        f"Considered {result.considered} configurations: {len(result.options)} qualify"
-        + (f"; rejected: {rejected}" if rejected else ""),
+        _("Considered {considered} configurations: {count} qualify").format(
+            considered=result.considered, count=len(result.options)
+        )
+        + (_("; rejected: {reasons}").format(reasons=rejected) if rejected else ""),
         soft_wrap=True,
     )
-    console.print(
-        f"[dim]Prices as of: {_price_dates(result)} (!: over {result.stale_after_days} days old)[/]",
-        soft_wrap=True,
+    dates = _("Prices as of: {dates} (!: over {days} days old)").format(
+        dates=_price_dates(result), days=result.stale_after_days
     )
+    console.print(f"[dim]{dates}[/]", soft_wrap=True)
     for a in result.assumptions:
         console.print(f"[dim]- {escape(a)}[/]", soft_wrap=True)
 
@@ -227,7 +251,9 @@ def _price_dates(result: PlanResult) -> str:
         undated.setdefault(result.sources[p].isoformat(), []).append(p)
     parts = [", ".join(dated)] if dated else []
     parts += [
-        f"date unknown (collected {day}{stale_mark(date.fromisoformat(day))}): {', '.join(ps)}"
+        _("date unknown (collected {day}): {providers}").format(
+            day=day + stale_mark(date.fromisoformat(day)), providers=", ".join(ps)
+        )
         for day, ps in sorted(undated.items())
     ]
     return "; ".join(parts)

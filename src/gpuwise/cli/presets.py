@@ -10,10 +10,11 @@ from typing import Annotated
 import typer
 
 from gpuwise.cli.output import print_json
+from gpuwise.locale import _
 
 
 def presets(
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help=_("Print JSON."))] = False,
 ) -> None:
     """List the bundled model presets (`preset = "…"` in a workload's model section) with their source.
 
@@ -30,8 +31,8 @@ def presets(
 
     from gpuwise.cli.output import console
 
-    table = Table(title=f"{len(rows)} bundled model presets", title_justify="left")
-    for column in ("preset", "kind", "params", "active", "source"):
+    table = Table(title=_("{count} bundled model presets").format(count=len(rows)), title_justify="left")
+    for column in (_("preset"), _("kind"), _("params"), _("active"), _("source")):
         table.add_column(column, overflow="fold")
     for row in rows:
         active = row["active_params"]
@@ -44,7 +45,9 @@ def presets(
         )
     console.print(table)
     console.print(
-        escape('Use one as [model] preset = "NAME"; for any other model, [model] hf_config = "config.json".')
+        escape(
+            _('Use one as [model] preset = "NAME"; for any other model, [model] hf_config = "config.json".')
+        )
     )
 
 

@@ -8,12 +8,13 @@ import typer
 
 from gpuwise.cli.output import print_json
 from gpuwise.errors import NotFoundError
+from gpuwise.locale import _
 
 _KINDS = ("workload",)
 
 
 def schema(
-    kind: Annotated[str, typer.Argument(help="Which file's schema: workload.", show_default=False)],
+    kind: Annotated[str, typer.Argument(help=_("Which file's schema: workload."), show_default=False)],
 ) -> None:
     """Print the JSON Schema of a gpuwise file (every key, type, default, bound and meaning).
 
@@ -25,7 +26,7 @@ def schema(
             "schema",
             kind,
             list(_KINDS),
-            why="gpuwise publishes schemas for: " + ", ".join(_KINDS),
+            why=_("gpuwise publishes schemas for: {kinds}").format(kinds=", ".join(_KINDS)),
             fix="gpuwise schema workload > workload.schema.json",
         )
     from gpuwise.workload.reference import json_schema

@@ -24,6 +24,7 @@ from typing import Any
 
 from gpuwise.catalog.models import GpuSpec
 from gpuwise.errors import ConfigError
+from gpuwise.locale import N_, _
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def _canonical(name: str | None) -> str | None:
 
 # What a calibration file holds: the fraction of datasheet peak measured per task (GEMM per dtype, memory
 # bandwidth) on one GPU.
-_FORMAT_FIX = (
+_FORMAT_FIX = N_(
     'give a JSON file such as {"machine": {"gpu": "H100"}, "results": [{"task": "gemm_bf16", '
     '"fraction_of_peak": 0.7}, {"task": "memory_bandwidth", "fraction_of_peak": 0.85}]}'
 )
@@ -120,9 +121,9 @@ def parse_calibration(data: Any, source: str) -> Calibration:
         return Calibration(gpu=None, source=f"{source} ({said})", hours_ratios=ratios, kind="report")
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise ConfigError(
-            f"Calibration file {source} has no 'results' list",
-            why="--calibration expects a bench result: JSON with the measured efficiencies per dtype",
-            fix=_FORMAT_FIX,
+            _("Calibration file {source} has no 'results' list").format(source=source),
+            why=_("--calibration expects a bench result: JSON with the measured efficiencies per dtype"),
+            fix=_(_FORMAT_FIX),
         )
     _refuse_cpu_result(data, source)
     gemm: dict[str, float] = {}
@@ -144,9 +145,11 @@ def parse_calibration(data: Any, source: str) -> Calibration:
             bandwidth = float(frac)
     if not gemm and bandwidth is None and mfu is None:
         raise ConfigError(
-            f"Calibration file {source} has no usable gemm_*, memory_bandwidth or train_step_transformer "
-            "result",
-            fix=_FORMAT_FIX,
+            _(
+                "Calibration file {source} has no usable gemm_*, memory_bandwidth or train_step_transformer "
+                "result"
+            ).format(source=source),
+            fix=_(_FORMAT_FIX),
         )
     gpu = _machine_gpu(data.get("machine"))
     return Calibration(
@@ -166,9 +169,9 @@ def _refuse_cpu_result(data: dict[str, Any], source: str) -> None:
     no_gpu = isinstance(machine, dict) and "gpu" in machine and machine["gpu"] is None
     if data.get("device") == "cpu" or (no_gpu and _machine_gpu(machine) is None):
         raise ConfigError(
-            f"Calibration file {source} was measured without a GPU",
-            why="a CPU's GEMM and memory efficiencies say nothing about a GPU's",
-            fix="run `gpuwise bench --device cuda --out FILE` on the GPU to calibrate and pass that file",
+            _("Calibration file {source} was measured without a GPU").format(source=source),
+            why=_("a CPU's GEMM and memory efficiencies say nothing about a GPU's"),
+            fix=_("run `gpuwise bench --device cuda --out FILE` on the GPU to calibrate and pass that file"),
         )
 
 
@@ -176,5 +179,5 @@ def load_calibration(path: Path) -> Calibration:
     """Read a bench result JSON. Raises ConfigError (exit 2) when it is missing or not a bench result."""
     from gpuwise.safe_read import load_json  # bounded: size, nesting, no pipes or devices
 
-    data = load_json(path, what="Calibration file", fix=_FORMAT_FIX)
+    data = load_json(path, what=_("Calibration file"), fix=_(_FORMAT_FIX))
     return parse_calibration(data, str(path))

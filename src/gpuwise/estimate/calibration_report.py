@@ -20,9 +20,10 @@ from typing import Any
 from gpuwise.errors import ConfigError
 from gpuwise.estimate.calibration import Calibration, HoursRatio
 from gpuwise.estimate.models import Estimate
+from gpuwise.locale import N_, _
 
 TASKS = ("train", "finetune", "inference", "measured")
-_FIX = (
+_FIX = N_(
     "write the file with `gpuwise report --save-calibration FILE`, or correct it: "
     '{"kind": "gpuwise-calibration", "version": 1, "entries": [{"gpu": "A100-80GB", "task": "finetune", '
     '"hours_ratio": 1.2, "runs": 3}]}'
@@ -30,7 +31,7 @@ _FIX = (
 
 
 def _bad(source: str, what: str) -> ConfigError:
-    return ConfigError(f"Calibration file {source}: {what}", fix=_FIX)
+    return ConfigError(_("Calibration file {source}: {what}").format(source=source, what=what), fix=_(_FIX))
 
 
 def _entry(row: Any, i: int, source: str) -> HoursRatio:
@@ -38,13 +39,23 @@ def _entry(row: Any, i: int, source: str) -> HoursRatio:
 
     where = f"entries[{i}]"
     if not isinstance(row, dict):
-        raise _bad(source, f"{where} must be an object, got {type(row).__name__}")
+        raise _bad(
+            source, _("{where} must be an object, got {kind}").format(where=where, kind=type(row).__name__)
+        )
     gpu, task, ratio, runs = row.get("gpu"), row.get("task"), row.get("hours_ratio"), row.get("runs")
     canonical = canonical_gpu_name(gpu) if isinstance(gpu, str) else None
     if canonical is None:
-        raise _bad(source, f"{where}.gpu {gpu!r} is not a GPU in gpuwise's spec table")
+        raise _bad(
+            source,
+            _("{where}.gpu {gpu} is not a GPU in gpuwise's spec table").format(where=where, gpu=repr(gpu)),
+        )
     if task not in TASKS:
-        raise _bad(source, f"{where}.task must be one of {', '.join(TASKS)}, got {task!r}")
+        raise _bad(
+            source,
+            _("{where}.task must be one of {tasks}, got {task}").format(
+                where=where, tasks=", ".join(TASKS), task=repr(task)
+            ),
+        )
     # Any positive ratio is what the user's runs measured: no bounds are invented here.
     if (
         isinstance(ratio, bool)
@@ -52,9 +63,19 @@ def _entry(row: Any, i: int, source: str) -> HoursRatio:
         or not math.isfinite(ratio)
         or ratio <= 0
     ):
-        raise _bad(source, f"{where}.hours_ratio must be a positive number, got {ratio!r}")
+        raise _bad(
+            source,
+            _("{where}.hours_ratio must be a positive number, got {value}").format(
+                where=where, value=repr(ratio)
+            ),
+        )
     if runs is not None and (isinstance(runs, bool) or not isinstance(runs, int) or runs < 1):
-        raise _bad(source, f"{where}.runs must be a whole number of at least 1, got {runs!r}")
+        raise _bad(
+            source,
+            _("{where}.runs must be a whole number of at least 1, got {value}").format(
+                where=where, value=repr(runs)
+            ),
+        )
     said = row.get("source")
     return HoursRatio(canonical, str(task), float(ratio), runs, said if isinstance(said, str) else "")
 
@@ -62,17 +83,28 @@ def _entry(row: Any, i: int, source: str) -> HoursRatio:
 def parse_report_calibration(data: dict[str, Any], source: str) -> tuple[tuple[HoursRatio, ...], str]:
     """(the entries, the file's own source line) of a report calibration; ConfigError naming the file."""
     if data.get("kind") != "gpuwise-calibration":
-        raise _bad(source, f'unknown kind {data.get("kind")!r} (expected "gpuwise-calibration")')
+        raise _bad(
+            source,
+            _('unknown kind {kind} (expected "gpuwise-calibration")').format(kind=repr(data.get("kind"))),
+        )
     if data.get("version") != 1:
-        raise _bad(source, f"version {data.get('version')!r} is not one gpuwise reads (1)")
+        raise _bad(
+            source,
+            _("version {version} is not one gpuwise reads (1)").format(version=repr(data.get("version"))),
+        )
     rows = data.get("entries")
     if not isinstance(rows, list) or not rows:
-        raise _bad(source, "has no 'entries' (a list of {gpu, task, hours_ratio})")
+        raise _bad(source, _("has no 'entries' (a list of {gpu, task, hours_ratio})"))
     entries = tuple(_entry(row, i, source) for i, row in enumerate(rows))
     seen: set[tuple[str, str]] = set()
     for e in entries:
         if (e.gpu, e.task) in seen:
-            raise _bad(source, f"two entries for {e.gpu} and task {e.task!r}: which one holds is unknown")
+            raise _bad(
+                source,
+                _("two entries for {gpu} and task {task}: which one holds is unknown").format(
+                    gpu=e.gpu, task=repr(e.task)
+                ),
+            )
         seen.add((e.gpu, e.task))
     said = data.get("source")
     return entries, said if isinstance(said, str) and said else "report calibration"
@@ -86,18 +118,27 @@ def apply_hours_ratio(est: Estimate, calibration: Calibration | None, task: str)
     if not found:
         others = sorted({e.gpu for e in calibration.hours_ratios if e.task == task})
         why = (
-            f"entries for task {task!r} on {', '.join(others)} only, none for {est.gpu}: not applied "
-            "(a ratio is not carried across GPUs)"
+            _(
+                "entries for task {task} on {gpus} only, none for {gpu}: not applied "
+                "(a ratio is not carried across GPUs)"
+            ).format(task=repr(task), gpus=", ".join(others), gpu=est.gpu)
             if others
-            else f"no entry for task {task!r}: not applied"
+            else _("no entry for task {task}: not applied").format(task=repr(task))
         )
-        line = f"calibration {calibration.source}: {why}"
+        line = _("calibration {source}: {why}").format(source=calibration.source, why=why)
         return replace(est, assumptions=(*est.assumptions, line))
     e = found[0]
-    runs = f", {e.runs} runs" if e.runs else ""
-    line = (
-        f"calibration {calibration.source}: hours × {e.ratio:g}, your actual ÷ planned hours for {task} on "
-        f"{e.gpu} ({e.source or 'no source given'}{runs})"
+    runs = _(", {count} runs").format(count=e.runs) if e.runs else ""
+    line = _(
+        "calibration {source}: hours × {ratio}, your actual ÷ planned hours for {task} on {gpu} "
+        "({from_}{runs})"
+    ).format(
+        source=calibration.source,
+        ratio=f"{e.ratio:g}",
+        task=task,
+        gpu=e.gpu,
+        from_=e.source or _("no source given"),
+        runs=runs,
     )
     return replace(
         est,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from gpuwise.estimate import constants as K  # noqa: N812 - the constants table, as in the estimator
 from gpuwise.estimate import memory_constants as MEM  # noqa: N812 - the memory constants table
 from gpuwise.estimate.model_math import lora_params
+from gpuwise.locale import _
 from gpuwise.workload.spec import Workload
 
 ADAPTER_BYTES_PER_PARAM = 4.0 + 8.0  # fp32 adapter weights + AdamW's two fp32 moments, as PEFT saves them
@@ -28,7 +29,7 @@ def checkpoint_size(workload: Workload) -> CheckpointSize:
     """Bytes of one checkpoint: the served weights for inference; the adapters and their optimizer states
     for LoRA; weights, fp32 master copy and optimizer states for full training."""
     if workload.measured is not None:
-        return CheckpointSize(0.0, 0, "checkpoints of a measured task: not known, not costed")
+        return CheckpointSize(0.0, 0, _("checkpoints of a measured task: not known, not costed"))
     m, t = workload.arch, workload.train
     params = m.n_params
     if t is None:
@@ -36,16 +37,25 @@ def checkpoint_size(workload: Workload) -> CheckpointSize:
         precision = workload.inference.weights_precision
         per = MEM.INT4_BYTES_PER_PARAM.value if precision == "int4" else K.BYTES[precision]
         size = params * per
-        return CheckpointSize(size, 1, f"storage holds the model weights once ({size / 1e9:,.1f} GB)")
+        return CheckpointSize(
+            size, 1, _("storage holds the model weights once ({gb} GB)").format(gb=f"{size / 1e9:,.1f}")
+        )
     if t.method in ("lora", "qlora") and m.hidden:
         adapters = lora_params(m, t.lora_rank, t.lora_targets)
         size = adapters * ADAPTER_BYTES_PER_PARAM
         return CheckpointSize(
             size,
             2,
-            f"checkpoint = LoRA adapters on {t.lora_targets} linear layers, rank {t.lora_rank} "
-            f"({adapters / 1e6:,.0f} M params × {ADAPTER_BYTES_PER_PARAM:g} bytes = {size / 1e9:,.2f} GB); "
-            "2 kept",
+            _(
+                "checkpoint = LoRA adapters on {targets} linear layers, rank {rank} "
+                "({params} M params × {bytes} bytes = {gb} GB); 2 kept"
+            ).format(
+                targets=t.lora_targets,
+                rank=t.lora_rank,
+                params=f"{adapters / 1e6:,.0f}",
+                bytes=f"{ADAPTER_BYTES_PER_PARAM:g}",
+                gb=f"{size / 1e9:,.2f}",
+            ),
         )
     w = K.BYTES[t.precision]
     opt = MEM.OPTIMIZER_STATE_BYTES[t.optimizer_kind]
@@ -57,6 +67,8 @@ def checkpoint_size(workload: Workload) -> CheckpointSize:
     return CheckpointSize(
         size,
         2,
-        f"checkpoint = weights + master copy + {t.optimizer} states ≈ {per_param:g} bytes/param "
-        f"= {size / 1e9:,.1f} GB; 2 kept",
+        _(
+            "checkpoint = weights + master copy + {optimizer} states ≈ {per_param} bytes/param "
+            "= {gb} GB; 2 kept"
+        ).format(optimizer=t.optimizer, per_param=f"{per_param:g}", gb=f"{size / 1e9:,.1f}"),
     )

@@ -36,6 +36,7 @@ from gpuwise.estimate.stacks import (
     STACKS,
 )
 from gpuwise.estimate.train import train_estimate
+from gpuwise.locale import _
 from gpuwise.units import GIB
 from gpuwise.workload.spec import Workload, default_framework
 
@@ -60,28 +61,34 @@ def estimate(  # noqa: PLR0917 - the positional (workload, gpu, count, nodes, ca
     Uneven layouts (10 GPUs on 4 nodes) are allowed when `nodes` is given.
     """
     if count < 1:
-        raise ConfigError(f"GPU count must be at least 1, got {count}", fix="pass --count 1 or more")
+        raise ConfigError(
+            _("GPU count must be at least 1, got {count}").format(count=count),
+            fix=_("pass --count 1 or more"),
+        )
     n_nodes = default_nodes(count) if nodes is None else nodes
     if n_nodes < 1 or n_nodes > count:
         raise ConfigError(
-            f"{count} GPUs cannot be spread over {n_nodes} nodes",
-            fix="give at most one node per GPU (e.g. --count 16 --nodes 2)",
+            _("{count} GPUs cannot be spread over {nodes} nodes").format(count=count, nodes=n_nodes),
+            fix=_("give at most one node per GPU (e.g. --count 16 --nodes 2)"),
         )
     if network_gbps is not None and not (math.isfinite(network_gbps) and network_gbps > 0):
         raise ConfigError(
-            f"network bandwidth must be a positive number of Gb/s, got {network_gbps}",
-            fix="pass e.g. --network-gbps 100 for 100 Gigabit Ethernet",
+            _("network bandwidth must be a positive number of Gb/s, got {value}").format(value=network_gbps),
+            fix=_("pass e.g. --network-gbps 100 for 100 Gigabit Ethernet"),
         )
     notes = Notes()
     if workload.task == "measured":
         if calibration is not None and calibration.kind == "bench":
             notes.add(
-                f"calibration {calibration.source}: not used for a measured task (its speed is measured)"
+                _("calibration {source}: not used for a measured task (its speed is measured)").format(
+                    source=calibration.source
+                )
             )
         est = measured_estimate(workload, gpu, count=count, nodes=n_nodes, notes=notes)
         return apply_hours_ratio(est, calibration, workload.task)
     if workload.arch.source:
-        notes.add(f"model {workload.arch.preset or 'from config.json'}: {workload.arch.source}")
+        model = workload.arch.preset or _("from config.json")
+        notes.add(_("model {model}: {source}").format(model=model, source=workload.arch.source))
     if is_diffusion_workload(workload):
         est = diffusion_estimate(
             workload, gpu, count=count, nodes=n_nodes, calibration=calibration, notes=notes
@@ -153,17 +160,27 @@ def _load_peak_and_host_ram(est: Estimate, w: Workload, stack_name: str, notes: 
     if t.zero_stage >= 3 and t.low_cpu_mem_usage is False:
         load_peak = weights_b / (t.tensor_parallel * t.pipeline_parallel) + MEM.CUDA_CONTEXT_GIB.value * GIB
         notes.add(
-            "low_cpu_mem_usage = false with FSDP/ZeRO-3: every rank holds the full model on its GPU "
-            f"before sharding ({load_peak / GIB:.1f} GiB peak while loading); meta-device init or "
-            "low_cpu_mem_usage = true avoids it"
+            _(
+                "low_cpu_mem_usage = false with FSDP/ZeRO-3: every rank holds the full model on its GPU "
+                "before sharding ({gib} GiB peak while loading); meta-device init or "
+                "low_cpu_mem_usage = true avoids it"
+            ).format(gib=f"{load_peak / GIB:.1f}")
         )
     copies = 1 if meta else gpn
     host_ram = copies * weights_b + gpn * notes.const(MEM.HOST_RAM_PER_RANK_GIB) * GIB
     host_ram += gpn * est.details.get("offloaded_bytes_per_gpu", 0.0)
     notes.add(
-        f"host RAM per node ≈ {host_ram / GIB:.0f} GiB: {copies} full copy of the weights while loading "
-        + ("(meta-device / rank-0 loading)" if meta else f"(every one of the {gpn} ranks loads its own)")
-        + f" + {MEM.HOST_RAM_PER_RANK_GIB.value:g} GiB per rank"
+        _(
+            "host RAM per node ≈ {gib} GiB: {copies} full copy of the weights while loading {how} "
+            "+ {rank} GiB per rank"
+        ).format(
+            gib=f"{host_ram / GIB:.0f}",
+            copies=copies,
+            how=_("(meta-device / rank-0 loading)")
+            if meta
+            else _("(every one of the {count} ranks loads its own)").format(count=gpn),
+            rank=f"{MEM.HOST_RAM_PER_RANK_GIB.value:g}",
+        )
     )
     return load_peak, host_ram
 
@@ -179,8 +196,10 @@ def _fit_verdict(est: Estimate, need: float, notes: Notes) -> str:
         return "does_not_fit"
     if need > capacity * (1 - margin):
         notes.add(
-            f"need {need / GIB:.1f} GiB is within {margin:.0%} of the {capacity / GIB:.1f} GiB capacity: "
-            "fragmentation decides, expect an out-of-memory error (lower micro_batch or seq_len)"
+            _(
+                "need {need} GiB is within {margin} of the {capacity} GiB capacity: "
+                "fragmentation decides, expect an out-of-memory error (lower micro_batch or seq_len)"
+            ).format(need=f"{need / GIB:.1f}", margin=f"{margin:.0%}", capacity=f"{capacity / GIB:.1f}")
         )
         return "tight"
     return "fits"
@@ -192,7 +211,12 @@ def _hours_range(hours: float, stack_name: str, notes: Notes) -> tuple[float, fl
     low_mult, high_mult = HOURS_RANGE.get(stack_name, HOURS_RANGE_POOLED)
     src = "its own" if stack_name in HOURS_RANGE else "the pooled"
     notes.const(RANGE_SOURCE)
-    notes.add(f"range {low_mult:.2f}-{high_mult:.2f}× the estimate from {src} residual spread ({stack_name})")
+    spread = _("its own") if stack_name in HOURS_RANGE else _("the pooled")
+    notes.add(
+        _("range {low}-{high}× the estimate from {whose} residual spread ({stack})").format(
+            low=f"{low_mult:.2f}", high=f"{high_mult:.2f}", whose=spread, stack=stack_name
+        )
+    )
     hours_low = hours * min(1.0 - RANGE_MIN_HALF_WIDTH, low_mult)
     hours_high = hours * max(1.0 + RANGE_MIN_HALF_WIDTH, high_mult)
     return hours_low, hours_high, src

@@ -27,6 +27,7 @@ from gpuwise.estimate.hardware import bandwidth, peak_flops
 from gpuwise.estimate.infeasible import impossible
 from gpuwise.estimate.models import Estimate, MemoryBreakdown
 from gpuwise.estimate.notes import Notes
+from gpuwise.locale import _
 from gpuwise.units import GIB
 from gpuwise.workload.spec import InferenceSpec, ModelSpec, Workload
 from gpuwise.workload.speech import is_speech, windows
@@ -148,7 +149,7 @@ def encdec_inference_estimate(
     capacity = gpu.memory_gib * GIB
     tp = inf.tensor_parallel
     if tp > count:
-        reason = f"tensor_parallel = {tp} needs {tp} GPUs, got {count}"
+        reason = _("tensor_parallel = {tp} needs {tp} GPUs, got {count}").format(tp=tp, count=count)
         return impossible(
             gpu, count=count, nodes=nodes, capacity=capacity, unit=unit, reason=reason, notes=notes
         )
@@ -156,26 +157,28 @@ def encdec_inference_estimate(
     dec_prompt = inf.prompt_tokens if speech else 1  # T5's decoder starts from one start token
     shape = shape_of(m, enc_positions)
     mem = _memory(m, inf, shape, dec_prompt, notes)
-    peak, _ = peak_flops(gpu, inf.weights_precision, notes)
+    peak, _used = peak_flops(gpu, inf.weights_precision, notes)
     bw = bandwidth(gpu, notes)
     if peak is None or bw is None:
-        reason = f"{gpu.name} lacks a published {'peak' if peak is None else 'memory bandwidth'} figure"
+        reason = (
+            _("{gpu} lacks a published peak figure")
+            if peak is None
+            else _("{gpu} lacks a published memory bandwidth figure")
+        ).format(gpu=gpu.name)
         return impossible(
             gpu, count=count, nodes=nodes, capacity=capacity, unit=unit, reason=reason, notes=notes, mem=mem
         )
     if calibration is not None and calibration.kind == "bench":
         notes.add(
-            f"calibration {calibration.source}: not applied to encoder-decoder estimates (defaults used)"
+            _("calibration {source}: not applied to encoder-decoder estimates (defaults used)").format(
+                source=calibration.source
+            )
         )
     flops_s = peak * notes.const(K.PREFILL_EFFICIENCY)
     batch = _batch_time(inf, shape, dec_prompt, flops_s=flops_s, bw=bw, notes=notes)
     replicas = count // tp
     c = inf.concurrency
-    notes.add(
-        f"encoder-decoder: {shape.enc_layers} encoder + {shape.dec_layers} decoder layers; per request the "
-        f"encoder runs once over {enc_positions} positions, then {inf.output_tokens} decode steps per batch "
-        f"of {c} (static batching: output_tokens is what the longest output in a batch needs)"
-    )
+    notes.add(_layout_note(shape, enc_positions, inf.output_tokens, c))
     details = {
         "encode_s_per_batch": batch.encode_s,
         "decode_step_s": batch.step_s,
@@ -198,17 +201,38 @@ def encdec_inference_estimate(
             "rtf": 1 / thr_total,
             "output_tokens_per_s": requests_per_s * inf.output_tokens,
         }
-        notes.add(
-            (f"{inf.audio_hours:g} audio hours in " if inf.audio_hours is not None else "")
-            + f"{n_windows:,.0f} windows of {advance:g} s of new audio "
-            + f"(window {advance + inf.overlap_s:g} s, overlap {inf.overlap_s:g} s; every window is padded "
-            + f"to the model's {m.audio_window_s:g} s, so a shorter window costs the same compute)"
-        )
+        notes.add(_windows_note(inf, m, n_windows, advance))
     else:
         thr_total = requests_per_s * inf.output_tokens
         hours, meets = _text_hours(inf, thr_total, notes)
     est = _result(gpu, count, nodes, capacity, mem, unit, thr_total, hours, mfu, batch, details, notes)
     return est if speech else replace(est, meets_target=meets)
+
+
+def _layout_note(shape: EncDecShape, enc_positions: int, steps: int, batch: int) -> str:
+    return _(
+        "encoder-decoder: {enc} encoder + {dec} decoder layers; per request the encoder runs once over "
+        "{positions} positions, then {steps} decode steps per batch of {batch} (static batching: "
+        "output_tokens is what the longest output in a batch needs)"
+    ).format(enc=shape.enc_layers, dec=shape.dec_layers, positions=enc_positions, steps=steps, batch=batch)
+
+
+def _windows_note(inf: InferenceSpec, m: ModelSpec, n_windows: float, advance: float) -> str:
+    hours = (
+        _("{hours} audio hours in ").format(hours=f"{inf.audio_hours:g}")
+        if inf.audio_hours is not None
+        else ""
+    )
+    return hours + _(
+        "{windows} windows of {advance} s of new audio (window {window} s, overlap {overlap} s; "
+        "every window is padded to the model's {model} s, so a shorter window costs the same compute)"
+    ).format(
+        windows=f"{n_windows:,.0f}",
+        advance=f"{advance:g}",
+        window=f"{advance + inf.overlap_s:g}",
+        overlap=f"{inf.overlap_s:g}",
+        model=f"{m.audio_window_s:g}",
+    )
 
 
 def _text_hours(inf: InferenceSpec, thr_total: float, notes: Notes) -> tuple[float, bool | None]:
@@ -218,7 +242,11 @@ def _text_hours(inf: InferenceSpec, thr_total: float, notes: Notes) -> tuple[flo
     target, duration = inf.target_output_tokens_per_s or 0.0, inf.duration_hours or 0.0
     if thr_total >= target:
         return duration, True
-    notes.add(f"serves {thr_total:,.0f} of the {target:,.0f} output tokens/s target: hours stretched")
+    notes.add(
+        _("serves {served} of the {target} output tokens/s target: hours stretched").format(
+            served=f"{thr_total:,.0f}", target=f"{target:,.0f}"
+        )
+    )
     return duration * target / thr_total, False
 
 
@@ -278,15 +306,18 @@ def _batch_time(
         ops = notes.const(OPS_PER_DECODER_LAYER) * shape.dec_layers + notes.const(OPS_PER_STEP)
         cpu_s = ops * notes.const(EAGER_OP_OVERHEAD_S)
         step_s = max(memory_s, compute_s, cpu_s)
-        notes.add('engine = "eager" (PyTorch eager, as Hugging Face transformers and openai-whisper run)')
+        notes.add(_('engine = "eager" (PyTorch eager, as Hugging Face transformers and openai-whisper run)'))
     if tp > 1:
         step_s += 3 * shape.dec_layers * notes.const(K.TP_LAYER_LATENCY_S)
     notes.add(
-        "decode step = max(decoder weights + self and cross KV read at the bandwidth efficiency, its FLOPs"
-        + (
-            ") + a compiled engine's fixed overhead"
-            if inf.engine == "compiled"
-            else ", eager PyTorch's CPU time: operators × overhead, which the GPU cannot hide at small "
+        _(
+            "decode step = max(decoder weights + self and cross KV read at the bandwidth efficiency, "
+            "its FLOPs) + a compiled engine's fixed overhead"
+        )
+        if inf.engine == "compiled"
+        else _(
+            "decode step = max(decoder weights + self and cross KV read at the bandwidth efficiency, "
+            "its FLOPs, eager PyTorch's CPU time: operators × overhead, which the GPU cannot hide at small "
             "batches)"
         )
     )
@@ -316,9 +347,11 @@ def _result(  # noqa: PLR0917 - one place builds the Estimate from the parts com
         bottleneck = "compute"
         if batch.step_cpu_s > batch.step_compute_s:
             notes.add(
-                "decode is held up by the CPU launching operators (eager PyTorch), not by the GPU: until the "
-                "GPU's work per step catches up, a larger batch adds little time per step; CUDA graphs or "
-                "CTranslate2 (faster-whisper) remove most of the launch time"
+                _(
+                    "decode is held up by the CPU launching operators (eager PyTorch), not by the GPU: until "
+                    "the GPU's work per step catches up, a larger batch adds little time per step; CUDA "
+                    "graphs or CTranslate2 (faster-whisper) remove most of the launch time"
+                )
             )
     fits = mem.total <= capacity
     return Estimate(

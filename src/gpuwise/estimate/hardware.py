@@ -12,6 +12,7 @@ from gpuwise.estimate import constants as K  # noqa: N812 - K is the constants t
 from gpuwise.estimate import interconnect_constants as NET  # noqa: N812 - the links table
 from gpuwise.estimate.calibration import Calibration
 from gpuwise.estimate.notes import Notes
+from gpuwise.locale import _
 
 
 def peak_flops(gpu: GpuSpec, dtype: str, notes: Notes) -> tuple[float | None, str]:
@@ -29,10 +30,18 @@ def peak_flops(gpu: GpuSpec, dtype: str, notes: Notes) -> tuple[float | None, st
         value = gpu.peak_tflops(d)
         if value:
             if i > 0:
-                notes.add(f"{gpu.name} publishes no dense {dtype.upper()} peak: using its {d.upper()} peak")
+                notes.add(
+                    _("{gpu} publishes no dense {dtype} peak: using its {other} peak").format(
+                        gpu=gpu.name, dtype=dtype.upper(), other=d.upper()
+                    )
+                )
             else:
                 src = gpu.tflops[d].source
-                notes.add(f"{gpu.name} dense {d.upper()} peak {value:g} TFLOPS ({src})")
+                notes.add(
+                    _("{gpu} dense {dtype} peak {value} TFLOPS ({source})").format(
+                        gpu=gpu.name, dtype=d.upper(), value=f"{value:g}", source=src
+                    )
+                )
             return value * 1e12, d
     return None, dtype
 
@@ -41,7 +50,11 @@ def bandwidth(gpu: GpuSpec, notes: Notes) -> float | None:
     """Datasheet memory bandwidth in bytes/s, or None where the GPU publishes none."""
     value = gpu.memory_bandwidth_gbs.value
     if value:
-        notes.add(f"{gpu.name} memory bandwidth {value:g} GB/s ({gpu.memory_bandwidth_gbs.source})")
+        notes.add(
+            _("{gpu} memory bandwidth {value} GB/s ({source})").format(
+                gpu=gpu.name, value=f"{value:g}", source=gpu.memory_bandwidth_gbs.source
+            )
+        )
         return value * 1e9
     return None
 
@@ -52,13 +65,19 @@ def intra_node_bytes_per_s(gpu: GpuSpec, notes: Notes) -> float:
     nvlink = gpu.nvlink_bidir_gbs.value
     if nvlink and gpu.form_factor.upper().startswith(("SXM", "OAM", "HGX")):
         notes.add(
-            f"intra-node: NVLink {nvlink / 2:g} GB/s per direction per GPU ({gpu.nvlink_bidir_gbs.source})"
+            _("intra-node: NVLink {value} GB/s per direction per GPU ({source})").format(
+                value=f"{nvlink / 2:g}", source=gpu.nvlink_bidir_gbs.source
+            )
         )
         return nvlink / 2 * 1e9 * eff
     gen = gpu.pcie_gen or 4
     notes.const(NET.PCIE_SOURCE)
     pcie = NET.PCIE_GBS_PER_DIRECTION.get(gen, 32.0)
-    notes.add(f"intra-node: PCIe gen {gen} x16, {pcie:g} GB/s per direction (no NVLink switch assumed)")
+    notes.add(
+        _("intra-node: PCIe gen {gen} x16, {value} GB/s per direction (no NVLink switch assumed)").format(
+            gen=gen, value=f"{pcie:g}"
+        )
+    )
     return pcie * 1e9 * eff
 
 
@@ -69,18 +88,26 @@ def inter_node_bytes_per_s(
     eff = NET.LINK_EFFICIENCY.value
     if network_gbps is not None:
         notes.add(
-            f"inter-node: {network_gbps:g} Gb/s per node (given: --network-gbps or the instance's network)"
+            _("inter-node: {value} Gb/s per node (given: --network-gbps or the instance's network)").format(
+                value=f"{network_gbps:g}"
+            )
         )
         return network_gbps / 8 * 1e9 * eff
     per_gpu = NET.INTERNODE_GBPS_PER_GPU.get(gpu.name)
     notes.const(NET.INTERNODE_SOURCE)
     if per_gpu is not None:
         notes.add(
-            f"inter-node: {gpus_per_node}×{per_gpu:g} Gb/s InfiniBand/EFA per node assumed for {gpu.name}"
+            _("inter-node: {count}×{value} Gb/s InfiniBand/EFA per node assumed for {gpu}").format(
+                count=gpus_per_node, value=f"{per_gpu:g}", gpu=gpu.name
+            )
         )
         return gpus_per_node * per_gpu / 8 * 1e9 * eff
     default = notes.const(NET.INTERNODE_CONSERVATIVE_GBPS)
-    notes.add(f"inter-node: {default:g} Gb/s Ethernet per node assumed for {gpu.name} (network unknown)")
+    notes.add(
+        _("inter-node: {value} Gb/s Ethernet per node assumed for {gpu} (network unknown)").format(
+            value=f"{default:g}", gpu=gpu.name
+        )
+    )
     return default / 8 * 1e9 * eff
 
 
@@ -92,7 +119,11 @@ def arch_efficiency(gpu: GpuSpec, dtype: str, calibration: Calibration | None, n
         measured = _calibrated_efficiency(calibration, dtype, notes)
         if measured is not None:
             eff, what = measured
-            notes.add(f"calibration {calibration.source}: {what} replaces the default")
+            notes.add(
+                _("calibration {source}: {what} replaces the default").format(
+                    source=calibration.source, what=what
+                )
+            )
             return eff
     if calibration is not None and calibration.same_generation(gpu):
         ref = calibration.reference
@@ -100,20 +131,31 @@ def arch_efficiency(gpu: GpuSpec, dtype: str, calibration: Calibration | None, n
         if ref is not None and measured is not None:
             ratio = measured[0] / default_efficiency(ref, dtype, Notes())
             notes.add(
-                f"calibration {calibration.source}: measured on {ref.name}, another {ref.architecture} GPU "
-                f"({measured[1]}); {ratio:.2f}× its default applied to {gpu.name}'s default (same generation)"
+                _(
+                    "calibration {source}: measured on {ref}, another {arch} GPU ({what}); {ratio}× its "
+                    "default applied to {gpu}'s default (same generation)"
+                ).format(
+                    source=calibration.source,
+                    ref=ref.name,
+                    arch=ref.architecture,
+                    what=measured[1],
+                    ratio=f"{ratio:.2f}",
+                    gpu=gpu.name,
+                )
             )
             return default_efficiency(gpu, dtype, notes) * ratio
     if calibration is not None and calibration.kind == "bench" and not calibration.applies_to(gpu.name):
         why = (
-            "nothing measured for training"
+            _("nothing measured for training")
             if calibration.same_generation(gpu)
-            else "another generation"
+            else _("another generation")
             if calibration.reference is not None
-            else "its generation is unknown"
+            else _("its generation is unknown")
         )
         notes.add(
-            f"calibration {calibration.source} is for {calibration.gpu}, not {gpu.name}: not used ({why})"
+            _("calibration {source} is for {other}, not {gpu}: not used ({why})").format(
+                source=calibration.source, other=calibration.gpu, gpu=gpu.name, why=why
+            )
         )
     return default_efficiency(gpu, dtype, notes)
 
@@ -141,8 +183,10 @@ def default_efficiency(gpu: GpuSpec, dtype: str, notes: Notes) -> float:
         ratio = notes.const(K.TRAIN_EFF_PER_GEMM_FRACTION)
         frac = notes.const(measured)
         notes.add(
-            f"{gpu.name}: sustained large-GEMM {frac:.0%} of the datasheet peak (a public measurement of "
-            "this card) replaces the architecture default"
+            _(
+                "{gpu}: sustained large-GEMM {share} of the datasheet peak (a public measurement of "
+                "this card) replaces the architecture default"
+            ).format(gpu=gpu.name, share=f"{frac:.0%}")
         )
         return frac * ratio
     notes.const(K.ARCH_EFFICIENCY_SOURCE)
@@ -150,6 +194,8 @@ def default_efficiency(gpu: GpuSpec, dtype: str, notes: Notes) -> float:
     if arch in K.ARCH_EFFICIENCY:
         return K.ARCH_EFFICIENCY[arch]
     notes.add(
-        f"no efficiency figure for architecture {gpu.architecture!r}: using {K.ARCH_EFFICIENCY_DEFAULT}"
+        _("no efficiency figure for architecture {arch}: using {value}").format(
+            arch=repr(gpu.architecture), value=K.ARCH_EFFICIENCY_DEFAULT
+        )
     )
     return K.ARCH_EFFICIENCY_DEFAULT

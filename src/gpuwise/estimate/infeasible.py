@@ -11,6 +11,7 @@ import math
 from gpuwise.catalog.models import GpuSpec
 from gpuwise.estimate.models import Estimate, MemoryBreakdown
 from gpuwise.estimate.notes import Notes
+from gpuwise.locale import _
 
 
 def impossible(
@@ -28,7 +29,7 @@ def impossible(
     notes.add(reason)
     memory = mem or MemoryBreakdown(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     if mem is not None:
-        notes.add("no speed figure: the fit verdict is on memory alone")
+        notes.add(_("no speed figure: the fit verdict is on memory alone"))
     return Estimate(
         gpu=gpu.name,
         count=count,

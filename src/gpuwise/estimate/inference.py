@@ -20,6 +20,7 @@ from gpuwise.estimate.model_math import matmul_params
 from gpuwise.estimate.models import Estimate, MemoryBreakdown
 from gpuwise.estimate.notes import Notes
 from gpuwise.estimate.serving import QUEUE_MODEL, Latency, ReplicaTimes, largest, latency, latency_note, meets
+from gpuwise.locale import _
 from gpuwise.units import GIB
 from gpuwise.workload.spec import InferenceSpec, Workload
 
@@ -54,20 +55,28 @@ def inference_estimate(
     transformer = m.kind == "transformer"
     unit = "output tokens/s" if transformer else "samples/s"
     if tp > count:
-        reason = f"tensor_parallel = {tp} needs {tp} GPUs, got {count}"
+        reason = _("tensor_parallel = {tp} needs {tp} GPUs, got {count}").format(tp=tp, count=count)
         return impossible(
             gpu, count=count, nodes=nodes, capacity=capacity, unit=unit, reason=reason, notes=notes
         )
     replicas = count // tp
     if replicas * tp != count:
-        notes.add(f"{count - replicas * tp} of {count} GPUs idle: count is not a multiple of tensor_parallel")
+        notes.add(
+            _("{idle} of {count} GPUs idle: count is not a multiple of tensor_parallel").format(
+                idle=count - replicas * tp, count=count
+            )
+        )
     mem, weights, kv_per_token = _memory(w, inf, notes)
 
     dtype = {"int8": "int8", "fp8": "fp8", "int4": "int4"}.get(inf.weights_precision, inf.weights_precision)
     peak, used = peak_flops(gpu, dtype, notes)
     bw = bandwidth(gpu, notes)
     if peak is None or bw is None:
-        reason = f"{gpu.name} lacks a published {'peak' if peak is None else 'memory bandwidth'} figure"
+        reason = (
+            _("{gpu} lacks a published peak figure")
+            if peak is None
+            else _("{gpu} lacks a published memory bandwidth figure")
+        ).format(gpu=gpu.name)
         return impossible(
             gpu, count=count, nodes=nodes, capacity=capacity, unit=unit, reason=reason, notes=notes, mem=mem
         )
@@ -103,8 +112,10 @@ def _memory(w: Workload, inf: InferenceSpec, notes: Notes) -> tuple[MemoryBreakd
     kv = kv_per_token * ctx_max * c
     if transformer:
         notes.add(
-            f"KV cache: 2·L·kv_heads·head_dim·{kv_b:g} B per token ({m.n_kv_heads} KV heads, "
-            f"{inf.kv_dtype}), {c} sequences × {ctx_max} tokens per replica"
+            _(
+                "KV cache: 2·L·kv_heads·head_dim·{bytes} B per token ({heads} KV heads, {dtype}), "
+                "{count} sequences × {tokens} tokens per replica"
+            ).format(bytes=f"{kv_b:g}", heads=m.n_kv_heads, dtype=inf.kv_dtype, count=c, tokens=ctx_max)
         )
         chunk = min(c * max(inf.prompt_tokens, 1), 8192)
         acts = chunk * ((m.hidden or 0) * 8 + m.n_ffn * 6) / tp + c * (m.vocab or 0) * 4
@@ -132,7 +143,7 @@ def _efficiencies(
     # Both defaults are the same for every GPU, so on another GPU of the measured generation the measured
     # ratio to the default gives the measured figure itself; only the label differs.
     where = (
-        f" on {ref.name} (same {ref.architecture} generation, ratio applied)"
+        _(" on {gpu} (same {arch} generation, ratio applied)").format(gpu=ref.name, arch=ref.architecture)
         if ref is not None and not calibration.applies_to(gpu.name)
         else ""
     )
@@ -142,7 +153,11 @@ def _efficiencies(
     if not calibration.memory_bandwidth_fraction:
         return prefill_eff, notes.const(K.DECODE_BANDWIDTH_EFFICIENCY)
     bw_eff = calibration.memory_bandwidth_fraction * notes.const(K.DECODE_EFF_PER_BANDWIDTH_FRACTION)
-    notes.add(f"calibration {calibration.source}: measured memory bandwidth{where} replaces the default")
+    notes.add(
+        _("calibration {source}: measured memory bandwidth{where} replaces the default").format(
+            source=calibration.source, where=where
+        )
+    )
     return prefill_eff, bw_eff
 
 
@@ -193,7 +208,10 @@ def _prefill_and_decode(
     model_flops_per_out = (2 * n_act * (p + inf.output_tokens)) / inf.output_tokens
     mfu = model_flops_per_out * thr_total / s.count / s.peak
     notes.add(
-        "decode step = max(weights + KV read at the bandwidth efficiency, 2·N·concurrency FLOPs) + overhead"
+        _(
+            "decode step = max(weights + KV read at the bandwidth efficiency, 2·N·concurrency FLOPs) "
+            "+ overhead"
+        )
     )
     # A prompt prefilled by itself still reads every local weight once (short prompts are memory-bound).
     alone_s = max(prefill_s, weights / (s.bw * bw_eff)) + step.overhead(1)
@@ -319,7 +337,9 @@ def _inference_result(
         hours = duration if meets else duration * target / thr_total
         if not meets:
             notes.add(
-                f"serves {thr_total:,.0f} of the {target:,.0f} {s.unit} target: hours stretched to the total"
+                _("serves {served} of the {target} {unit} target: hours stretched to the total").format(
+                    served=f"{thr_total:,.0f}", target=f"{target:,.0f}", unit=s.unit
+                )
             )
     fits = s.mem.total <= s.capacity
     if not fits:

@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from gpuwise.estimate import constants as K  # noqa: N812 - K is the constants table, read everywhere
 from gpuwise.estimate.notes import Notes
+from gpuwise.locale import _
 from gpuwise.workload.spec import TrainSpec
 
 
@@ -61,8 +62,10 @@ def lengths(t: TrainSpec, notes: Notes) -> Lengths:
     if t.avg_tokens is None:
         if t.samples is not None:
             notes.add(
-                f"no avg_tokens: every sample assumed to fill seq_len = {seq:g} tokens (give [train] "
-                "avg_tokens, the mean tokens per sample, for shorter data)"
+                _(
+                    "no avg_tokens: every sample assumed to fill seq_len = {seq} tokens (give [train] "
+                    "avg_tokens, the mean tokens per sample, for shorter data)"
+                ).format(seq=f"{seq:g}")
             )
         return Lengths(seq, seq, seq, 1.0, seq)
     mean = float(t.avg_tokens)
@@ -71,18 +74,24 @@ def lengths(t: TrainSpec, notes: Notes) -> Lengths:
     peak = min(seq, length_quantile(mean, cv, K.LENGTH_PEAK_QUANTILE))
     if t.packing:
         notes.add(
-            f"packing: samples of {mean:g} tokens on average concatenated into rows of {seq:g}; attention "
-            "per sample (variable-length flash attention)"
+            _(
+                "packing: samples of {mean} tokens on average concatenated into rows of {seq}; attention "
+                "per sample (variable-length flash attention)"
+            ).format(mean=f"{mean:g}", seq=f"{seq:g}")
         )
         return Lengths(seq, attn, seq, 1.0, mean)
     if t.group_by_length:
         pad = min(seq, mean * notes.const(K.GROUP_BY_LENGTH_PAD))
-        notes.add(f"group_by_length: batches of similar length, padded to ~{pad:.0f} tokens")
+        notes.add(
+            _("group_by_length: batches of similar length, padded to ~{pad} tokens").format(pad=f"{pad:.0f}")
+        )
     else:
         pad = expected_max_length(mean, cv, t.micro_batch, seq)
         notes.add(
-            f"no packing: each micro batch of {t.micro_batch} padded to its longest sample, expected "
-            f"{pad:.0f} tokens for a mean of {mean:g} ({pad / mean:.2f}× the real tokens)"
+            _(
+                "no packing: each micro batch of {batch} padded to its longest sample, expected "
+                "{pad} tokens for a mean of {mean} ({ratio}× the real tokens)"
+            ).format(batch=t.micro_batch, pad=f"{pad:.0f}", mean=f"{mean:g}", ratio=f"{pad / mean:.2f}")
         )
     pad = max(pad, mean)
     return Lengths(pad, max(attn, pad if t.micro_batch > 1 else attn), peak, pad / mean, mean)

@@ -25,6 +25,7 @@ from gpuwise.estimate import memory_constants as MEM  # noqa: N812 - the memory 
 from gpuwise.estimate.models import Estimate, MemoryBreakdown
 from gpuwise.estimate.notes import Notes
 from gpuwise.estimate.stacks import RANGE_MIN_HALF_WIDTH
+from gpuwise.locale import _
 from gpuwise.units import GIB
 from gpuwise.workload.measured import Measurement
 from gpuwise.workload.spec import Workload
@@ -67,26 +68,56 @@ def _ratios(ref: GpuSpec, gpu: GpuSpec, precision: str | None) -> _Ratios:
         return _Ratios(_ratio(gpu.peak_tflops(precision), ref.peak_tflops(precision)), bandwidth, precision)
     found = {f: r for f in _UNSAID_FAMILIES if (r := _ratio(gpu.peak_tflops(f), ref.peak_tflops(f)))}
     if not found:
-        return _Ratios(None, bandwidth, "fp32 or bf16")
+        return _Ratios(None, bandwidth, _("fp32 or bf16"))
     family = min(found, key=lambda f: found[f])
     said = ", ".join(f"{f} {r:.2f}×" for f, r in found.items())
-    return _Ratios(found[family], bandwidth, f"{family} (precision not given: the smaller of {said})")
+    return _Ratios(
+        found[family],
+        bandwidth,
+        _("{family} (precision not given: the smaller of {said})").format(family=family, said=said),
+    )
 
 
 def _rule(bound: str, r: _Ratios) -> tuple[float | None, float | None, str]:
     """(ratio for the point estimate, ratio for the fast end of the range, the rule in words)."""
     known = [x for x in (r.compute, r.bandwidth) if x is not None]
     if bound == "compute":
-        return r.compute, r.compute, f"compute-bound: dense {r.family} TFLOPS ratio"
+        return r.compute, r.compute, _("compute-bound: dense {family} TFLOPS ratio").format(family=r.family)
     if bound == "memory_bandwidth":
-        return r.bandwidth, r.bandwidth, "memory-bound: memory bandwidth ratio"
+        return r.bandwidth, r.bandwidth, _("memory-bound: memory bandwidth ratio")
     if not known:
-        return None, None, "bound unknown and no datasheet ratio"
+        return None, None, _("bound unknown and no datasheet ratio")
     return (
         min(known),
         max(known),
-        f"bound unknown: the more conservative of the dense {r.family} TFLOPS and memory bandwidth ratios",
+        _(
+            "bound unknown: the more conservative of the dense {family} TFLOPS and memory bandwidth ratios"
+        ).format(family=r.family),
     )
+
+
+def _projection_note(ref: GpuSpec, gpu: GpuSpec, rule: str, point: float) -> str:
+    return _("projected from {ref} to {gpu} by the rule for {rule}: {ratio}× the measured speed").format(
+        ref=ref.name, gpu=gpu.name, rule=rule, ratio=f"{point:.2f}"
+    ) + (
+        ""
+        if ref.vendor == gpu.vendor
+        else _(" (a {ref} → {gpu} ratio ignores the software)").format(ref=ref.vendor, gpu=gpu.vendor)
+    )
+
+
+def _scaling_note(count: int, measured_gpus: int, nodes: int) -> str:
+    return (
+        _(
+            "{count} GPUs vs the {measured} measured: speed scaled linearly (optimistic for a task "
+            "that does not split its work across GPUs or over {nodes} nodes)"
+        )
+        if nodes > 1
+        else _(
+            "{count} GPUs vs the {measured} measured: speed scaled linearly (optimistic for a task "
+            "that does not split its work across GPUs)"
+        )
+    ).format(count=count, measured=measured_gpus, nodes=nodes)
 
 
 def measured_estimate(w: Workload, gpu: GpuSpec, *, count: int, nodes: int, notes: Notes) -> Estimate:
@@ -101,11 +132,13 @@ def measured_estimate(w: Workload, gpu: GpuSpec, *, count: int, nodes: int, note
     ref = reference_gpu(m)
     ratios = _ratios(ref, gpu, spec.precision)
     point, fast, rule = _rule(m.bound, ratios)
-    notes.add(m.describe() + (f"; command: {m.command}" if m.command else ""))
+    notes.add(m.describe() + (_("; command: {command}").format(command=m.command) if m.command else ""))
     if spec.gpus is None and m.gpus > 1:
         notes.add(
-            f"the measured machine had {m.gpus} GPUs: the time per unit is taken as all {m.gpus} working "
-            "together (write [measured] gpus = 1 if the task used one)"
+            _(
+                "the measured machine had {count} GPUs: the time per unit is taken as all {count} working "
+                "together (write [measured] gpus = 1 if the task used one)"
+            ).format(count=m.gpus)
         )
     unit = spec.unit or m.unit or "unit"
     measured_gpus = spec.gpus or m.gpus
@@ -128,26 +161,27 @@ def measured_estimate(w: Workload, gpu: GpuSpec, *, count: int, nodes: int, note
         range_source="datasheet ratios",
     )
     if point is None or fast is None:
-        reason = f"{gpu.name} vs {ref.name}: no published figure for the rule ({rule})"
+        reason = _("{gpu} vs {ref}: no published figure for the rule ({rule})").format(
+            gpu=gpu.name, ref=ref.name, rule=rule
+        )
         notes.add(reason)
         return replace(base, infeasible_reason=reason, assumptions=tuple(notes.items))
-    notes.add(
-        f"projected from {ref.name} to {gpu.name} by the rule for {rule}: {point:.2f}× the measured speed"
-        + ("" if ref.vendor == gpu.vendor else f" (a {ref.vendor} → {gpu.vendor} ratio ignores the software)")
-    )
+    notes.add(_projection_note(ref, gpu, rule, point))
     if scale != 1:
-        notes.add(
-            f"{count} GPUs vs the {measured_gpus} measured: speed scaled linearly (optimistic for a task "
-            "that does not split its work across GPUs" + (f" or over {nodes} nodes)" if nodes > 1 else ")")
-        )
+        notes.add(_scaling_note(count, measured_gpus, nodes))
     seconds_per_unit = m.seconds_per_unit / (point * scale)
     hours = spec.units * seconds_per_unit / 3600.0
     slow = min(point, fast, *(x for x in (ratios.compute, ratios.bandwidth) if x is not None))
     hours_low = min(hours * (1 - RANGE_MIN_HALF_WIDTH), hours * point / fast)
     hours_high = max(hours * (1 + RANGE_MIN_HALF_WIDTH), hours * point / slow)
     notes.add(
-        f"range: from the {'larger ratio' if m.bound == 'unknown' else 'rule'} to the smaller of the "
-        f"compute and bandwidth ratios (a task is never purely one), at least ±{RANGE_MIN_HALF_WIDTH:.0%}"
+        _(
+            "range: from the {start} to the smaller of the compute and bandwidth ratios (a task is never "
+            "purely one), at least ±{share}"
+        ).format(
+            start=_("larger ratio") if m.bound == "unknown" else _("rule"),
+            share=f"{RANGE_MIN_HALF_WIDTH:.0%}",
+        )
     )
     details = {
         "measured_seconds_per_unit": m.seconds_per_unit,
@@ -171,14 +205,20 @@ def _fit(m: Measurement, gpu: GpuSpec, notes: Notes) -> str:
     """fits / tight / does_not_fit against the measured peak; unknown when the peak was not measured."""
     peak, capacity = m.peak_memory_gib, gpu.memory_gib
     if peak is None:
-        notes.add("peak GPU memory was not measured: whether the task fits is unknown")
+        notes.add(_("peak GPU memory was not measured: whether the task fits is unknown"))
         return "unknown"
     notes.add(
-        f"memory: the measured peak {peak:.1f} GiB per GPU (a caching allocator may hold more than the task "
-        "needs where memory is free, so this errs high)"
+        _(
+            "memory: the measured peak {peak} GiB per GPU (a caching allocator may hold more than the task "
+            "needs where memory is free, so this errs high)"
+        ).format(peak=f"{peak:.1f}")
     )
     if peak > capacity:
-        notes.add(f"{gpu.name} has {capacity:.1f} GiB, below the measured peak {peak:.1f} GiB: does not fit")
+        notes.add(
+            _("{gpu} has {capacity} GiB, below the measured peak {peak} GiB: does not fit").format(
+                gpu=gpu.name, capacity=f"{capacity:.1f}", peak=f"{peak:.1f}"
+            )
+        )
         return "does_not_fit"
     margin = notes.const(MEM.TIGHT_MARGIN)
     if peak > capacity * (1 - margin):

@@ -31,6 +31,7 @@ from gpuwise.estimate.calibration import Calibration
 from gpuwise.estimate.core import estimate
 from gpuwise.estimate.models import Estimate, Remedy
 from gpuwise.estimate.remedies_text import describe
+from gpuwise.locale import _
 from gpuwise.units import GIB
 from gpuwise.workload.spec import Workload
 
@@ -106,7 +107,12 @@ class Search:
         """Say that more GPUs will not help, and why, with the memory at the most GPUs tried."""
         gib = at_most.memory.total / GIB
         self.keep(
-            updates, at_most, fits=False, why=f"{why}: {gib:,.1f} GiB per GPU even on {at_most.count} GPUs"
+            updates,
+            at_most,
+            fits=False,
+            why=_("{why}: {gib} GiB per GPU even on {count} GPUs").format(
+                why=why, gib=f"{gib:,.1f}", count=at_most.count
+            ),
         )
 
     def try_one(self, updates: Updates) -> bool:
@@ -173,10 +179,10 @@ def remedies(
     if not fitting and s.closest is not None:
         updates, est = _fewest_as_close(s, *s.closest)
         need, have = est.memory.total / GIB, gpu.memory_gib
-        why = (
-            f"nothing gpuwise can change fits on a {have:g} GiB {gpu.name}: the lightest it tried, "
-            f"{describe(updates, w, count)}, needs {need:,.1f} GiB per GPU (a GPU with more memory)"
-        )
+        why = _(
+            "nothing gpuwise can change fits on a {have} GiB {gpu}: the lightest it tried, "
+            "{change}, needs {need} GiB per GPU (a GPU with more memory)"
+        ).format(have=f"{have:g}", gpu=gpu.name, change=describe(updates, w, count), need=f"{need:,.1f}")
         s.keep(updates, est, fits=False, why=why)
     return (*fitting, *(r for r in s.found if not r.fits))
 
@@ -189,10 +195,16 @@ def first_remedy_text(w: Workload, gpu: GpuSpec, count: int) -> str | None:
     if not found or not found[0].fits:
         return None
     first = found[0]
-    return (
-        f"or, on {count}× {gpu.name} (it needs {base.memory.total / GIB:,.1f} of {gpu.memory_gib:g} GiB per "
-        f"GPU), {first.change} would fit ({first.memory_per_gpu_bytes / GIB:,.1f} GiB per GPU; `gpuwise "
-        f"estimate WORKLOAD --gpu {gpu.name}:{count}` lists every change that would)"
+    return _(
+        "or, on {count}× {gpu} (it needs {need} of {have} GiB per GPU), {change} would fit ({gib} GiB per "
+        "GPU; `gpuwise estimate WORKLOAD --gpu {gpu}:{count}` lists every change that would)"
+    ).format(
+        count=count,
+        gpu=gpu.name,
+        need=f"{base.memory.total / GIB:,.1f}",
+        have=f"{gpu.memory_gib:g}",
+        change=first.change,
+        gib=f"{first.memory_per_gpu_bytes / GIB:,.1f}",
     )
 
 

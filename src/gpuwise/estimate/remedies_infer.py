@@ -8,6 +8,7 @@ Pure; run by estimate/remedies.py on its `Search`. More GPUs as replicas never l
 from __future__ import annotations
 
 from gpuwise.estimate.remedies import TENSOR_PARALLEL, Search, Updates, bisect_values
+from gpuwise.locale import _
 from gpuwise.workload.spec import InferenceSpec
 
 # Bytes per weight of each precision, to try only the lower ones (fp8 and int4 are the serving choices).
@@ -34,7 +35,7 @@ def inference_remedies(s: Search) -> None:
         if s.try_one(dict(acc)) or _wider_tp(s, inf, acc) is None:
             return
     if wider and (est := s.run(wider)) is not None:
-        why = (
+        why = _(
             "more GPUs alone will not help: even the widest tensor-parallel group leaves too much on each GPU"
         )
         s.wont_help(wider, est, why)

@@ -6,22 +6,31 @@ Pure text over the updates of estimate/remedies.py; a key this table does not kn
 
 from __future__ import annotations
 
+from gpuwise.locale import _
 from gpuwise.workload.spec import Workload
 
-_METHOD = {
-    "lora": "LoRA instead of full fine-tuning (16-bit frozen base)",
-    "qlora": "QLoRA instead of full fine-tuning (4-bit NF4 frozen base)",
-}
-_SHARDING = {
-    "fsdp": "FSDP (ZeRO-3) sharding",
-    "zero3": "ZeRO-3 sharding",
-    "zero2": "ZeRO-2 sharding",
-    "zero1": "ZeRO-1 sharding",
-}
-_OFFLOAD = {
-    "optimizer": "CPU offload of the optimizer (ZeRO-Offload; the step runs on the CPU)",
-    "optimizer+params": "CPU offload of parameters and optimizer",
-}
+
+def _method() -> dict[str, str]:  # built per call: the language is chosen after import
+    return {
+        "lora": _("LoRA instead of full fine-tuning (16-bit frozen base)"),
+        "qlora": _("QLoRA instead of full fine-tuning (4-bit NF4 frozen base)"),
+    }
+
+
+def _sharding() -> dict[str, str]:
+    return {
+        "fsdp": _("FSDP (ZeRO-3) sharding"),
+        "zero3": _("ZeRO-3 sharding"),
+        "zero2": _("ZeRO-2 sharding"),
+        "zero1": _("ZeRO-1 sharding"),
+    }
+
+
+def _offload() -> dict[str, str]:
+    return {
+        "optimizer": _("CPU offload of the optimizer (ZeRO-Offload; the step runs on the CPU)"),
+        "optimizer+params": _("CPU offload of parameters and optimizer"),
+    }
 
 
 def describe(updates: dict[str, str | int | bool], w: Workload, count: int, *, largest: str = "") -> str:
@@ -32,47 +41,49 @@ def describe(updates: dict[str, str | int | bool], w: Workload, count: int, *, l
         if key == "count":
             continue
         head, note = _phrase(key, value, w)
-        notes = [n for n in ("largest that fits" if key == largest else "", note) if n]
-        parts.append(head + (f" ({'; '.join(notes)})" if notes else ""))
+        notes = [n for n in (_("largest that fits") if key == largest else "", note) if n]
+        parts.append(head + (_(" ({notes})").format(notes=_("; ").join(notes)) if notes else ""))
     text = " + ".join(parts)
     n = updates.get("count")
     if isinstance(n, int) and not isinstance(n, bool) and n != count:
-        gpus = f"{n} GPUs"
+        gpus = _("{count} GPUs").format(count=n)
         limit = w.constraints.max_gpus
         if limit is not None and n > limit:
-            gpus += f" (above the workload's max_gpus = {limit})"
-        text = f"{text} on {gpus}" if text else gpus
-    return text or "no change"
+            gpus += _(" (above the workload's max_gpus = {limit})").format(limit=limit)
+        text = _("{change} on {gpus}").format(change=text, gpus=gpus) if text else gpus
+    return text or _("no change")
 
 
 def _phrase(key: str, value: str | int | bool, w: Workload) -> tuple[str, str]:
     """(what the change is, a note on what it costs or keeps: "" for none)."""
     t = w.train
     if key == "train.micro_batch":
-        keeps = "gradient accumulation keeps global_batch" if t is not None and t.global_batch else ""
+        keeps = _("gradient accumulation keeps global_batch") if t is not None and t.global_batch else ""
         return f"micro_batch {value}", keeps
     if key == "train.seq_len":
-        return f"seq_len {value}", "longer samples are truncated"
+        return f"seq_len {value}", _("longer samples are truncated")
     if key == "train.activation_checkpointing":
-        return f'activation checkpointing "{value}"', "recomputes in the backward: slower"
+        return _('activation checkpointing "{value}"').format(value=value), _(
+            "recomputes in the backward: slower"
+        )
     if key == "train.fused_kernels":
-        return "fused kernels", "Liger/Unsloth chunked cross-entropy"
+        return _("fused kernels"), _("Liger/Unsloth chunked cross-entropy")
     if key == "train.optimizer":
         return "8-bit AdamW", "bitsandbytes"
     if key == "train.base_precision":
-        return f"{value} frozen base", "QLoRA" if value == "nf4" else ""
+        return _("{value} frozen base").format(value=value), "QLoRA" if value == "nf4" else ""
     if key == "train.method":
-        return _METHOD.get(str(value), f"method {value}"), ""
+        return _method().get(str(value), _("method {value}").format(value=value)), ""
     if key == "train.sharding":
-        return _SHARDING.get(str(value), f"sharding {value}"), ""
+        return _sharding().get(str(value), f"sharding {value}"), ""
     if key == "train.offload":
-        return _OFFLOAD.get(str(value), f"offload {value}"), ""
+        return _offload().get(str(value), f"offload {value}"), ""
     if key in ("train.tensor_parallel", "inference.tensor_parallel"):
-        return f"tensor parallelism {value}", ""
+        return _("tensor parallelism {value}").format(value=value), ""
     if key == "inference.concurrency":
-        return f"concurrency {value}", ""
+        return _("concurrency {value}").format(value=value), ""
     if key == "inference.weights_precision":
-        return f"{value} weights", ""
+        return _("{value} weights").format(value=value), ""
     if key == "inference.kv_precision":
-        return f"{value} KV cache", ""
+        return _("{value} KV cache").format(value=value), ""
     return f"{key} = {value}", ""

@@ -9,6 +9,7 @@ import math
 
 from gpuwise.estimate.models import Estimate
 from gpuwise.estimate.remedies import COUNTS, SEQ_STEP, Search, Updates
+from gpuwise.locale import _
 from gpuwise.workload.spec import TrainSpec, Workload
 
 _INTEGER_BASES = ("int8", "gptq-4bit", "awq-4bit")  # FSDP/ZeRO-3 cannot shard them (train_memory.py)
@@ -106,22 +107,28 @@ def _more_gpus(s: Search, t: TrainSpec) -> None:
     shard = _shard(t, {})
     sharded = s.fewest_gpus(shard) if shard else plain
     if isinstance(sharded, Estimate):
-        why = "more GPUs alone will not help, even with ZeRO-3/FSDP"
+        why = _("more GPUs alone will not help, even with ZeRO-3/FSDP")
         if t.method != "full" and t.base_dtype in _INTEGER_BASES:
-            why = (
-                f"more GPUs alone will not help: every GPU must hold the whole {t.base_dtype} frozen base "
+            why = _(
+                "more GPUs alone will not help: every GPU must hold the whole {dtype} frozen base "
                 "(integer-stored, FSDP/ZeRO-3 cannot shard it)"
-            )
+            ).format(dtype=t.base_dtype)
         elif t.zero_stage >= 3:
-            why = (
+            why = _(
                 "more GPUs alone will not help: what ZeRO-3/FSDP cannot shard (activations, gathered layers)"
             )
         s.wont_help({**shard, "count": sharded.count}, sharded, why)
     elif isinstance(plain, Estimate):
-        held = "the whole frozen base" if t.method != "full" else "the whole model and its optimizer states"
-        why = f"more GPUs alone will not help: data parallelism gives every GPU {held} (shard it instead)"
+        held = (
+            _("the whole frozen base")
+            if t.method != "full"
+            else _("the whole model and its optimizer states")
+        )
+        why = _(
+            "more GPUs alone will not help: data parallelism gives every GPU {held} (shard it instead)"
+        ).format(held=held)
         if t.zero_stage:
-            why = "more GPUs alone will not help: what this ZeRO stage leaves whole stays on every GPU"
+            why = _("more GPUs alone will not help: what this ZeRO stage leaves whole stays on every GPU")
         s.wont_help({"count": plain.count}, plain, why)
 
 

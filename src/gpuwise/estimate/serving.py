@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuwise.estimate.constants import Constant
+from gpuwise.locale import _
 
 BATCHING = ("continuous", "static")
 
@@ -156,11 +157,15 @@ def largest(ok: Callable[[int], bool], limit: int = 4096) -> int:
 def latency_note(lat: Latency) -> str:
     """The assumption line that says how the latency figures were modelled."""
     how = (
-        "continuous batching: a request joins the running batch at the next step; the other requests' "
-        "prefills delay its first token (M/D/1 queue) and stall its decode once each"
+        _(
+            "continuous batching: a request joins the running batch at the next step; the other requests' "
+            "prefills delay its first token (M/D/1 queue) and stall its decode once each"
+        )
         if lat.batching == "continuous"
-        else "static batching: the batch's requests arrive together, are prefilled together (first token "
-        "after the whole batch's prefill) and decoded together; a request arriving mid-batch waits for "
-        "the batch to end (not counted)"
+        else _(
+            "static batching: the batch's requests arrive together, are prefilled together (first token "
+            "after the whole batch's prefill) and decoded together; a request arriving mid-batch waits for "
+            "the batch to end (not counted)"
+        )
     )
-    return f"latency at concurrency {lat.concurrency} per replica, {how}"
+    return _("latency at concurrency {count} per replica, {how}").format(count=lat.concurrency, how=how)

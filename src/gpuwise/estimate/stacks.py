@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwise.estimate.constants import Constant
+from gpuwise.locale import _
 
 
 # --- training stacks (issue 11: what real users run, not only tuned benchmarks) ---------------------------
@@ -41,13 +42,24 @@ class Stack:
     calibrated_on: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        cal = f"; fitted on user rows {', '.join(self.calibrated_on)}" if self.calibrated_on else ""
-        return (
-            f"stack {self.name}: {self.efficiency:.2f}× tuned compute efficiency, "
-            f"{self.layer_overhead_s * 1e3:g} ms per layer per micro batch, {self.step_overhead_s:g} s per "
-            f"optimizer step, {self.loader_overhead:.0%} data-loader wait, "
-            f"{self.comm_overlap:.0%} of gradient "
-            f"traffic overlapped ({self.source}{cal})"
+        cal = (
+            _("; fitted on user rows {rows}").format(rows=", ".join(self.calibrated_on))
+            if self.calibrated_on
+            else ""
+        )
+        return _(
+            "stack {name}: {efficiency}× tuned compute efficiency, {layer} ms per layer per micro batch, "
+            "{step} s per optimizer step, {loader} data-loader wait, {overlap} of gradient traffic "
+            "overlapped ({source}{calibrated})"
+        ).format(
+            name=self.name,
+            efficiency=f"{self.efficiency:.2f}",
+            layer=f"{self.layer_overhead_s * 1e3:g}",
+            step=f"{self.step_overhead_s:g}",
+            loader=f"{self.loader_overhead:.0%}",
+            overlap=f"{self.comm_overlap:.0%}",
+            source=self.source,
+            calibrated=cal,
         )
 
 

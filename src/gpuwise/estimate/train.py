@@ -24,6 +24,7 @@ from gpuwise.estimate.train_comm import data_parallel_seconds, tensor_parallel_s
 from gpuwise.estimate.train_compute import Flops, compute_seconds, efficiency, flops_per_unit, fp8_speed
 from gpuwise.estimate.train_fixed import offload_seconds, optimizer_step_seconds
 from gpuwise.estimate.train_memory import train_memory
+from gpuwise.locale import _
 from gpuwise.units import GIB
 from gpuwise.workload.spec import TrainSpec, Workload, default_framework
 
@@ -137,18 +138,24 @@ def _announce_stack(w: Workload, t: TrainSpec, notes: Notes) -> Stack:
     stack_name = default_framework(w.task, t, m.kind)
     stack = STACKS[stack_name]
     if t.framework is None:
-        what = f"{t.method} {'fine-tune' if w.task == 'finetune' else 'training'}"
+        what = (_("{method} fine-tune") if w.task == "finetune" else _("{method} training")).format(
+            method=t.method
+        )
         notes.add(
-            f"no framework given: assuming {stack_name}, the common stack for a {what} (set [train] "
-            'framework, e.g. "unsloth" or "tuned", to change)'
+            _(
+                "no framework given: assuming {stack}, the common stack for a {what} (set [train] "
+                'framework, e.g. "unsloth" or "tuned", to change)'
+            ).format(stack=stack_name, what=what)
         )
     elif t.framework == "generic":
-        notes.add('framework "generic" is the old name of "tuned"')
+        notes.add(_('framework "generic" is the old name of "tuned"'))
     notes.add(stack.describe())
     if m.kind == "transformer" and t.method != "full" and t.base_precision is None and t.method == "lora":
         notes.add(
-            f'no base_precision: the frozen base is kept in {t.base_dtype} (set base_precision = "nf4" '
-            'or "int8" for a quantized base)'
+            _(
+                'no base_precision: the frozen base is kept in {dtype} (set base_precision = "nf4" '
+                'or "int8" for a quantized base)'
+            ).format(dtype=t.base_dtype)
         )
     return stack
 
@@ -159,13 +166,17 @@ def _layout(t: TrainSpec, *, count: int, nodes: int, notes: Notes) -> tuple[int,
     dp = count // (tp * pp)
     if dp * tp * pp != count:
         notes.add(
-            f"{count - dp * tp * pp} of {count} GPUs idle: count is not a multiple of tp × pp = {tp * pp}"
+            _("{idle} of {count} GPUs idle: count is not a multiple of tp × pp = {group}").format(
+                idle=count - dp * tp * pp, count=count, group=tp * pp
+            )
         )
     gpn = math.ceil(count / nodes)
     if count % nodes:
         notes.add(
-            f"uneven layout: {count} GPUs on {nodes} nodes, up to {gpn} per node (the fullest node's network "
-            "share paces the step)"
+            _(
+                "uneven layout: {count} GPUs on {nodes} nodes, up to {per_node} per node (the fullest node's "
+                "network share paces the step)"
+            ).format(count=count, nodes=nodes, per_node=gpn)
         )
     return dp, gpn
 
@@ -174,7 +185,7 @@ def _accumulation(t: TrainSpec, *, dp: int, notes: Notes) -> int:
     """Micro batches per GPU per optimizer step: from global_batch, else one."""
     if t.global_batch is not None:
         return max(1, math.ceil(t.global_batch / (t.micro_batch * dp)))
-    notes.add("no global_batch: one micro batch per GPU per optimizer step (no gradient accumulation)")
+    notes.add(_("no global_batch: one micro batch per GPU per optimizer step (no gradient accumulation)"))
     return 1
 
 

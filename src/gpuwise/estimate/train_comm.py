@@ -12,6 +12,7 @@ from gpuwise.estimate import memory_constants as MEM  # noqa: N812 - the memory 
 from gpuwise.estimate.hardware import inter_node_bytes_per_s, intra_node_bytes_per_s
 from gpuwise.estimate.model_math import lora_params
 from gpuwise.estimate.notes import Notes
+from gpuwise.locale import _
 from gpuwise.workload.spec import TrainSpec, Workload
 
 
@@ -39,7 +40,7 @@ def tensor_parallel_seconds(
     act_bytes = t.micro_batch * seq * (m.hidden or 0) * 2
     tp_s = 4 * (m.layers or 0) / pp * accum * 2 * (tp - 1) / tp * act_bytes / link
     if tp > gpn:
-        notes.add("tensor parallelism spans nodes: activations all-reduced over the network")
+        notes.add(_("tensor parallelism spans nodes: activations all-reduced over the network"))
     return tp_s
 
 
@@ -73,8 +74,10 @@ def data_parallel_seconds(
         gathered = m.n_params / (tp * pp) * weight_b * 2 * accum
         dp_bytes = (dp - 1) / dp * (gathered + volume)
         notes.add(
-            "FSDP/ZeRO-3: all weights (frozen ones too) all-gathered for forward and backward of each "
-            "micro batch, gradients reduce-scattered once per step"
+            _(
+                "FSDP/ZeRO-3: all weights (frozen ones too) all-gathered for forward and backward of each "
+                "micro batch, gradients reduce-scattered once per step"
+            )
         )
     bw = intra_node_bytes_per_s(gpu, notes)
     if nodes > 1:

@@ -18,6 +18,7 @@ from gpuwise.estimate.lengths import Lengths
 from gpuwise.estimate.model_math import matmul_params
 from gpuwise.estimate.notes import Notes
 from gpuwise.estimate.stacks import Stack
+from gpuwise.locale import _
 from gpuwise.workload.spec import ModelSpec, TrainSpec, Workload
 
 
@@ -34,7 +35,7 @@ def flops_per_unit(m: ModelSpec, t: TrainSpec, lengths: Lengths, notes: Notes) -
     """6·N (4·N with a frozen base) + the attention core per token, plus what recomputation adds."""
     if m.kind != "transformer":
         model_flops = 3 * (m.flops_per_sample or 0)
-        notes.add("3 × forward FLOPs per training sample (forward + backward)")
+        notes.add(_("3 × forward FLOPs per training sample (forward + backward)"))
         return Flops(model_flops, model_flops, model_flops)
     n_mm = matmul_params(m)
     qd = (m.heads or 1) * m.n_head_dim
@@ -50,10 +51,12 @@ def flops_per_unit(m: ModelSpec, t: TrainSpec, lengths: Lengths, notes: Notes) -
     elif t.activation_checkpointing == "selective":
         hw_flops += attn / 3
     notes.add(
-        f"{coeff:g}·N + 12·L·s·h FLOPs per token (N = {n_mm / 1e9:.2f}B matmul params"
-        + (", active per token" if m.experts > 1 else "")
-        + (", frozen base: no weight-gradient GEMMs" if t.method != "full" else "")
-        + ")"
+        _("{coeff}·N + 12·L·s·h FLOPs per token (N = {params}B matmul params{active}{frozen})").format(
+            coeff=f"{coeff:g}",
+            params=f"{n_mm / 1e9:.2f}",
+            active=_(", active per token") if m.experts > 1 else "",
+            frozen=_(", frozen base: no weight-gradient GEMMs") if t.method != "full" else "",
+        )
     )
     return Flops(model_flops, hw_flops, linear_hw_flops)
 
@@ -96,7 +99,7 @@ def efficiency(
 def fp8_speed(speed: float, gpu: GpuSpec, flops: Flops, notes: Notes) -> float:
     """FLOP/s of an FP8 step from its BF16 speed: only the linear layers run faster (Amdahl)."""
     if not gpu.peak_tflops("fp8"):
-        notes.add(f"{gpu.name} has no FP8 tensor cores: time assumes BF16/FP16 speed")
+        notes.add(_("{gpu} has no FP8 tensor cores: time assumes BF16/FP16 speed").format(gpu=gpu.name))
         return speed
     fp8 = notes.const(K.FP8_SPEEDUP)
     # Only the linear layers run in FP8: the attention core (and its recompute) keeps BF16 speed.

@@ -12,6 +12,7 @@ from gpuwise.estimate import interconnect_constants as NET  # noqa: N812 - the l
 from gpuwise.estimate.model_math import lora_params
 from gpuwise.estimate.notes import Notes
 from gpuwise.estimate.stacks import Stack
+from gpuwise.locale import _
 from gpuwise.workload.spec import TrainSpec, Workload
 
 
@@ -63,9 +64,14 @@ def offload_seconds(
     if stack.name != "deepspeed":
         cpu_s *= notes.const(NET.TORCH_CPU_ADAM_SLOWDOWN)
     notes.add(
-        f"CPU offload: {moved / 1e9:.1f} GB over PCIe per GPU per step ({moved / pcie:.1f} s) and the "
-        f"optimizer step on the CPU ({cpu_s:.1f} s"
-        + (", PyTorch's CPU AdamW" if stack.name != "deepspeed" else ", DeepSpeedCPUAdam")
-        + "), not overlapped"
+        _(
+            "CPU offload: {gb} GB over PCIe per GPU per step ({pcie_s} s) and the optimizer step on the CPU "
+            "({cpu_s} s, {adam}), not overlapped"
+        ).format(
+            gb=f"{moved / 1e9:.1f}",
+            pcie_s=f"{moved / pcie:.1f}",
+            cpu_s=f"{cpu_s:.1f}",
+            adam=_("PyTorch's CPU AdamW") if stack.name != "deepspeed" else "DeepSpeedCPUAdam",
+        )
     )
     return moved / pcie + cpu_s

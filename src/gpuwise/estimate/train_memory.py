@@ -15,6 +15,7 @@ from gpuwise.estimate.model_math import act_bytes_per_token_layer, lora_params
 from gpuwise.estimate.models import MemoryBreakdown
 from gpuwise.estimate.notes import Notes
 from gpuwise.estimate.stacks import Stack
+from gpuwise.locale import _
 from gpuwise.units import GIB
 from gpuwise.workload.spec import ModelSpec, TrainSpec, Workload
 
@@ -72,7 +73,10 @@ def _optimizer_state_bytes(t: TrainSpec, notes: Notes) -> float:
     if t.pure_low_precision and t.precision not in ("fp32", "tf32"):
         opt_state = opt_state / 2 if t.optimizer_kind in ("adamw", "sgd") else opt_state
         notes.add(
-            "pure low precision: weights, gradients and optimizer states in the compute dtype, no fp32 master"
+            _(
+                "pure low precision: weights, gradients and optimizer states in the compute dtype, "
+                "no fp32 master"
+            )
         )
     return opt_state
 
@@ -91,11 +95,13 @@ def _full_states(
     if mixed:
         per_param = 2 * compute_b + opt_state + MEM.MASTER_WEIGHT_BYTES
         notes.add(
-            f"mixed precision: {t.precision} weights and gradients + fp32 master weights and "
-            f"{t.optimizer} states = {per_param:g} B/param before sharding (ZeRO paper accounting)"
+            _(
+                "mixed precision: {precision} weights and gradients + fp32 master weights and "
+                "{optimizer} states = {per_param} B/param before sharding (ZeRO paper accounting)"
+            ).format(precision=t.precision, optimizer=t.optimizer, per_param=f"{per_param:g}")
         )
     if t.precision == "fp8":
-        notes.add("FP8 training keeps BF16 weights (Transformer Engine casts per GEMM)")
+        notes.add(_("FP8 training keeps BF16 weights (Transformer Engine casts per GEMM)"))
     if zero >= 1:
         optimizer /= dp
     if zero >= 2:
@@ -122,8 +128,10 @@ def _lora_states(
         emb = m.embedding_params * (1 if m.tied_embeddings else 2)
         base = ((n - emb) * qb + emb * 2) / shard
         notes.add(
-            f"{base_dtype} base ({qb:.3g} B/param): linear layers quantized, embeddings and output head "
-            "kept in 16-bit (bitsandbytes / GPTQ / AWQ)"
+            _(
+                "{dtype} base ({bytes} B/param): linear layers quantized, embeddings and output head "
+                "kept in 16-bit (bitsandbytes / GPTQ / AWQ)"
+            ).format(dtype=base_dtype, bytes=f"{qb:.3g}")
         )
     else:
         base = n / shard * MEM.BASE_BYTES_PER_PARAM.get(base_dtype, compute_b)
@@ -131,13 +139,19 @@ def _lora_states(
         # FSDP/ZeRO-3 flatten and shard floating-point tensors only: an integer-stored base (LLM.int8
         # Int8Params, GPTQ/AWQ packed int32) stays whole on every GPU. NF4 shards since bitsandbytes'
         # bnb_4bit_quant_storage (Answer.AI's FSDP-QLoRA, 2024).
-        notes.add(f"{base_dtype} base is integer-stored: FSDP/ZeRO-3 cannot shard it (a full copy per GPU)")
+        notes.add(
+            _("{dtype} base is integer-stored: FSDP/ZeRO-3 cannot shard it (a full copy per GPU)").format(
+                dtype=base_dtype
+            )
+        )
     elif zero >= 3:
         base /= dp
-    where = "all attention and MLP" if t.lora_targets == "all" else "the attention (q, k, v, o)"
+    where = _("all attention and MLP") if t.lora_targets == "all" else _("the attention (q, k, v, o)")
     notes.add(
-        f"LoRA rank {t.lora_rank} on {where} linear layers: {lora * shard / 1e6:.0f}M "
-        f"trainable params in fp32 with {t.optimizer} states"
+        _(
+            "LoRA rank {rank} on {where} linear layers: {params}M trainable params in fp32 with "
+            "{optimizer} states"
+        ).format(rank=t.lora_rank, where=where, params=f"{lora * shard / 1e6:.0f}", optimizer=t.optimizer)
     )
     return _States(base + lora * 4, lora * 4, lora * opt_state, trainable=lora * shard, adapters=lora)
 
@@ -154,7 +168,7 @@ def _offload(
         return s.weights, s.grads, s.optimizer, 0.0
     weights, grads = s.weights, s.grads
     offloaded = s.optimizer
-    what = "fp32 master weights and optimizer states"
+    what = _("fp32 master weights and optimizer states")
     if t.offload == "optimizer+params":
         window = 2 * m.n_params / shard / max(m.layers or 1, 1) * compute_b
         if t.method == "full":
@@ -163,8 +177,12 @@ def _offload(
         else:
             offloaded += weights - window
             weights = window + s.adapters * 4
-        what += ", parameters and gradients (two layers' weights gathered on the GPU at a time)"
-    notes.add(f"CPU offload: {what} live in host RAM ({offloaded / GIB:.1f} GiB per GPU)")
+        what += _(", parameters and gradients (two layers' weights gathered on the GPU at a time)")
+    notes.add(
+        _("CPU offload: {what} live in host RAM ({gib} GiB per GPU)").format(
+            what=what, gib=f"{offloaded / GIB:.1f}"
+        )
+    )
     return weights, grads, 0.0, offloaded
 
 
@@ -178,9 +196,14 @@ def _with_deepspeed_buffers(grads: float, t: TrainSpec, trainable_local: float, 
     buckets = (2 if zero < 3 else 1) * notes.const(MEM.DEEPSPEED_BUCKET_BYTES)
     grads += buckets
     notes.add(
-        f"DeepSpeed ZeRO-{zero}: fp32 gradient partition for the optimizer step"
-        + (" (on the CPU with offload)" if t.offload != "none" else "")
-        + f" and {buckets / 1e9:g} GB of communication buckets at DeepSpeed's defaults"
+        _(
+            "DeepSpeed ZeRO-{stage}: fp32 gradient partition for the optimizer step{where} and {gb} GB of "
+            "communication buckets at DeepSpeed's defaults"
+        ).format(
+            stage=zero,
+            where=_(" (on the CPU with offload)") if t.offload != "none" else "",
+            gb=f"{buckets / 1e9:g}",
+        )
     )
     return grads
 
@@ -216,15 +239,15 @@ def _layer_activations(
         per_layer = 2 * (m.hidden or 0) / tp
         acts = layer_count * per_layer * tokens + (linear + quad) * tokens
         notes.add(
-            "full activation checkpointing: 2·s·b·h bytes kept per layer, one layer recomputed at a time"
+            _("full activation checkpointing: 2·s·b·h bytes kept per layer, one layer recomputed at a time")
         )
     elif t.activation_checkpointing == "selective":
         acts = layer_count * linear * tokens
-        notes.add("selective checkpointing: attention scores recomputed (Korthikanti et al. 2022 §4.2)")
+        notes.add(_("selective checkpointing: attention scores recomputed (Korthikanti et al. 2022 §4.2)"))
     else:
         acts = layer_count * (linear + quad) * tokens
     if t.attention == "flash" and t.activation_checkpointing != "selective":
-        notes.add("flash attention: no s² attention matrix stored")
+        notes.add(_("flash attention: no s² attention matrix stored"))
     if t.fused_kernels and m.gated_mlp and t.activation_checkpointing != "full":
         # The fused SwiGLU recomputes silu(gate) in the backward: 2·ffn bytes per token per layer fewer.
         acts -= layer_count * 2 * m.n_ffn * m.experts_per_token / tp * tokens
@@ -237,7 +260,7 @@ def _loss_activations(
     """(logit bytes that double with fp32 training, loss bytes that already hold their fp32 copies)."""
     if m.vocab and t.fused_kernels:
         lb = notes.const(MEM.FUSED_LOSS_BYTES_PER_ELEMENT)
-        notes.add("fused kernels: chunked cross-entropy on the 16-bit logits, SwiGLU recomputed")
+        notes.add(_("fused kernels: chunked cross-entropy on the 16-bit logits, SwiGLU recomputed"))
         return 0.0, tokens * m.vocab * lb / tp
     if m.vocab and stack.hf_loss:
         # Counted after the fp32 doubling: the figure already holds the fp32 copies.
@@ -258,7 +281,11 @@ def _per_sample_activations(m: ModelSpec, t: TrainSpec, notes: Notes) -> float:
     acts = (m.flops_per_sample or 0) * per_flop * t.micro_batch * keep
     if keep < 1:
         mode = t.activation_checkpointing
-        notes.add(f"{mode} checkpointing keeps ~{keep:.0%} of activations (Chen et al. 2016)")
+        notes.add(
+            _("{mode} checkpointing keeps ~{share} of activations (Chen et al. 2016)").format(
+                mode=mode, share=f"{keep:.0%}"
+            )
+        )
     if t.precision in ("fp32", "tf32"):
         acts *= 2
     return acts
@@ -268,10 +295,11 @@ def _runtime_overhead(allocated: float, stack: Stack, count: int, notes: Notes) 
     """CUDA context, the caching allocator's fragmentation for this stack, and NCCL buffers when multi-GPU."""
     frag = stack.fragmentation
     notes.add(
-        f"allocator_fragmentation = {frag:g} × allocated for the {stack.name} stack (PyTorch caching "
-        "allocator: "
-        "reserved exceeds allocated by ~5% with fixed shapes, 8-15% with variable-length batches, as "
-        "torch.cuda.memory_summary reports in user threads)"
+        _(
+            "allocator_fragmentation = {frag} × allocated for the {stack} stack (PyTorch caching allocator: "
+            "reserved exceeds allocated by ~5% with fixed shapes, 8-15% with variable-length batches, as "
+            "torch.cuda.memory_summary reports in user threads)"
+        ).format(frag=f"{frag:g}", stack=stack.name)
     )
     overhead = notes.const(MEM.CUDA_CONTEXT_GIB) * GIB + allocated * frag
     if count > 1:

@@ -24,6 +24,7 @@ from datetime import date
 from typing import Any
 
 from gpuwise.errors import UsageError
+from gpuwise.locale import _
 from gpuwise.units import format_usd
 
 CURRENCIES = ("USD", "CNY")
@@ -47,12 +48,16 @@ class FxRate:
     def text(self, today: date | None = None) -> str:
         """'1 USD = 7.2734 CNY (Federal Reserve …, 2025-02-28; 641 days old)'."""
         if self.given:
-            return f"1 USD = {self.per_usd:.6g} {self.currency} (given with --exchange-rate)"
-        when = self.as_of.isoformat() if self.as_of else "date unknown"
+            return _("1 USD = {rate} {currency} (given with --exchange-rate)").format(
+                rate=f"{self.per_usd:.6g}", currency=self.currency
+            )
+        when = self.as_of.isoformat() if self.as_of else _("date unknown")
         age = ""
         if today is not None and self.as_of is not None:
             days = (today - self.as_of).days
-            age = f"; {days} days old: --exchange-rate {self.currency}=USD-PER-UNIT gives today's"
+            age = _("; {days} days old: --exchange-rate {currency}=USD-PER-UNIT gives today's").format(
+                days=days, currency=self.currency
+            )
         return f"1 USD = {self.per_usd:.6g} {self.currency} ({self.source}, {when}{age})"
 
 
@@ -103,9 +108,10 @@ class Money:
         """The line printed with every plan shown in another currency (empty for USD)."""
         if self.rate is None:
             return ""
-        return (
-            f"Money in {self.currency} ({SYMBOLS.get(self.currency, self.currency)}): USD prices "
-            f"converted at {self.rate.text(today)}."
+        return _("Money in {currency} ({symbol}): USD prices converted at {rate}.").format(
+            currency=self.currency,
+            symbol=SYMBOLS.get(self.currency, self.currency),
+            rate=self.rate.text(today),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -181,9 +187,9 @@ def check_currency(text: str) -> str:
     code = text.strip().upper()
     if code not in CURRENCIES:
         raise UsageError(
-            f"--currency {text!r} is not a currency gpuwise can show",
-            why="plans are shown in US dollars or Chinese yuan",
-            fix=f"use one of: {', '.join(CURRENCIES)}",
+            _("--currency {value} is not a currency gpuwise can show").format(value=repr(text)),
+            why=_("plans are shown in US dollars or Chinese yuan"),
+            fix=_("use one of: {currencies}").format(currencies=", ".join(CURRENCIES)),
         )
     return code
 
@@ -214,7 +220,7 @@ def offer_money(value: float | None, currency: str) -> str | None:
         return "—"
     usd = shown.usd_from(value, currency)
     if usd is None:
-        return f"{value:,.2f} {currency} (no rate)"
+        return _("{amount} {currency} (no rate)").format(amount=f"{value:,.2f}", currency=currency)
     return shown.format(usd)
 
 
@@ -255,7 +261,10 @@ def rates_json(shown: Money) -> dict[str, Any]:
 
 def other_rate_lines(shown: Money, today: date | None = None) -> list[str]:
     """'CNY prices converted at 1 USD = …' for each other currency a listing converts."""
-    return [f"{r.currency} prices converted at {r.text(today)}." for r in shown.others]
+    return [
+        _("{currency} prices converted at {rate}.").format(currency=r.currency, rate=r.text(today))
+        for r in shown.others
+    ]
 
 
 def bundled_for_ranking(given_usd_per_unit: Mapping[str, float], today: date) -> dict[str, tuple[float, str]]:
@@ -264,15 +273,15 @@ def bundled_for_ranking(given_usd_per_unit: Mapping[str, float], today: date) ->
     out: dict[str, tuple[float, str]] = {}
     for code, rate in BUNDLED.items():
         if code not in given_usd_per_unit:
-            out[code] = (rate.usd_per_unit, f"bundled rate: {rate.text(today)}")
+            out[code] = (rate.usd_per_unit, _("bundled rate: {rate}").format(rate=rate.text(today)))
     return out
 
 
 def ranking_lines(bundled: Mapping[str, tuple[float, str]], shown_in: Money) -> list[str]:
     """The header lines for bundled rates used to rank offers priced in another currency."""
     return [
-        f"Offers priced in {code} ranked with the rest at the {note}."
-        for code, (_, note) in sorted(bundled.items())
+        _("Offers priced in {currency} ranked with the rest at the {note}.").format(currency=code, note=note)
+        for code, (_rate, note) in sorted(bundled.items())
         if code != shown_in.currency or shown_in.rate is None
     ]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from gpuwise.locale import _
 from gpuwise.plan.models import Constraints, DataNeeds
 
 if TYPE_CHECKING:
@@ -22,13 +23,6 @@ GB = 1e9
 
 SMOKE_STEPS = 200  # optimizer steps of the prototype smoke test
 SMOKE_REQUESTS = 200  # requests of an inference smoke test
-SMOKE_DEFINITION_TRAIN = (
-    f"smoke test = {SMOKE_STEPS} steps at micro batch 1 and the workload's sequence length "
-    "(validates training, evaluation, saving and loading end to end before scaling up)"
-)
-SMOKE_DEFINITION_INFERENCE = (
-    f"smoke test = {SMOKE_REQUESTS} requests at concurrency 1 with the workload's prompt and output lengths"
-)
 
 
 def constraints_from(workload: Any, *, canonical_gpu: Callable[[str], str] | None = None) -> Constraints:
@@ -69,7 +63,9 @@ def data_needs_from(workload: Any, *, smoke: bool = False) -> DataNeeds:
     notes: list[str] = [size.description]
     egress = 0.0 if smoke else data.egress_gb
     notes.append(
-        f"storage for the run's duration: dataset {data.dataset_gb:g} GB + checkpoints; egress {egress:g} GB"
+        _("storage for the run's duration: dataset {dataset} GB + checkpoints; egress {egress} GB").format(
+            dataset=f"{data.dataset_gb:g}", egress=f"{egress:g}"
+        )
     )
     return DataNeeds(
         dataset_gb=data.dataset_gb,
@@ -88,10 +84,10 @@ def smoke_workload(workload: Any) -> tuple[Any, str]:
         m = spec.measurement
         units = float(m.units) if m is not None and m.units else min(float(spec.units), 1.0)
         smoke = workload.model_copy(update={"measured": spec.model_copy(update={"units": units})})
-        return smoke, (
-            f"smoke test = the measured task package once more ({units:g} {spec.unit or 'units'}), "
+        return smoke, _(
+            "smoke test = the measured task package once more ({units} {unit}), "
             "so the new machine's speed is known before the whole job"
-        )
+        ).format(units=f"{units:g}", unit=spec.unit or "units")
     if workload.train is not None:
         train = workload.train
         update: dict[str, Any] = {"micro_batch": 1, "global_batch": None, "epochs": 1}
@@ -101,7 +97,11 @@ def smoke_workload(workload: Any) -> tuple[Any, str]:
             update["samples"] = float(SMOKE_STEPS)
         # parallelism a single GPU cannot have
         update.update({"tensor_parallel": 1, "pipeline_parallel": 1})
-        return workload.model_copy(update={"train": train.model_copy(update=update)}), SMOKE_DEFINITION_TRAIN
+        definition = _(
+            "smoke test = {steps} steps at micro batch 1 and the workload's sequence length "
+            "(validates training, evaluation, saving and loading end to end before scaling up)"
+        ).format(steps=SMOKE_STEPS)
+        return workload.model_copy(update={"train": train.model_copy(update=update)}), definition
     inf = workload.inference
     update = {
         "concurrency": 1,
@@ -110,9 +110,9 @@ def smoke_workload(workload: Any) -> tuple[Any, str]:
         "duration_hours": None,
         "tensor_parallel": 1,
     }
-    return workload.model_copy(
-        update={"inference": inf.model_copy(update=update)}
-    ), SMOKE_DEFINITION_INFERENCE
+    return workload.model_copy(update={"inference": inf.model_copy(update=update)}), _(
+        "smoke test = {requests} requests at concurrency 1 with the workload's prompt and output lengths"
+    ).format(requests=SMOKE_REQUESTS)
 
 
 class PlanEstimator:
@@ -131,10 +131,9 @@ class PlanEstimator:
         from gpuwise.estimate import estimate
 
         if canonical_gpu_name(gpu) is None:
-            why = (
-                no_estimate_reason(gpu)
-                or f"{gpu} is not in gpuwise's GPU spec table (`gpuwise catalog gpus`)"
-            )
+            why = no_estimate_reason(gpu) or _(
+                "{gpu} is not in gpuwise's GPU spec table (`gpuwise catalog gpus`)"
+            ).format(gpu=gpu)
             self.why.setdefault(gpu, why)
             return None
         try:
@@ -180,10 +179,16 @@ def aws_spot_advisor_lookup(offer: Offer) -> InterruptionRate | None:
         per_hour = rate_from_monthly_share((found.low_pct + high) / 200.0)
     return InterruptionRate(
         per_hour=per_hour,
-        source=(
-            f"AWS Spot Advisor: {found.bucket} of {offer.instance_type} in {offer.region} "
-            f"interrupted over the trailing month ({found.source}, {found.as_of}) ≈ {per_hour:.2g} "
-            "preemptions/h"
+        source=_(
+            "AWS Spot Advisor: {bucket} of {instance} in {region} interrupted over the trailing month "
+            "({source}, {as_of}) ≈ {rate} preemptions/h"
+        ).format(
+            bucket=found.bucket,
+            instance=offer.instance_type,
+            region=offer.region,
+            source=found.source,
+            as_of=found.as_of,
+            rate=f"{per_hour:.2g}",
         ),
         assumed=False,
     )
@@ -244,12 +249,16 @@ def transfers_from(workload: Any, data: DataNeeds) -> tuple[float, float, str]:
     from gpuwise.estimate.constants import BYTES
 
     if workload.model is None:  # measured work: its inputs and outputs are not described
-        return 0.0, data.egress_gb, "measured task: no model download; upload = egress"
+        return 0.0, data.egress_gb, _("measured task: no model download; upload = egress")
     params = float(workload.model.params or 0.0)
     train = workload.train
     if train is None:
         model_gb = params * BYTES[workload.inference.weights_precision] / GB
-        return model_gb, data.egress_gb, f"model download {model_gb:,.1f} GB (weights); upload = egress"
+        return (
+            model_gb,
+            data.egress_gb,
+            _("model download {gb} GB (weights); upload = egress").format(gb=f"{model_gb:,.1f}"),
+        )
     base_bytes = 4.0 if train.precision == "fp32" else 2.0
     model_gb = params * base_bytes / GB if workload.task == "finetune" else 0.0
     if train.method in ("lora", "qlora"):
@@ -257,9 +266,10 @@ def transfers_from(workload: Any, data: DataNeeds) -> tuple[float, float, str]:
     else:
         final = params * BYTES[train.precision] / GB
     upload = final + data.egress_gb
-    why = (
-        f"model download {model_gb:,.1f} GB ({'base weights' if model_gb else 'none: from scratch'}); "
-        f"final upload {upload:,.2f} GB (trained weights + egress)"
+    why = _("model download {gb} GB ({what}); final upload {upload} GB (trained weights + egress)").format(
+        gb=f"{model_gb:,.1f}",
+        what=_("base weights") if model_gb else _("none: from scratch"),
+        upload=f"{upload:,.2f}",
     )
     return model_gb, upload, why
 

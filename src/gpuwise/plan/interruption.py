@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpuwise.locale import N_, _
 from gpuwise.plan.rates import HOURS_PER_MONTH  # the 730-h month AWS's trailing month is read as
 
 SPOT_ADVISOR_SOURCE = "aws.amazon.com/ec2/spot/instance-advisor"
@@ -38,20 +39,20 @@ SPOT_ADVISOR_BUCKET_SHARE: dict[str, float] = {
 }
 
 # Assumed rates (preemptions per hour) where the provider publishes none, each with its reason.
-_CLOUD_REASON = (
+_CLOUD_REASON = N_(
     "deliberately pessimistic: about one preemption per 20 h, the order of GCP's legacy preemptible VMs, "
     "which always stop within 24 h (cloud.google.com/compute/docs/instances/create-use-preemptible); "
     "far above AWS's worst published bucket (>20%/month ≈ 0.0005/h), so an unmeasured spot market is "
     "never favoured over a measured one"
 )
-_MARKET_REASON = (
+_MARKET_REASON = N_(
     "twice the cloud default: on a marketplace an interruptible (bid) instance is taken whenever someone "
     "bids or pays more, at any time"
 )
 DEFAULT_RATE_PER_HOUR = 0.05
 ASSUMED_RATES: dict[str, tuple[float, str]] = {
-    "gcp": (0.05, _CLOUD_REASON + "; GCP Spot VMs have no maximum run time and GCP publishes no rate"),
-    "azure": (0.05, _CLOUD_REASON + "; Azure publishes no eviction rate per VM size"),
+    "gcp": (0.05, _CLOUD_REASON + N_("; GCP Spot VMs have no maximum run time and GCP publishes no rate")),
+    "azure": (0.05, _CLOUD_REASON + N_("; Azure publishes no eviction rate per VM size")),
     "vast": (0.10, _MARKET_REASON),
     "primeintellect": (0.10, _MARKET_REASON),
 }
@@ -77,15 +78,36 @@ def rate_from_bucket(bucket: str) -> float | None:
 
 
 def assumed_rate(provider: str) -> InterruptionRate:
-    per_hour, why = ASSUMED_RATES.get(provider, (DEFAULT_RATE_PER_HOUR, _CLOUD_REASON))
+    per_hour, _english = ASSUMED_RATES.get(provider, (DEFAULT_RATE_PER_HOUR, _CLOUD_REASON))
     return InterruptionRate(
         per_hour=per_hour,
-        source=(
-            f"assumed {per_hour:g} preemptions/h for {provider} spot (the provider publishes no rate; "
-            f"{why}; override with --spot-interruptions-per-hour)"
-        ),
+        source=_(
+            "assumed {rate} preemptions/h for {provider} spot (the provider publishes no rate; "
+            "{why}; override with --spot-interruptions-per-hour)"
+        ).format(rate=f"{per_hour:g}", provider=provider, why=_reason(provider)),
         assumed=True,
     )
+
+
+def _reason(provider: str) -> str:
+    """ASSUMED_RATES' reason for `provider`, in the current language."""
+    cloud, market = _(_CLOUD_REASON), _(_MARKET_REASON)
+    return {
+        "gcp": cloud + _("; GCP Spot VMs have no maximum run time and GCP publishes no rate"),
+        "azure": cloud + _("; Azure publishes no eviction rate per VM size"),
+        "vast": market,
+        "primeintellect": market,
+    }.get(provider, cloud)
+
+
+def model_note() -> str:
+    """MODEL_NOTE in the current language."""
+    return _(
+        "spot preemption rates: AWS from its Spot Advisor bucket, the share of instances of that type and "
+        "region interrupted over the trailing month ({source}), taken at the bucket's middle "
+        "(<5% → 2.5%, >20% → 30%) and turned into a constant hourly rate −ln(1 − share)/730 h; other "
+        "providers publish none, so their rate is an assumption stated on each option"
+    ).format(source=SPOT_ADVISOR_SOURCE)
 
 
 MODEL_NOTE = (

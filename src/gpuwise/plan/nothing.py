@@ -7,6 +7,7 @@ planner's best relaxations. Pure text over a `PlanResult`; the CLI raises it as 
 
 from __future__ import annotations
 
+from gpuwise.locale import _, ngettext
 from gpuwise.plan.models import RELAXABLE, Constraints, PlanResult
 from gpuwise.plan.relax import CONSTRAINT_KEYS
 
@@ -15,20 +16,29 @@ def nothing_message(result: PlanResult, no_estimate_why: dict[str, str], constra
     """What removed the options: first the facts that removed what the constraints allowed (a GPU with no
     estimate, a dtype it cannot run, a currency without a rate, no shared fabric), then the constraints."""
     if not result.rejected:
-        return "No offer qualifies: the catalog has no offers"
-    text = f"No offer qualifies ({result.considered} configurations considered)"
+        return _("No offer qualifies: the catalog has no offers")
+    text = _("No offer qualifies ({count} configurations considered)").format(count=result.considered)
     facts = _blocked_text(result, no_estimate_why)
     if facts:
-        asked = f" of the GPUs asked for ({', '.join(constraints.gpus)})" if constraints.gpus else ""
-        text += f". The configurations{asked} your constraints allowed were removed by: " + "; ".join(facts)
+        if constraints.gpus:
+            text += _(
+                ". The configurations of the GPUs asked for ({gpus}) your constraints allowed were removed "
+                "by: {facts}"
+            ).format(gpus=", ".join(constraints.gpus), facts="; ".join(facts))
+        else:
+            text += _(". The configurations your constraints allowed were removed by: {facts}").format(
+                facts="; ".join(facts)
+            )
     constraint_counts = {r: n for r, n in result.rejected.items() if r in RELAXABLE}
     if constraint_counts:
         reason, n = max(constraint_counts.items(), key=lambda kv: kv[1])
-        text += f". Of the constraints, {CONSTRAINT_KEYS[reason]} removed the most ({n}, reason '{reason}')"
+        text += _(". Of the constraints, {key} removed the most ({count}, reason '{reason}')").format(
+            key=CONSTRAINT_KEYS[reason], count=n, reason=reason
+        )
     others = {r: n for r, n in result.rejected.items() if r not in RELAXABLE}
     if others:
-        text += "; besides: " + ", ".join(
-            f"{r} {n}" for r, n in sorted(others.items(), key=lambda kv: -kv[1])
+        text += _("; besides: {reasons}").format(
+            reasons=", ".join(f"{r} {n}" for r, n in sorted(others.items(), key=lambda kv: -kv[1]))
         )
     return text
 
@@ -40,35 +50,33 @@ def _blocked_text(result: PlanResult, no_estimate_why: dict[str, str]) -> list[s
     out: list[str] = []
     for reason, items in by_reason.items():
         for gpu, n in items[:3]:
-            plural = "configuration" if n == 1 else "configurations"
+            configs = ngettext("{count} configuration", "{count} configurations", n).format(count=n)
             if reason == "no_estimate":
-                why = no_estimate_why.get(gpu, "the estimator cannot model it")
-                out.append(f"{gpu}: no estimate ({n} {plural}): {why}")
-            elif reason == "dtype":
-                out.append(f"{gpu}: {result.dtype_why.get(gpu, 'cannot run the dtype')} ({n} {plural})")
-            elif reason == "currency":
+                why = no_estimate_why.get(gpu, _("the estimator cannot model it"))
                 out.append(
-                    f"{gpu}: priced in another currency with no --exchange-rate or --currency given "
-                    f"({n} {plural})"
+                    _("{gpu}: no estimate ({configs}): {why}").format(gpu=gpu, configs=configs, why=why)
                 )
-            elif reason == "no_fabric":
-                out.append(f"{gpu}: multi-node without a shared fabric ({n} {plural})")
-            elif reason == "does_not_fit":
-                out.append(f"{gpu}: the workload does not fit in its memory ({n} {plural})")
-            elif reason == "below_target_rate":
-                out.append(f"{gpu}: too slow for the target rate ({n} {plural})")
-            else:
-                out.append(f"{gpu}: {reason} ({n} {plural})")
+                continue
+            what = {
+                "dtype": result.dtype_why.get(gpu, _("cannot run the dtype")),
+                "currency": _("priced in another currency with no --exchange-rate or --currency given"),
+                "no_fabric": _("multi-node without a shared fabric"),
+                "does_not_fit": _("the workload does not fit in its memory"),
+                "below_target_rate": _("too slow for the target rate"),
+            }.get(reason, reason)
+            out.append(_("{gpu}: {what} ({configs})").format(gpu=gpu, what=what, configs=configs))
     return out
 
 
 def nothing_fix(result: PlanResult) -> str:
     """The best three relaxations, or what to change when no constraint relaxation helps."""
     if result.relaxations:
-        return "; ".join(r.suggestion for r in result.relaxations[:3])
+        return _("; ").join(r.suggestion for r in result.relaxations[:3])
     if result.blocked:
-        return (
+        return _(
             "ask for a GPU that has an estimate and runs the workload's dtype (`gpuwise catalog gpus`), "
             "or change the workload (precision, model size)"
         )
-    return "loosen the [constraints] of the workload, or plan a smaller configuration (the model may not fit)"
+    return _(
+        "loosen the [constraints] of the workload, or plan a smaller configuration (the model may not fit)"
+    )

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple, overload
 
 from gpuwise.catalog.models import Offer
 from gpuwise.estimate.models import Estimate
+from gpuwise.locale import _, ngettext
 from gpuwise.plan import runnable as run_rules
 from gpuwise.plan.costing import Costed, cost, hours_range
 from gpuwise.plan.interruption import InterruptionRate
@@ -137,28 +138,51 @@ def _notes(
         static = note_cache[(offer.provider, list_rates)] = provider_notes(offer.provider, list_rates, data)
     notes: list[str] = []
     if k.verdict.fallback is not None and k.verdict.note:
-        notes.append(f"dtype fallback: {k.verdict.note}")
+        notes.append(_("dtype fallback: {note}").format(note=k.verdict.note))
     if k.fabric is not None:
-        notes.append(f"{k.nodes} nodes over {k.fabric.interconnect} ({k.fabric.source})")
+        notes.append(
+            _("{count} nodes over {interconnect} ({source})").format(
+                count=k.nodes, interconnect=k.fabric.interconnect, source=k.fabric.source
+            )
+        )
     notes.append(k.start.text)
     notes.extend(static)
     if c.unknown:
-        notes.append("unknown, counted as $0: " + ", ".join(c.unknown))
+        from gpuwise.plan.output import cost_part_word  # the words --pick shows for the parts
+
+        notes.append(
+            _("unknown, counted as $0: {parts}").format(parts=", ".join(cost_part_word(p) for p in c.unknown))
+        )
     if k.spot is not None:
-        notes.append(f"spot interruptions: {k.spot.source}; expected {c.interruptions:.2f} over the run")
+        notes.append(
+            _("spot interruptions: {source}; expected {count} over the run").format(
+                source=k.spot.source, count=f"{c.interruptions:.2f}"
+            )
+        )
     if offer.currency != "USD":
         notes.append(
-            f"price converted from {offer.currency} at {k.rate_to_usd:g} USD/{offer.currency} "
-            f"({settings.exchange_rate_notes.get(offer.currency, 'given')})"
+            _("price converted from {currency} at {rate} USD/{currency} ({note})").format(
+                currency=offer.currency,
+                rate=f"{k.rate_to_usd:g}",
+                note=settings.exchange_rate_notes.get(offer.currency, _("given")),
+            )
         )
     over_limit = age > settings.stale_after_days
     if not offer.price_date_exact:
-        notes.append(
-            f"price date unknown (collected {as_of}, {age} days ago"
-            + (f", over the {settings.stale_after_days}-day limit)" if over_limit else ")")
-        )
+        if over_limit:
+            notes.append(
+                _("price date unknown (collected {day}, {age} days ago, over the {limit}-day limit)").format(
+                    day=as_of, age=age, limit=settings.stale_after_days
+                )
+            )
+        else:
+            notes.append(_("price date unknown (collected {day}, {age} days ago)").format(day=as_of, age=age))
     elif over_limit:
-        notes.append(f"price {age} days old (over the {settings.stale_after_days}-day limit)")
+        notes.append(
+            _("price {age} days old (over the {limit}-day limit)").format(
+                age=age, limit=settings.stale_after_days
+            )
+        )
     return notes
 
 
@@ -171,21 +195,35 @@ def _reserved_terms(k: Kept, r: ReservedRate, settings: Settings, notes: list[st
     if offer.price_usd_per_hour:
         break_even = r.usd_per_hour * HOURS_PER_MONTH / offer.price_usd_per_hour
     notes.append(
-        f"reserved: {r.kind} at ${r.usd_per_hour:,.4g}/h per instance, billed every hour of the term; "
-        f"costed as the whole commitment ({months:g} months × {k.nodes} instance"
-        f"{'s' if k.nodes > 1 else ''}) ({r.source}, {r.as_of})"
+        ngettext(
+            "reserved: {kind} at {price}/h per instance, billed every hour of the term; "
+            "costed as the whole commitment ({months} months × {count} instance) ({source}, {as_of})",
+            "reserved: {kind} at {price}/h per instance, billed every hour of the term; "
+            "costed as the whole commitment ({months} months × {count} instances) ({source}, {as_of})",
+            k.nodes,
+        ).format(
+            kind=r.kind,
+            price=f"${r.usd_per_hour:,.4g}",
+            months=f"{months:g}",
+            count=k.nodes,
+            source=r.source,
+            as_of=r.as_of,
+        )
     )
     if break_even is not None:
         notes.append(
-            f"a {r.term_months // 12}-year reservation beats on-demand above {break_even:,.0f} busy "
-            f"hours a month (of {HOURS_PER_MONTH:g})"
+            _(
+                "a {years}-year reservation beats on-demand above {hours} busy hours a month (of {month})"
+            ).format(years=r.term_months // 12, hours=f"{break_even:,.0f}", month=f"{HOURS_PER_MONTH:g}")
         )
     if settings.utilization is not None and commitment_usd is not None:
         busy = settings.utilization * (months * HOURS_PER_MONTH)
         notes.append(
-            f"at {settings.utilization:.0%} utilization: "
-            f"${commitment_usd / busy / k.nodes:,.4g} per busy "
-            f"instance-hour, against ${offer.price_usd_per_hour or 0:,.4g} on demand"
+            _("at {share} utilization: {busy} per busy instance-hour, against {price} on demand").format(
+                share=f"{settings.utilization:.0%}",
+                busy=f"${commitment_usd / busy / k.nodes:,.4g}",
+                price=f"${offer.price_usd_per_hour or 0:,.4g}",
+            )
         )
     return _Reserved(commitment_usd=commitment_usd, months=months, break_even=break_even, kind=r.kind)
 
@@ -196,13 +234,22 @@ def provider_notes(provider: str, list_rates: bool, data: DataNeeds) -> tuple[st
     notes = [rates.billing_text()]
     if rates.storage_usd_per_gb_month is not None and list_rates:
         notes.append(
-            f"storage: {rates.storage_kind} at ${rates.storage_usd_per_gb_month:.4g}/GB-month "
-            f"({rates.source}, {rates.as_of}; {rates.note or 'list price'})"
+            _("storage: {kind} at {price}/GB-month ({source}, {as_of}; {note})").format(
+                kind=rates.storage_kind,
+                price=f"${rates.storage_usd_per_gb_month:.4g}",
+                source=rates.source,
+                as_of=rates.as_of,
+                note=rates.note or _("list price"),
+            )
         )
     if rates.egress_usd_per_gb is not None and list_rates and data.egress_gb > 0:
-        notes.append(f"egress: ${rates.egress_usd_per_gb:.4g}/GB to the internet")
+        notes.append(_("egress: {price}/GB to the internet").format(price=f"${rates.egress_usd_per_gb:.4g}"))
     if not list_rates:
-        notes.append(f"{provider} China regions: storage and egress rates are not in gpuwise's (USD) table")
+        notes.append(
+            _("{provider} China regions: storage and egress rates are not in gpuwise's (USD) table").format(
+                provider=provider
+            )
+        )
     else:
         why = unknown_text(rates)
         if why is not None:

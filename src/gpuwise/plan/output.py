@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpuwise.locale import _
 from gpuwise.plan.currency import money  # USD unless a plan is shown in another currency
 from gpuwise.plan.models import Option, PlanResult
 from gpuwise.plan.picks import PICK_NAMES, RULE_TEXT
@@ -36,7 +37,7 @@ class OptionGroup:
             return self.regions[0]
         head = ", ".join(self.regions[:shown])
         more = "…" if len(self.regions) > shown else ""
-        return f"{len(self.regions)} regions: {head}{more}"
+        return _("{count} regions: {names}").format(count=len(self.regions), names=head + more)
 
 
 def _group_key(o: Option) -> tuple[object, ...]:
@@ -203,7 +204,45 @@ def hours_range(o: Option) -> str:
 
 def unit_cost_text(o: Option, limit: int = 1) -> str:
     """'$0.53 per 1M tokens' for the first `limit` units."""
-    return ", ".join(f"{money(v)} {label}" for label, v in list(o.unit_costs.items())[:limit])
+    return ", ".join(f"{money(v)} {unit_label(label)}" for label, v in list(o.unit_costs.items())[:limit])
+
+
+def unit_label(label: str) -> str:
+    """A unit cost's label as shown ('per 1M tokens'); the JSON keeps the English key."""
+    words = {
+        "per 1M tokens": _("per 1M tokens"),
+        "per epoch": _("per epoch"),
+        "per 1k images": _("per 1k images"),
+        "per audio hour": _("per audio hour"),
+        "per 1M output tokens": _("per 1M output tokens"),
+        "per 1k requests": _("per 1k requests"),
+    }
+    return words.get(label, label)
+
+
+def pricing_word(pricing: str) -> str:
+    """The pricing kind as shown: 'on-demand' (the id, on_demand, stays in the JSON)."""
+    words = {"spot": _("spot"), "on_demand": _("on-demand"), "reserved": _("reserved")}
+    return words.get(pricing, pricing.replace("_", "-"))
+
+
+def cost_part_word(part: str) -> str:
+    """A cost part's id (a key of cost_breakdown_usd) as shown."""
+    words = {
+        "compute": _("compute"),
+        "startup": _("startup"),
+        "storage": _("storage"),
+        "egress": _("egress"),
+        "interruption_overhead": _("interruption_overhead"),
+        "boot_disk": _("boot_disk"),
+    }
+    return words.get(part, part)
+
+
+def _pad(text: str, width: int) -> str:
+    """`text` padded to `width` terminal columns (a CJK character takes two)."""
+    columns = sum(2 if ord(c) >= 0x2E80 else 1 for c in text)
+    return text + " " * max(width - columns, 0)
 
 
 _SHORT_UNITS = {
@@ -224,10 +263,10 @@ def short_unit_cost(o: Option) -> str:
 
 
 def option_title(o: Option) -> str:
-    nodes = f" ×{o.nodes} nodes" if o.nodes > 1 else ""
+    nodes = _(" ×{count} nodes").format(count=o.nodes) if o.nodes > 1 else ""
     return (
         f"{o.provider} {o.instance_type}{nodes} ({o.gpus_per_node * o.nodes}× {o.gpu}, "
-        f"{o.pricing.replace('_', '-')}, {o.region})"
+        f"{pricing_word(o.pricing)}, {o.region})"
     )
 
 
@@ -243,37 +282,47 @@ def pick_lines(result: PlanResult, groups: Sequence[OptionGroup], picks: dict[st
         g = picks[name]
         o = groups[g].option
         if name == "cheapest":
-            why = "the lowest total among options worth renting"
+            why = _("the lowest total among options worth renting")
             if result.passed_over is not None:
                 low, fastest_near = (result.options[r] for r in result.passed_over)
                 ratio = low.hours / fastest_near.hours if fastest_near.hours > 0 else float("inf")
-                why += (
-                    f"; the absolute cheapest ({low.provider} {low.instance_type}, {money(low.cost_usd)} for "
-                    f"{hours_text(low.hours)}) is skipped: {ratio:,.0f}× slower than an option at most 1.5× "
-                    "its cost"
+                why += _(
+                    "; the absolute cheapest ({offer}, {cost} for {hours}) is skipped: {ratio}× slower than "
+                    "an option at most 1.5× its cost"
+                ).format(
+                    offer=f"{low.provider} {low.instance_type}",
+                    cost=money(low.cost_usd),
+                    hours=hours_text(low.hours),
+                    ratio=f"{ratio:,.0f}",
                 )
         elif name == "fastest":
-            why = "the fewest hours"
+            why = _("the fewest hours")
             if cheap.cost_usd > 0:
-                why += f", at {o.cost_usd / cheap.cost_usd:,.1f}× the cheapest pick's cost"
+                why += _(", at {ratio}× the cheapest pick's cost").format(
+                    ratio=f"{o.cost_usd / cheap.cost_usd:,.1f}"
+                )
         else:
-            why = "the Pareto option with the smallest cost × hours"
+            why = _("the Pareto option with the smallest cost × hours")
             if o.hours > 0 and cheap.cost_usd > 0 and o is not cheap:
-                why += (
-                    f": {cheap.hours / o.hours:,.1f}× faster than the cheapest pick for "
-                    f"{o.cost_usd / cheap.cost_usd:,.2f}× its cost"
+                why += _(": {speed}× faster than the cheapest pick for {cost}× its cost").format(
+                    speed=f"{cheap.hours / o.hours:,.1f}", cost=f"{o.cost_usd / cheap.cost_usd:,.2f}"
                 )
             elif o is cheap:
-                why += " (the cheapest pick is also the best value)"
+                why += _(" (the cheapest pick is also the best value)")
             if o is fast:
-                why += "; also the fastest"
+                why += _("; also the fastest")
         unit = unit_cost_text(o)
         lines.append(
-            f"{name:<9} #{g + 1} {option_title(o)}: {money_range(o)}, {hours_range(o)}"
+            f"{_pad(_pick_word(name), 9)} #{g + 1} {option_title(o)}: {money_range(o)}, {hours_range(o)}"
             + (f", {unit}" if unit else "")
-            + f" — {why}."
+            + _(" — {why}.").format(why=why)
         )
     return lines
+
+
+def _pick_word(name: str) -> str:
+    words = {"cheapest": _("cheapest"), "balanced": _("balanced"), "fastest": _("fastest")}
+    return words.get(name, name)
 
 
 def break_even_lines(groups: Sequence[OptionGroup]) -> list[str]:
@@ -290,9 +339,15 @@ def break_even_lines(groups: Sequence[OptionGroup]) -> list[str]:
         seen.add(key)
         years = (o.commitment_months or 12) / 12
         lines.append(
-            f"a {years:g}-year reservation of {o.provider} {o.instance_type} beats on-demand above "
-            f"{o.break_even_hours_per_month:,.0f} busy hours a month (of 730); costed as the whole "
-            f"commitment, {money(o.commitment_usd)}"
+            _(
+                "a {years}-year reservation of {offer} beats on-demand above {hours} busy hours a month "
+                "(of 730); costed as the whole commitment, {cost}"
+            ).format(
+                years=f"{years:g}",
+                offer=f"{o.provider} {o.instance_type}",
+                hours=f"{o.break_even_hours_per_month:,.0f}",
+                cost=money(o.commitment_usd),
+            )
         )
     return lines
 
@@ -301,43 +356,66 @@ def option_full_text(o: Option, regions: Sequence[str], rank: int) -> list[str]:
     """`plan --pick N`: every figure of one option, one per line."""
     lines = [f"#{rank} {option_title(o)}"]
     if len(regions) > 1:
-        lines.append(f"  also in: {', '.join(regions[1:])}")
-    day = o.price_as_of.isoformat() + ("" if o.price_date_exact else " (date unknown: collection date)")
+        lines.append(_("  also in: {regions}").format(regions=", ".join(regions[1:])))
+    day = o.price_as_of.isoformat() + ("" if o.price_date_exact else _(" (date unknown: collection date)"))
     lines.append(
-        f"  price: {money(o.price_usd_per_hour)}/h for all nodes, {o.currency}, as of {day}, "
-        f"{o.price_age_days} days old" + (" — over the stale limit" if o.price_over_limit else "")
+        _("  price: {price}/h for all nodes, {currency}, as of {day}, {age} days old").format(
+            price=money(o.price_usd_per_hour), currency=o.currency, day=day, age=o.price_age_days
+        )
+        + (_(" — over the stale limit") if o.price_over_limit else "")
     )
-    lines.append(f"  hours: {hours_range(o)} (start-up {hours_text(o.startup_hours)} included)")
-    lines.append(f"  total: {money_range(o)}")
+    lines.append(
+        _("  hours: {hours} (start-up {startup} included)").format(
+            hours=hours_range(o), startup=hours_text(o.startup_hours)
+        )
+    )
+    lines.append(_("  total: {total}").format(total=money_range(o)))
     for part, value in o.cost_breakdown_usd.items():
-        lines.append(f"    {part:<22} {money(value)}")
+        lines.append(f"    {_pad(cost_part_word(part), 22)} {money(value)}")
     if o.unknown_costs:
-        lines.append("    unknown, counted as $0: " + ", ".join(o.unknown_costs))
+        parts = ", ".join(cost_part_word(p) for p in o.unknown_costs)
+        lines.append(_("    unknown, counted as $0: {parts}").format(parts=parts))
     for label, value in o.unit_costs.items():
-        lines.append(f"  {money(value)} {label}")
+        lines.append(f"  {money(value)} {unit_label(label)}")
     if o.latency is not None:
         lat = o.latency
         lines.append(
-            f"  per request: first token {lat['ttft_s'] * 1000:,.0f} ms, {lat['tpot_s'] * 1000:,.1f} ms per "
-            f"output token, {lat['request_s']:,.2f} s end to end (at the workload's concurrency)"
+            _(
+                "  per request: first token {ttft} ms, {tpot} ms per output token, {request} s end to end "
+                "(at the workload's concurrency)"
+            ).format(
+                ttft=f"{lat['ttft_s'] * 1000:,.0f}",
+                tpot=f"{lat['tpot_s'] * 1000:,.1f}",
+                request=f"{lat['request_s']:,.2f}",
+            )
         )
     if o.commitment_usd is not None:
         lines.append(
-            f"  reservation: {o.reserved_kind}; whole commitment {money(o.commitment_usd)} "
-            f"({o.commitment_months:g} months)"
+            _("  reservation: {kind}; whole commitment {cost} ({months} months)").format(
+                kind=o.reserved_kind, cost=money(o.commitment_usd), months=f"{o.commitment_months:g}"
+            )
         )
     if o.interconnect:
-        lines.append(f"  interconnect: {o.interconnect}")
+        lines.append(_("  interconnect: {interconnect}").format(interconnect=o.interconnect))
     if o.dtype_fallback:
-        lines.append(f"  dtype fallback: {o.dtype_fallback}")
+        lines.append(_("  dtype fallback: {dtype}").format(dtype=o.dtype_fallback))
     lines.append(
-        f"  memory: {o.memory_per_gpu_gib:,.1f} of {o.memory_capacity_gib:,.1f} GiB per GPU; "
-        f"bottleneck: {o.bottleneck}; Pareto: {'yes' if o.pareto else 'no'}; "
-        f"worth renting: {'yes' if o.worth_renting else 'no (a similar-cost option is far faster)'}"
+        _(
+            "  memory: {used} of {capacity} GiB per GPU; bottleneck: {bottleneck}; Pareto: {pareto}; "
+            "worth renting: {worth}"
+        ).format(
+            used=f"{o.memory_per_gpu_gib:,.1f}",
+            capacity=f"{o.memory_capacity_gib:,.1f}",
+            bottleneck=o.bottleneck,
+            pareto=_("yes") if o.pareto else _("no"),
+            worth=_("yes") if o.worth_renting else _("no (a similar-cost option is far faster)"),
+        )
     )
     if o.pricing == "spot":
-        lines.append(f"  expected spot preemptions: {o.expected_interruptions:.2g}")
-    lines.append(f"  source: {o.source}")
-    lines.append("  assumptions:")
+        lines.append(
+            _("  expected spot preemptions: {count}").format(count=f"{o.expected_interruptions:.2g}")
+        )
+    lines.append(_("  source: {source}").format(source=o.source))
+    lines.append(_("  assumptions:"))
     lines.extend(f"    - {a}" for a in o.assumptions)
     return lines

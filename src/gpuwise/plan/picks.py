@@ -124,3 +124,14 @@ RULE_TEXT = (
     f"{SIMILAR_COST:g}× as much; balanced = the Pareto option with the smallest cost × hours "
     "(where a 1% saving in time costs 1% more money)"
 )
+
+
+def rule_text() -> str:
+    """RULE_TEXT in the current language (the JSON's picks_rule keeps the English)."""
+    from gpuwise.locale import _
+
+    return _(
+        "picks skip options more than {slower}× slower than another costing at most {similar}× as much; "
+        "balanced = the Pareto option with the smallest cost × hours (where a 1% saving in time costs 1% "
+        "more money)"
+    ).format(slower=f"{SLOWER_LIMIT:g}", similar=f"{SIMILAR_COST:g}")

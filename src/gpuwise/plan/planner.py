@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gpuwise.catalog.models import Offer
 from gpuwise.estimate.models import Estimate
+from gpuwise.locale import N_, _, ngettext
 from gpuwise.plan import runnable as run_rules
 from gpuwise.plan.costing import cost
-from gpuwise.plan.interruption import MODEL_NOTE, InterruptionRate, assumed_rate
+from gpuwise.plan.interruption import InterruptionRate, assumed_rate, model_note
 from gpuwise.plan.models import (
     FACTS,
     OBJECTIVES,
@@ -67,10 +68,10 @@ EstimateCache = dict[tuple[str, int, int, float | None], Estimate | None]
 
 _RELAXABLE = frozenset(RELAXABLE)
 _FACTS = frozenset(FACTS)
-AVAILABILITY_NOTE = (
+AVAILABILITY_NOTE = N_(
     "Availability is not known: a listed offer may have no capacity (or no quota for you) when you launch."
 )
-RESERVED_NOTE = (
+RESERVED_NOTE = N_(
     "Reserved/committed prices are shown only with [constraints] commitment_months or --utilization "
     "(AWS 1-year no-upfront reservations; no other provider's commitment price could be verified)."
 )
@@ -463,28 +464,35 @@ def _assumptions(
     """The plan-wide assumptions, in the order the answer lists them."""
     assumptions = [*data.assumptions]
     assumptions.append(
-        "spot: each preemption loses half the checkpoint interval "
-        f"({data.checkpoint_every_hours:g} h) of work plus "
-        f"{settings.restart_hours * 60:.0f} min to restart (assumed)"
+        _(
+            "spot: each preemption loses half the checkpoint interval ({hours} h) of work plus "
+            "{minutes} min to restart (assumed)"
+        ).format(hours=f"{data.checkpoint_every_hours:g}", minutes=f"{settings.restart_hours * 60:.0f}")
     )
     if constraints.interruptible:
-        assumptions.append(MODEL_NOTE)
+        assumptions.append(model_note())
     if settings.boot_disk_gb > 0:
         assumptions.append(
-            f"boot disk of {settings.boot_disk_gb:g} GB per node, billed where the provider charges it"
+            _("boot disk of {gb} GB per node, billed where the provider charges it").format(
+                gb=f"{settings.boot_disk_gb:g}"
+            )
         )
     assumptions.append(
-        "start-up (boot, set-up, image/dataset/model download, final upload) is billed time: counted in "
-        "hours and cost (each option states its figures)"
+        _(
+            "start-up (boot, set-up, image/dataset/model download, final upload) is billed time: counted in "
+            "hours and cost (each option states its figures)"
+        )
     )
     if commitment is None:
-        assumptions.append(RESERVED_NOTE)
+        assumptions.append(_(RESERVED_NOTE))
     else:
         assumptions.append(
-            f"reservations are costed as the whole commitment ({commitment:g} months, busy or idle), "
-            "never pro-rated"
+            _(
+                "reservations are costed as the whole commitment ({months} months, busy or idle), "
+                "never pro-rated"
+            ).format(months=f"{commitment:g}")
         )
-    assumptions.append(AVAILABILITY_NOTE)
+    assumptions.append(_(AVAILABILITY_NOTE))
     return tuple(assumptions)
 
 
@@ -508,9 +516,15 @@ def _more_nodes(
     if not nodes:
         return relaxations
     n = len(nodes)
-    text = f"raising max_nodes to {nodes[0]} would allow {'1 option' if n == 1 else f'{n} options'}"
+    text = ngettext(
+        "raising max_nodes to {nodes} would allow {count} option",
+        "raising max_nodes to {nodes} would allow {count} options",
+        n,
+    ).format(nodes=nodes[0], count=n)
     if n > 1 and nodes[-1] > nodes[0]:
-        text = f"raising max_nodes to {nodes[0]} would allow some options, to {nodes[-1]} all {n}"
+        text = _("raising max_nodes to {low} would allow some options, to {high} all {count}").format(
+            low=nodes[0], high=nodes[-1], count=n
+        )
     extra = Relaxation(reason="max_nodes", constraint="max_nodes", options=n, suggestion=text)
     return sorted_relaxations([*relaxations, extra])
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import date
 from functools import cache
 
+from gpuwise.locale import _
+
 GB_PER_GIB = 1.073741824  # 2**30 / 10**9: for prices quoted per GiB
 
 
@@ -40,21 +42,25 @@ class ProviderRates:
 
     def billing_text(self) -> str:
         if self.billing_increment_s is None:
-            return f"{self.provider}: billing granularity not known to gpuwise; counted as the exact run time"
+            return _(
+                "{provider}: billing granularity not known to gpuwise; counted as the exact run time"
+            ).format(provider=self.provider)
         unit = _unit(self.billing_increment_s)
         minimum = _unit(self.minimum_charge_s or self.billing_increment_s)
         if not minimum[0].isdigit():
-            minimum = f"1 {minimum}"
-        return f"{self.provider}: billed per {unit}, minimum {minimum} ({self.source}, {self.as_of})"
+            minimum = _("1 {unit}").format(unit=minimum)
+        return _("{provider}: billed per {unit}, minimum {minimum} ({source}, {as_of})").format(
+            provider=self.provider, unit=unit, minimum=minimum, source=self.source, as_of=self.as_of
+        )
 
 
 def _unit(seconds: float) -> str:
     """'second', 'minute', 'hour', or an amount ('10 min') when not one of those."""
     if seconds >= 3600:
-        return "hour" if seconds == 3600 else f"{seconds / 3600:g} h"
+        return _("hour") if seconds == 3600 else f"{seconds / 3600:g} h"
     if seconds >= 60:
-        return "minute" if seconds == 60 else f"{seconds / 60:g} min"
-    return "second" if seconds == 1 else f"{seconds:g} s"
+        return _("minute") if seconds == 60 else f"{seconds / 60:g} min"
+    return _("second") if seconds == 1 else f"{seconds:g} s"
 
 
 HOURS_PER_MONTH = 730.0  # the month every provider below prices storage over
@@ -302,7 +308,9 @@ def unknown_text(rates: ProviderRates) -> str | None:
         rates.egress_usd_per_gb,
     ):
         return None
-    return f"{rates.provider}: some rates unknown: {rates.unknown_why or NOT_LOOKED_UP}"
+    return _("{provider}: some rates unknown: {why}").format(
+        provider=rates.provider, why=rates.unknown_why or NOT_LOOKED_UP
+    )
 
 
 def region_has_list_rates(provider: str, region: str) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from gpuwise.locale import _, ngettext
 from gpuwise.plan.models import REASONS, Constraints, Relaxation
 
 CONSTRAINT_KEYS = {  # rejection reason -> the workload key (or option) that sets it
@@ -67,7 +68,6 @@ class RelaxTally:
         return sorted_relaxations(out)
 
     def _suggestion(self, reason: str, n: int, constraints: Constraints) -> str:
-        plural = "option" if n == 1 else "options"
         if reason == "over_budget":
             lo, hi = _ceil_money(self.min_cost[reason]), _ceil_money(self.max_cost[reason])
             return _raise_text("budget_usd", f"${lo:,.0f}", f"${hi:,.0f}", n, lo < hi)
@@ -79,15 +79,30 @@ class RelaxTally:
             key = CONSTRAINT_KEYS[reason]
             return _raise_text(key, f"{lo:g} s", f"{hi:g} s", n, lo < hi)
         if reason == "spot_not_allowed":
-            return f"setting interruptible = true would allow {n} spot {plural}"
+            return ngettext(
+                "setting interruptible = true would allow {count} spot option",
+                "setting interruptible = true would allow {count} spot options",
+                n,
+            ).format(count=n)
         if reason == "currency":
-            return (
-                f"giving --exchange-rate (e.g. CNY=0.14), or --currency CNY for the bundled dated rate, "
-                f"would allow {n} {plural}"
-            )
+            return ngettext(
+                "giving --exchange-rate (e.g. CNY=0.14), or --currency CNY for the bundled dated rate, "
+                "would allow {count} option",
+                "giving --exchange-rate (e.g. CNY=0.14), or --currency CNY for the bundled dated rate, "
+                "would allow {count} options",
+                n,
+            ).format(count=n)
         if reason == "max_gpus":
-            return f"raising max_gpus (now {constraints.max_gpus}) would allow {n} {plural}"
-        return f"removing the {CONSTRAINT_KEYS[reason]} constraint would allow {n} {plural}"
+            return ngettext(
+                "raising max_gpus (now {limit}) would allow {count} option",
+                "raising max_gpus (now {limit}) would allow {count} options",
+                n,
+            ).format(limit=constraints.max_gpus, count=n)
+        return ngettext(
+            "removing the {key} constraint would allow {count} option",
+            "removing the {key} constraint would allow {count} options",
+            n,
+        ).format(key=CONSTRAINT_KEYS[reason], count=n)
 
 
 def sorted_relaxations(relaxations: list[Relaxation]) -> tuple[Relaxation, ...]:
@@ -102,8 +117,14 @@ def _reason_rank(reason: str) -> int:
 def _raise_text(key: str, lo: str, hi: str, n: int, differ: bool) -> str:
     """'raising budget_usd to $14 would allow 1 option, to $354 all 241'."""
     if n == 1 or not differ:
-        return f"raising {key} to {hi} would allow {n} option{'s' if n > 1 else ''}"
-    return f"raising {key} to {lo} would allow 1 option, to {hi} all {n}"
+        return ngettext(
+            "raising {key} to {value} would allow {count} option",
+            "raising {key} to {value} would allow {count} options",
+            n,
+        ).format(key=key, value=hi, count=n)
+    return _("raising {key} to {low} would allow 1 option, to {high} all {count}").format(
+        key=key, low=lo, high=hi, count=n
+    )
 
 
 def _ceil_money(x: float) -> float:

@@ -15,6 +15,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from gpuwise.locale import _
+
 if TYPE_CHECKING:
     from gpuwise.catalog.models import Catalog, Offer
     from gpuwise.catalog.reserved import ReservedRate
@@ -85,11 +87,15 @@ def run(request: PlanRequest) -> PlanOutcome:
     target = work
     if request.prototype:
         target, definition = inputs.smoke_workload(work)
-        notes.append(f"Prototype phase: {definition}. Shown: the cheapest single GPU that runs it.")
+        notes.append(
+            _("Prototype phase: {definition}. Shown: the cheapest single GPU that runs it.").format(
+                definition=definition
+            )
+        )
         if constraints.max_latency_s is not None or constraints.max_ttft_s is not None:
             # the smoke test runs one request at a time on one GPU: the service's targets are not its own
             constraints = replace(constraints, max_latency_s=None, max_ttft_s=None)
-            notes.append("The latency targets apply to the service, not to the prototype's smoke test.")
+            notes.append(_("The latency targets apply to the service, not to the prototype's smoke test."))
     data = _data_needs(work, target, smoke=request.prototype)
     catalog = load_catalog(request.catalog_dir)
     _check_against_catalog(request, catalog, constraints)
@@ -150,7 +156,7 @@ def _data_needs(work: Any, target: Any, *, smoke: bool) -> DataNeeds:
         data,
         model_download_gb=model_gb,
         final_upload_gb=upload_gb,
-        assumptions=(*data.assumptions, f"start-up transfers: {transfer_why}"),
+        assumptions=(*data.assumptions, _("start-up transfers: {why}").format(why=transfer_why)),
     )
 
 
@@ -164,15 +170,21 @@ def _check_against_catalog(request: PlanRequest, catalog: Catalog, constraints: 
         catalog, [p for p in request.spot_rates if p != "*"], option="--spot-interruptions-per-hour"
     )
     known = set(catalog.sources)
-    where = "--provider" if request.providers else f"[constraints] providers in {request.workload}"
+    where = (
+        "--provider"
+        if request.providers
+        else _("[constraints] providers in {path}").format(path=request.workload)
+    )
     for name in constraints.providers or ():
         if name not in known:
             raise NotFoundError(
                 "provider",
                 name,
                 sorted(known),
-                why=f"{where} names a provider the catalog does not have",
-                fix="use the ids `gpuwise catalog offers` lists: " + ", ".join(sorted(known)),
+                why=_("{where} names a provider the catalog does not have").format(where=where),
+                fix=_("use the ids `gpuwise catalog offers` lists: {ids}").format(
+                    ids=", ".join(sorted(known))
+                ),
             )
     for pattern in request.regions:
         check_region(catalog, pattern)

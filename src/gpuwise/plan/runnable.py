@@ -33,6 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
+from gpuwise.locale import N_, _
+
 
 @dataclass(frozen=True)
 class DtypeNeeds:
@@ -64,9 +66,9 @@ class Verdict:
 
 
 OK = Verdict(runs=True)
-_FA2_ASKED = 'FlashAttention-2 (asked for by attention = "flash")'
+_FA2_ASKED = N_('FlashAttention-2 (asked for by attention = "flash")')
 
-_MP_PAPER = "fp16 mixed precision with dynamic loss scaling (Micikevicius et al. 2018)"
+_MP_PAPER = N_("fp16 mixed precision with dynamic loss scaling (Micikevicius et al. 2018)")
 
 
 def gpu_formats(
@@ -96,39 +98,50 @@ def verdict(needs: DtypeNeeds, gpu: GpuFormats | None) -> Verdict:
     """Whether `gpu` runs the workload's dtype, with a stated fp16 fallback where the rule allows one."""
     if gpu is None:
         return OK  # unknown GPU: the estimator reports it (no_estimate)
-    where = f"{gpu.name} ({gpu.architecture}" + (
-        f", compute capability {gpu.compute_capability:g})" if gpu.compute_capability is not None else ")"
+    where = (
+        _("{gpu} ({arch}, compute capability {cc})").format(
+            gpu=gpu.name, arch=gpu.architecture, cc=f"{gpu.compute_capability:g}"
+        )
+        if gpu.compute_capability is not None
+        else f"{gpu.name} ({gpu.architecture})"
     )
     if needs.flash_attention_2 and gpu.compute_capability is not None and gpu.compute_capability < 8.0:
         return Verdict(
             False,
-            note=f"{_FA2_ASKED} needs Ampere or newer; {where} is older",
+            note=_("{what} needs Ampere or newer; {where} is older").format(what=_(_FA2_ASKED), where=where),
         )
     dtypes = {needs.dtype} | ({needs.kv_dtype} if needs.kv_dtype else set())
     if "fp8" in dtypes and gpu.fp8 is False:
-        return Verdict(False, note=f"fp8 needs Ada or Hopper (compute capability 8.9+); {where} has no fp8")
+        return Verdict(
+            False,
+            note=_("fp8 needs Ada or Hopper (compute capability 8.9+); {where} has no fp8").format(
+                where=where
+            ),
+        )
     if "bf16" in dtypes and gpu.bf16 is False:
         if needs.training and needs.pure_low_precision:
             return Verdict(
                 False,
-                note=(
-                    f"pure bf16 training (no fp32 master weights) needs bf16, which {where} lacks; "
+                note=_(
+                    "pure bf16 training (no fp32 master weights) needs bf16, which {where} lacks; "
                     "fp16 cannot hold the weights and optimizer states safely"
-                ),
+                ).format(where=where),
             )
         if needs.training:
             return Verdict(
                 True,
                 fallback="fp16",
-                note=f"{where} has no bf16: costed as {_MP_PAPER} instead of bf16, at fp16 speed",
+                note=_("{where} has no bf16: costed as {how} instead of bf16, at fp16 speed").format(
+                    where=where, how=_(_MP_PAPER)
+                ),
             )
         return Verdict(
             True,
             fallback="fp16",
-            note=(
-                f"{where} has no bf16: weights served as fp16 (as vLLM does on pre-Ampere GPUs); "
+            note=_(
+                "{where} has no bf16: weights served as fp16 (as vLLM does on pre-Ampere GPUs); "
                 "a model trained in bf16 can overflow fp16 activations"
-            ),
+            ).format(where=where),
         )
     return OK
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwise.locale import _
+
 # A CUDA + PyTorch image: NVIDIA's NGC PyTorch container is about 10 GB compressed, 20 GB unpacked
 # (catalog.ngc.nvidia.com/orgs/nvidia/containers/pytorch, "Compressed Image Size"); a plain pip install of
 # torch with its CUDA wheels pulls ~3 GB. 10 GB is the default.
@@ -41,11 +43,18 @@ class StartupRates:
     source: str
 
 
-_ASSUMED = (
-    f"assumed: boot {DEFAULT_BOOT_MINUTES:g} min, set-up {DEFAULT_SETUP_MINUTES:g} min, "
-    f"{DEFAULT_DOWNLOAD_GBPS:g} Gbps down / {DEFAULT_UPLOAD_GBPS:g} Gbps up effective, "
-    f"{DEFAULT_IMAGE_GB:g} GB image (NGC PyTorch, compressed)"
-)
+def _assumed() -> str:
+    return _(
+        "assumed: boot {boot} min, set-up {setup} min, {down} Gbps down / {up} Gbps up effective, "
+        "{image} GB image (NGC PyTorch, compressed)"
+    ).format(
+        boot=f"{DEFAULT_BOOT_MINUTES:g}",
+        setup=f"{DEFAULT_SETUP_MINUTES:g}",
+        down=f"{DEFAULT_DOWNLOAD_GBPS:g}",
+        up=f"{DEFAULT_UPLOAD_GBPS:g}",
+        image=f"{DEFAULT_IMAGE_GB:g}",
+    )
+
 
 # Providers with a published figure that differs from the defaults. Empty: no provider's boot time or
 # effective download rate could be verified from a public page (searched: Lambda, AWS, GCP docs), so every
@@ -69,7 +78,9 @@ def startup_rates(provider: str, overrides: dict[str, StartupRates] | None = Non
         download_gbps=DEFAULT_DOWNLOAD_GBPS,
         upload_gbps=DEFAULT_UPLOAD_GBPS,
         image_gb=DEFAULT_IMAGE_GB,
-        source=f"{provider}: no published start-up figures; {_ASSUMED}",
+        source=_("{provider}: no published start-up figures; {assumed}").format(
+            provider=provider, assumed=_assumed()
+        ),
     )
 
 
@@ -86,11 +97,20 @@ def startup_hours(rates: StartupRates, *, dataset_gb: float, model_gb: float, up
     up_h = upload_gb * 8.0 / rates.upload_gbps / 3600.0 if rates.upload_gbps > 0 else 0.0
     fixed_h = (rates.boot_minutes + rates.setup_minutes) / 60.0
     hours = fixed_h + down_h + up_h
-    text = (
-        f"start-up {hours * 60:,.0f} min: boot {rates.boot_minutes:g} min + set-up "
-        f"{rates.setup_minutes:g} min"
-        f" + download {down_gb:,.1f} GB (image {rates.image_gb:g}, dataset {dataset_gb:g}, model "
-        f"{model_gb:,.1f}) at {rates.download_gbps:g} Gbps + upload {upload_gb:,.1f} GB at "
-        f"{rates.upload_gbps:g} Gbps ({rates.source})"
+    text = _(
+        "start-up {minutes} min: boot {boot} min + set-up {setup} min + download {down} GB (image {image}, "
+        "dataset {dataset}, model {model}) at {down_rate} Gbps + upload {up} GB at {up_rate} Gbps ({source})"
+    ).format(
+        minutes=f"{hours * 60:,.0f}",
+        boot=f"{rates.boot_minutes:g}",
+        setup=f"{rates.setup_minutes:g}",
+        down=f"{down_gb:,.1f}",
+        image=f"{rates.image_gb:g}",
+        dataset=f"{dataset_gb:g}",
+        model=f"{model_gb:,.1f}",
+        down_rate=f"{rates.download_gbps:g}",
+        up=f"{upload_gb:,.1f}",
+        up_rate=f"{rates.upload_gbps:g}",
+        source=rates.source,
     )
     return Startup(hours=hours, text=text)
