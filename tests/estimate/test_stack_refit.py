@@ -73,3 +73,13 @@ def test_stack_grid_reads_only_fit_rows_and_restores_the_stacks(capsys: pytest.C
     after = dict(k.STACKS)
     assert after == before
     assert "lightning: " in capsys.readouterr().out
+
+
+def test_a_range_reaching_days_keeps_its_unit_once_in_the_plan_table() -> None:
+    """The re-fitted ranges reach past 48 h, where the high end adds its days: '5.04–56 h (2.3 days)',
+    not '5.04 h–56 h (2.3 days)' (which the 80-column plan table has no room for)."""
+    from gpuwise.cli.plan_table import _span
+    from gpuwise.units import format_run_hours
+
+    assert _span(format_run_hours(5.04), format_run_hours(56)) == "5.04–56 h (2.3 days)"
+    assert _span(format_run_hours(4.44), format_run_hours(14.9)) == "4.44–14.9 h"
