@@ -14,9 +14,11 @@ cited): per stack and for its fit and held-out parts, the median error, the shar
 fit-verdict hit rate and how often the measured value falls inside the estimate's [low, high] range. A row
 is held out when int(sha256(id), 16) % 5 < 2 (about 40 %), unless it says `set = "fit"` or `set = "holdout"`;
 constants are fitted on the other rows only. `--fit` also prints, from the fit rows only, what each stack's
-efficiency and range would be fitted to.
+efficiency and range would be fitted to. `--fit-only` prints the fit rows and that report and nothing else, so
+that whoever re-fits a constant never sees a held-out residual (benchmarks/stack_grid.py searches a stack
+family's efficiency and per-layer time on the same rows).
 
-    .venv/bin/python benchmarks/estimate_accuracy.py [--user-reports PATH] [--fit]
+    .venv/bin/python benchmarks/estimate_accuracy.py [--user-reports PATH] [--fit | --fit-only]
 """
 
 from __future__ import annotations
@@ -461,6 +463,28 @@ def print_tables(user_path: Path = USER_TABLE) -> dict[str, dict[str, float]]:
     return out
 
 
+def fit_ranges(results: list[UserResult]) -> dict[str, tuple[float, float, int]]:
+    """(P5, P95, n) of true/estimated time per stack with enough fit rows, and "pooled" over every user
+    stack: what HOURS_RANGE and HOURS_RANGE_POOLED in stacks.py are set from. Fit rows only."""
+    from gpuwise.estimate import stacks as k
+
+    fit = [r for r in results if not r.held_out and r.log_residual is not None]
+    out: dict[str, tuple[float, float, int]] = {}
+
+    def spread(logs: list[float]) -> tuple[float, float, int]:
+        q = statistics.quantiles(sorted(logs), n=20, method="inclusive")
+        return math.exp(q[0]), math.exp(q[-1]), len(logs)
+
+    for stack in sorted({r.stack for r in fit}):
+        logs = [r.log_residual for r in fit if r.stack == stack and r.log_residual is not None]
+        if len(logs) >= k.RANGE_MIN_ROWS:
+            out[stack] = spread(logs)
+    pooled = [r.log_residual for r in fit if k.STACK_FAMILY.get(r.stack) and r.log_residual is not None]
+    if len(pooled) >= 2:
+        out["pooled"] = spread(pooled)
+    return out
+
+
 def fit_report(user_path: Path = USER_TABLE) -> None:
     """What the fit rows (never the held-out ones) say each stack's efficiency and range should be."""
     rows = load_user_rows(user_path)
@@ -470,12 +494,10 @@ def fit_report(user_path: Path = USER_TABLE) -> None:
     results = [r for r in evaluate_table(rows, "user") if not r.held_out]
     from gpuwise.estimate import stacks as k
 
-    pooled: list[float] = []
     print("\nfit rows only: ln(true/estimated time) by stack family")
     for family in sorted(set(k.STACK_FAMILY.values())):
         res = [r for r in results if k.STACK_FAMILY.get(r.stack) == family and r.log_residual is not None]
         logs = sorted(r.log_residual for r in res if r.log_residual is not None)
-        pooled.extend(logs)
         if not logs:
             continue
         med = statistics.median(logs)
@@ -483,14 +505,9 @@ def fit_report(user_path: Path = USER_TABLE) -> None:
             f"  {family:10} n={len(logs):2}  median residual ×{math.exp(med):.2f} "
             f"(efficiency × {math.exp(-med):.2f})  rows: {', '.join(r.id for r in res)}"
         )
-    for stack in sorted({r.stack for r in results}):
-        logs = sorted(r.log_residual for r in results if r.stack == stack and r.log_residual is not None)
-        if len(logs) >= k.RANGE_MIN_ROWS:
-            q = statistics.quantiles(logs, n=20, method="inclusive")
-            print(f"  range {stack}: P5 ×{math.exp(q[0]):.2f}  P95 ×{math.exp(q[-1]):.2f} (n={len(logs)})")
-    if len(pooled) >= 2:
-        q = statistics.quantiles(sorted(pooled), n=20, method="inclusive")
-        print(f"  pooled range: P5 ×{math.exp(q[0]):.2f}  P95 ×{math.exp(q[-1]):.2f} (n={len(pooled)})")
+    for stack, (low, high, n) in fit_ranges(results).items():
+        label = "pooled range" if stack == "pooled" else f"range {stack}"
+        print(f"  {label}: P5 ×{low:.2f}  P95 ×{high:.2f} (n={n})")
     # The mature stacks' range comes from the validation table's main set (holdout-2 stays unseen).
     main_rows = [r for r in load_rows() if r.get("set", "main") == "main"]
     for stack in ("tuned", "inference"):
@@ -507,10 +524,29 @@ def fit_report(user_path: Path = USER_TABLE) -> None:
             )
 
 
+def print_fit_rows(user_path: Path = USER_TABLE) -> None:
+    """The fit rows of the user table, one per line, and their figures: never a held-out row."""
+    rows = load_user_rows(user_path)
+    if rows is None:
+        print(f"no user-reported table at {user_path}")
+        return
+    results = evaluate_table([r for r in rows if not held_out(r)], "user")
+    print(f"{'fit row':58} {'stack':15} {'metric':20} {'measured':>10} {'gpuwise':>10}  true/est")
+    for r in results:
+        lr = r.log_residual
+        tail = f"×{math.exp(lr):.2f}" if lr is not None else (r.verdict if r.is_fit_row else f"{r.ratio:.2f}")
+        print(f"{r.id:58} {r.stack:15} {r.metric:20} {r.measured:10.4g} {r.gpuwise:10.4g}  {tail}")
+    print(_fmt("fit rows", stats(results)))
+
+
 def cli(argv: list[str]) -> int:
     user = USER_TABLE
     if "--user-reports" in argv:
         user = Path(argv[argv.index("--user-reports") + 1])
+    if "--fit-only" in argv:
+        print_fit_rows(user)
+        fit_report(user)
+        return 0
     code = main()
     print_tables(user)
     if "--fit" in argv:
