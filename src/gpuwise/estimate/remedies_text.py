@@ -69,6 +69,8 @@ def _phrase(key: str, value: str | int | bool, w: Workload) -> tuple[str, str]:
         return _OFFLOAD.get(str(value), f"offload {value}"), ""
     if key in ("train.tensor_parallel", "inference.tensor_parallel"):
         return f"tensor parallelism {value}", ""
+    if key.startswith("diffusion."):
+        return _diffusion_phrase(key, value)
     if key == "inference.concurrency":
         return f"concurrency {value}", ""
     if key == "inference.weights_precision":
@@ -76,3 +78,21 @@ def _phrase(key: str, value: str | int | bool, w: Workload) -> tuple[str, str]:
     if key == "inference.kv_precision":
         return f"{value} KV cache", ""
     return f"{key} = {value}", ""
+
+
+_DIFFUSION = {
+    "diffusion.cache_text_embeddings": (
+        "caption embeddings cached before training",
+        "the text encoders leave the GPU",
+    ),
+    "diffusion.cache_latents": ("latents cached before training", "the VAE leaves the GPU"),
+    "diffusion.fp8_base": ("FP8 frozen base", "fp8_base: cast to BF16 per layer"),
+}
+
+
+def _diffusion_phrase(key: str, value: str | int | bool) -> tuple[str, str]:
+    if key == "diffusion.resolution":
+        return f"resolution {value} px", "trains on smaller images"
+    if value is False:
+        return f"no {key.removeprefix('diffusion.')}", ""
+    return _DIFFUSION.get(key, (f"{key} = {value}", ""))

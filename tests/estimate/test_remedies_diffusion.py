@@ -1,0 +1,105 @@
+"""The remedies of a diffusion workload (estimate/remedies_diffusion.py): what kohya, SimpleTuner and
+ai-toolkit users change when a LoRA does not fit (caching, an FP8 or NF4 base, then the resolution), and
+nothing the diffusion estimator does not model (CPU offload, sharding a LoRA's frozen base)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gpuwise.catalog.specs import resolve_gpu
+from gpuwise.estimate import Estimate, estimate
+from gpuwise.estimate.models import Remedy
+from gpuwise.estimate.remedies import apply_updates, remedies
+from gpuwise.estimate.remedies_diffusion import RESOLUTION_STEP
+from gpuwise.units import GIB
+from gpuwise.workload import Workload, load_workload, parse_workload
+
+REPO = Path(__file__).resolve().parents[2]
+FLUX = REPO / "examples" / "flux-dev-lora.toml"
+
+
+def search(w: Workload, gpu: str, count: int = 1) -> tuple[Estimate, tuple[Remedy, ...]]:
+    spec = resolve_gpu(gpu)
+    base = estimate(w, spec, count)
+    return base, remedies(w, spec, base, count=count)
+
+
+def fits(w: Workload, gpu: str, updates: dict[str, Any]) -> bool:
+    applied = apply_updates(w, 1, updates)
+    assert applied is not None
+    return estimate(applied[0], resolve_gpu(gpu), applied[1]).fits
+
+
+def with_diffusion_line(tmp_path: Path, line: str, train_line: str = "") -> Workload:
+    """examples/flux-dev-lora.toml with a line added to [diffusion] (and one to [train]), loaded as a user
+    would load it: the file's own cross-checks (merge_diffusion) run."""
+    text = FLUX.read_text(encoding="utf-8").replace("[diffusion]\n", f"[diffusion]\n{line}\n")
+    if train_line:
+        text = text.replace("[train]\n", f"[train]\n{train_line}\n")
+    path = tmp_path / "flux.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_workload(path)
+
+
+def test_flux_lora_on_a_24_gb_card_gets_an_fp8_or_nf4_base_never_offload(tmp_path: Path) -> None:
+    """kohya's FLUX.1 LoRA on 24 GB: --fp8_base (sd-scripts README); before, the search offered only CPU
+    offload and sharding, which the diffusion estimator ignores, and found nothing that fits."""
+    w = load_workload(FLUX)
+    base, found = search(w, "RTX4090")
+    assert not base.fits
+    sets = [r.updates for r in found if r.fits]
+    assert {"diffusion.fp8_base": True} in sets and {"train.base_precision": "nf4"} in sets
+    keys = {k for r in found for k in r.updates}
+    assert not keys & {"train.offload", "train.sharding"}
+    fp8 = next(r for r in found if r.updates == {"diffusion.fp8_base": True})
+    assert fp8.change.startswith("FP8 frozen base")
+    # the change as the user writes it: the file loads and fits
+    assert estimate(with_diffusion_line(tmp_path, "fp8_base = true"), resolve_gpu("RTX4090")).fits
+    wont = [r for r in found if not r.fits]
+    assert len(wont) == 1 and "every GPU the whole frozen base" in wont[0].change
+
+
+def test_an_fp8_base_is_replaced_by_nf4_not_stacked_with_it(tmp_path: Path) -> None:
+    w = with_diffusion_line(tmp_path, "fp8_base = true")
+    base, found = search(w, "RTX3060")
+    assert not base.fits
+    first = found[0]
+    assert first.fits and first.updates == {"train.base_precision": "nf4", "diffusion.fp8_base": False}
+    assert "nf4 frozen base" in first.change
+    # fp8_base and base_precision together are a file error: the remedy turns fp8_base off
+    nf4 = with_diffusion_line(tmp_path, "fp8_base = false", train_line='base_precision = "nf4"')
+    assert estimate(nf4, resolve_gpu("RTX3060")).fits
+
+
+def test_caching_is_stacked_when_no_change_fits_alone() -> None:
+    data: dict[str, Any] = {
+        "task": "finetune",
+        "model": {"preset": "sdxl"},
+        "train": {"method": "lora", "precision": "bf16", "samples": 1000, "micro_batch": 1},
+        "diffusion": {"resolution": 1024},
+    }
+    w = parse_workload(data, "sdxl.toml")
+    base, found = search(w, "RTX3070")
+    assert not base.fits
+    first = found[0]
+    assert first.fits and first.updates.get("diffusion.cache_text_embeddings") is True
+    assert "text encoders leave the GPU" in first.change
+
+
+def test_the_resolution_is_the_last_resort_and_the_largest_that_fits() -> None:
+    """On an 8 GB card nothing but a smaller image fits FLUX.1-dev (with an NF4 base); on a 24 GB card the
+    resolution is never touched."""
+    w = load_workload(FLUX)
+    base, found = search(w, "P4")
+    assert not base.fits
+    first = found[0]
+    assert first.fits
+    side = first.updates["diffusion.resolution"]
+    assert isinstance(side, int) and side % RESOLUTION_STEP == 0 and side < 1024
+    rest = {k: v for k, v in first.updates.items() if k != "diffusion.resolution"}
+    assert not fits(w, "P4", {**rest, "diffusion.resolution": side + RESOLUTION_STEP})
+    assert "resolution" in first.change and "largest that fits" in first.change
+    _, on_4090 = search(w, "RTX4090")
+    assert all("diffusion.resolution" not in r.updates for r in on_4090)
+    assert found[0].memory_per_gpu_bytes <= resolve_gpu("P4").memory_gib * GIB
