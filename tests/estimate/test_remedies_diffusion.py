@@ -103,3 +103,16 @@ def test_the_resolution_is_the_last_resort_and_the_largest_that_fits() -> None:
     _, on_4090 = search(w, "RTX4090")
     assert all("diffusion.resolution" not in r.updates for r in on_4090)
     assert found[0].memory_per_gpu_bytes <= resolve_gpu("P4").memory_gib * GIB
+
+
+def test_image_generation_fits_an_8_gb_card_without_a_kv_cache_change() -> None:
+    """The sdxl-unet preset (flops-based) generating 16 images at a time on an 8 GB card: a smaller batch
+    and lighter weights, never an FP8 KV cache (a UNet has none)."""
+    inference = {"prompt_tokens": 0, "output_tokens": 1, "concurrency": 16, "requests": 1e4}
+    w = parse_workload(
+        {"task": "inference", "model": {"preset": "sdxl-unet"}, "inference": inference}, "gen.toml"
+    )
+    base, found = search(w, "RTX3070")
+    assert not base.fits
+    assert found[0].fits
+    assert all("inference.kv_precision" not in r.updates for r in found)

@@ -51,7 +51,8 @@ DESCRIPTIONS: dict[str, str] = {
     "model.kind": "`transformer`, or `cnn` / `diffusion` / `generic` for models described by "
     "`params` and `flops_per_sample`.",
     "model.params": "Total parameters.",
-    "model.layers": "Transformer layers (blocks).",
+    "model.layers": "Transformer layers (blocks); for `cnn` / `diffusion` / `generic` models, the blocks "
+    "FSDP/ZeRO-3 and parameter offload gather one at a time (absent: the whole model at once).",
     "model.hidden": "Hidden size (model width).",
     "model.heads": "Attention heads.",
     "model.kv_heads": "Key/value heads (grouped-query or multi-query attention); default: `heads`.",
