@@ -6,6 +6,7 @@ does not fit: what the trainers users run offer to shrink memory at the same ima
   leave the GPU;
 - the frozen base of a LoRA in FP8 (kohya --fp8_base, ai-toolkit/SimpleTuner quantisation) or in NF4
   (the Hugging Face flux-qlora recipe);
+- the fewest DiT blocks swapped to host RAM that fit (kohya --blocks_to_swap: slower by the PCIe copies);
 - as the last resort, the largest resolution that fits (the images' side, as `seq_len` is a text's length).
 
 CPU offload and ZeRO sharding of a LoRA's frozen base are not offered: the diffusion estimator does not
@@ -16,7 +17,7 @@ Pure; run by estimate/remedies_train.py on its `Search`.
 
 from __future__ import annotations
 
-from gpuwise.estimate.remedies import Search, Updates
+from gpuwise.estimate.remedies import Search, Updates, bisect_values
 from gpuwise.workload.diffusion_arch import diffusion_arch
 from gpuwise.workload.spec import TrainSpec, Workload
 
@@ -84,6 +85,31 @@ def resolution_values(w: Workload) -> list[int]:
     return list(range(SMALLEST_SIDE, d.resolution, step))
 
 
+def swap_values(w: Workload, t: TrainSpec) -> list[int]:
+    """More blocks to swap than now, up to the architecture's limit; [] for a UNet or full training."""
+    d = w.diffusion
+    assert d is not None
+    arch = diffusion_arch(w.arch.preset or "")
+    if arch is None or t.method == "full":
+        return []
+    return list(range(d.blocks_to_swap + 1, arch.max_blocks_to_swap + 1))
+
+
+def fewest_blocks_to_swap(s: Search, extra: Updates | None = None) -> bool:
+    """Keep the fewest blocks to swap that fit with `extra` (each one more costs its copies)."""
+    t = s.w.train
+    assert t is not None
+    values = swap_values(s.w, t)
+    found = bisect_values(
+        values, lambda n: s.run({**(extra or {}), "diffusion.blocks_to_swap": n}), s.ok, largest=False
+    )
+    if found is None:
+        return False
+    n, est = found
+    s.keep({**(extra or {}), "diffusion.blocks_to_swap": n}, est)
+    return True
+
+
 def largest_resolution(s: Search, extra: Updates | None = None) -> bool:
     """Keep the largest square resolution that fits with `extra`."""
     return s.largest("diffusion.resolution", resolution_values(s.w), extra)
@@ -93,9 +119,11 @@ __all__ = [
     "RESOLUTION_STEP",
     "SMALLEST_SIDE",
     "can_shard",
+    "fewest_blocks_to_swap",
     "is_diffusion",
     "largest_resolution",
     "resolution_values",
     "single_changes",
     "stack_steps",
+    "swap_values",
 ]

@@ -93,6 +93,8 @@ _DIFFUSION = {
 def _diffusion_phrase(key: str, value: str | int | bool) -> tuple[str, str]:
     if key == "diffusion.resolution":
         return f"resolution {value} px", "trains on smaller images"
+    if key == "diffusion.blocks_to_swap":
+        return f"{value} blocks swapped to host RAM", "kohya blocks_to_swap: PCIe copies every step"
     if value is False:
         return f"no {key.removeprefix('diffusion.')}", ""
     return _DIFFUSION.get(key, (f"{key} = {value}", ""))

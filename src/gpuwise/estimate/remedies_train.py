@@ -26,6 +26,8 @@ def train_remedies(s: Search) -> None:
         s.largest("train.seq_len", _seq_values(t))
     for updates in _method_changes(s.w, t, s.count):
         s.try_one(updates)
+    if diffusion.is_diffusion(s.w):
+        diffusion.fewest_blocks_to_swap(s)
     _more_gpus(s, t)
     if not any(r.fits for r in s.found):
         _stacked(s, t)
@@ -176,8 +178,12 @@ def _stacked(s: Search, t: TrainSpec) -> None:
             _widen_micro_batch(s, t)
             return
     acc.update(_shard(t, acc))
-    if diffusion.is_diffusion(s.w):
-        diffusion.largest_resolution(s, {k: v for k, v in acc.items() if k != "train.sharding"})
+    if diffusion.is_diffusion(s.w):  # then block swapping, then smaller images
+        extra = {k: v for k, v in acc.items() if k != "train.sharding"}
+        if not diffusion.fewest_blocks_to_swap(s, extra):
+            values = diffusion.swap_values(s.w, t)
+            most = {"diffusion.blocks_to_swap": values[-1]} if values else {}
+            diffusion.largest_resolution(s, {**extra, **most})
         return
     if s.w.arch.kind != "transformer":
         return
