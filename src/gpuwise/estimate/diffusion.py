@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from gpuwise.catalog.models import GpuSpec
 from gpuwise.estimate import diffusion_constants as D  # noqa: N812 - the diffusion constants table
+from gpuwise.estimate import interconnect_constants as NET  # noqa: N812 - the interconnect constants table
 from gpuwise.estimate import memory_constants as MEM  # noqa: N812 - the memory constants table
 from gpuwise.estimate.calibration import Calibration
 from gpuwise.estimate.hardware import (
@@ -117,7 +118,7 @@ def diffusion_estimate(
     image_s = hw_flops / (peak * eff)
     accum = max(1, math.ceil(t.global_batch / (t.micro_batch * count))) if t.global_batch else 1
     launch_s = layer_count(arch) * notes.const(D.LAYER_OVERHEAD_S)  # loading cached latents: not modelled
-    micro_s = t.micro_batch * image_s + launch_s
+    micro_s = t.micro_batch * image_s + launch_s + _swap_seconds(job, notes)
     sync_s = _optimizer_seconds(job, gpu, notes) + _allreduce_seconds(job, gpu, count, nodes, notes)
     step_s = accum * micro_s + sync_s
     images_per_step = t.micro_batch * accum * count
@@ -248,7 +249,17 @@ def _model_states(job: _Job, *, dp: int, notes: Notes) -> tuple[float, float, fl
         f"frozen {arch.name} in {what}: {n * base_b / GIB:.1f} GiB; LoRA adapters, their gradients and "
         f"{t.optimizer} states in FP32 ({lora * (8 + opt_state) / GIB:.2f} GiB)"
     )
-    return n * base_b + lora * 4.0, lora * 4.0, lora * opt_state
+    base = n * base_b
+    swap = d.blocks_to_swap
+    if swap:
+        # the swapped blocks live in host RAM; one is on the GPU at a time (being copied in or run)
+        resident = (arch.swap_units - swap + 1) / arch.swap_units
+        notes.add(
+            f"blocks_to_swap = {swap} of {arch.swap_units} blocks in host RAM: "
+            f"{base * resident / GIB:.1f} GiB of the base on the GPU"
+        )
+        base *= resident
+    return base + lora * 4.0, lora * 4.0, lora * opt_state
 
 
 def _activations_per_image(job: _Job, notes: Notes) -> float:
@@ -270,6 +281,24 @@ def _activations_per_image(job: _Job, notes: Notes) -> float:
         f"{2 * full / GIB:.1f} GiB without)"
     )
     return 2.0 * kept
+
+
+def _swap_seconds(job: _Job, notes: Notes) -> float:
+    """Copying the swapped blocks to the GPU for the forward, the recompute and the backward of every micro
+    batch over PCIe, not overlapped with compute (as gpuwise's CPU offload; kohya copies on a side stream,
+    so this is an upper bound)."""
+    arch, t, d = job.arch, job.t, job.d
+    if not d.blocks_to_swap:
+        return 0.0
+    base_b = D.FP8_BASE_BYTES.value if d.fp8_base else MEM.BASE_BYTES_PER_PARAM.get(t.base_dtype, 2.0)
+    passes = 3 if t.activation_checkpointing == "full" else 2
+    moved = arch.denoiser_params * base_b * d.blocks_to_swap / arch.swap_units * passes
+    seconds = moved / (notes.const(NET.PCIE_HOST_GBS) * 1e9)
+    notes.add(
+        f"block swapping: {moved / 1e9:.1f} GB host→GPU per micro batch ({seconds:.2f} s), not overlapped "
+        "with compute (an upper bound: kohya copies on a side stream)"
+    )
+    return seconds
 
 
 def _optimizer_seconds(job: _Job, gpu: GpuSpec, notes: Notes) -> float:

@@ -91,12 +91,17 @@ NCCL_BUFFERS_GIB = Constant(
 ACT_BYTES_PER_FLOP = Constant(
     "activation_bytes_per_flop",
     6e-3,
-    "B/FLOP (cnn; diffusion and generic 2e-3)",
+    "B/FLOP (cnn; generic 2e-3; diffusion 9e-4)",
     "ResNet-50 mixed precision: batch 256 per 16 GB V100 (NVIDIA DeepLearningExamples), ~50 MB per image; "
     "attention-heavy models keep fewer bytes per FLOP (ViT-L/16: ~0.25 GB per 123 GFLOP image by the "
-    "Korthikanti count)",
+    "Korthikanti count); diffusion: the UNet count of gpuwise's diffusion model (SD 1.5 at 512 px, SDXL at "
+    "512-1024 px: 8.8-9.3e-4); its inference third, 2.0 GB per SDXL UNet pass at 1024 px, is 1.4× the "
+    "peak per latent of the Hugging Face blog 'Exploring simple optimizations for SDXL' (11.47 GB for 8 "
+    "latents, VAE slicing + sequential CPU offload, A100): conservative",
 )
-ACT_BYTES_PER_FLOP_BY_KIND = {"cnn": 6e-3, "diffusion": 2e-3, "generic": 2e-3}
+# Diffusion: 16-bit values a UNet keeps per forward FLOP, from gpuwise.workload.diffusion_arch's count of the
+# bundled UNets (tests/estimate/test_diffusion_generic.py recomputes it), not the ViT figure it used to share.
+ACT_BYTES_PER_FLOP_BY_KIND = {"cnn": 6e-3, "diffusion": 9e-4, "generic": 2e-3}
 # Share of activation memory kept with checkpointing, for models without a per-layer formula
 # (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost": O(sqrt(n)) segments).
 NON_TRANSFORMER_CHECKPOINT_KEEP = {"none": 1.0, "selective": 0.6, "full": 0.25}

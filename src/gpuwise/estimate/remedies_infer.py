@@ -21,7 +21,8 @@ def inference_remedies(s: Search) -> None:
     assert inf is not None
     if inf.concurrency > 1:
         s.largest("inference.concurrency", range(1, inf.concurrency))
-    for updates in _precision_changes(inf):
+    transformer = s.w.arch.kind == "transformer"
+    for updates in _precision_changes(inf, transformer):
         s.try_one(updates)
     if s.base.infeasible_reason is not None:  # e.g. tensor_parallel above the GPU count
         s.fewest_gpus({})
@@ -29,7 +30,7 @@ def inference_remedies(s: Search) -> None:
     if any(r.fits for r in s.found):
         return
     acc: Updates = {}
-    steps: list[Updates] = [*_precision_changes(inf), {"inference.concurrency": 1}]
+    steps: list[Updates] = [*_precision_changes(inf, transformer), {"inference.concurrency": 1}]
     for step in steps:
         acc.update(step)
         if s.try_one(dict(acc)) or _wider_tp(s, inf, acc) is None:
@@ -41,12 +42,13 @@ def inference_remedies(s: Search) -> None:
         s.wont_help(wider, est, why)
 
 
-def _precision_changes(inf: InferenceSpec) -> list[Updates]:
+def _precision_changes(inf: InferenceSpec, transformer: bool) -> list[Updates]:
+    """Lower-precision weights, and KV cache where the model has one (a transformer)."""
     out: list[Updates] = []
     for p in ("fp8", "int4"):
         if _BYTES[p] < _BYTES[inf.weights_precision]:
             out.append({"inference.weights_precision": p})
-    if _BYTES["fp8"] < _BYTES[inf.kv_dtype]:
+    if transformer and _BYTES["fp8"] < _BYTES[inf.kv_dtype]:
         out.append({"inference.kv_precision": "fp8"})
     return out
 

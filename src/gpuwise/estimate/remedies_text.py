@@ -6,7 +6,7 @@ Pure text over the updates of estimate/remedies.py; a key this table does not kn
 
 from __future__ import annotations
 
-from gpuwise.locale import _
+from gpuwise.locale import N_, _
 from gpuwise.workload.spec import Workload
 
 
@@ -80,6 +80,8 @@ def _phrase(key: str, value: str | int | bool, w: Workload) -> tuple[str, str]:
         return _offload().get(str(value), f"offload {value}"), ""
     if key in ("train.tensor_parallel", "inference.tensor_parallel"):
         return _("tensor parallelism {value}").format(value=value), ""
+    if key.startswith("diffusion."):
+        return _diffusion_phrase(key, value)
     if key == "inference.concurrency":
         return _("concurrency {value}").format(value=value), ""
     if key == "inference.weights_precision":
@@ -87,3 +89,29 @@ def _phrase(key: str, value: str | int | bool, w: Workload) -> tuple[str, str]:
     if key == "inference.kv_precision":
         return _("{value} KV cache").format(value=value), ""
     return f"{key} = {value}", ""
+
+
+_DIFFUSION = {
+    "diffusion.cache_text_embeddings": (
+        N_("caption embeddings cached before training"),
+        N_("the text encoders leave the GPU"),
+    ),
+    "diffusion.cache_latents": (N_("latents cached before training"), N_("the VAE leaves the GPU")),
+    "diffusion.fp8_base": (N_("FP8 frozen base"), N_("fp8_base: cast to BF16 per layer")),
+}
+
+
+def _diffusion_phrase(key: str, value: str | int | bool) -> tuple[str, str]:
+    if key == "diffusion.resolution":
+        return _("resolution {value} px").format(value=value), _("trains on smaller images")
+    if key == "diffusion.blocks_to_swap":
+        return (
+            _("{value} blocks swapped to host RAM").format(value=value),
+            _("kohya blocks_to_swap: PCIe copies every step"),
+        )
+    if value is False:
+        return _("no {key}").format(key=key.removeprefix("diffusion.")), ""
+    if key not in _DIFFUSION:
+        return f"{key} = {value}", ""
+    change, how = _DIFFUSION[key]
+    return _(change), _(how)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from gpuwise.estimate import remedies_diffusion as diffusion
 from gpuwise.estimate.models import Estimate
 from gpuwise.estimate.remedies import COUNTS, SEQ_STEP, Search, Updates
 from gpuwise.locale import _
@@ -26,6 +27,8 @@ def train_remedies(s: Search) -> None:
         s.largest("train.seq_len", _seq_values(t))
     for updates in _method_changes(s.w, t, s.count):
         s.try_one(updates)
+    if diffusion.is_diffusion(s.w):
+        diffusion.fewest_blocks_to_swap(s)
     _more_gpus(s, t)
     if not any(r.fits for r in s.found):
         _stacked(s, t)
@@ -64,9 +67,12 @@ def _method_changes(w: Workload, t: TrainSpec, count: int) -> list[Updates]:
     if t.optimizer_kind == "adamw":
         out.append({"train.optimizer": "adamw8bit"})
     out.extend(_base_changes(w, t))
-    if count > 1:
+    if diffusion.is_diffusion(w):  # caching and a lighter base; CPU offload is not modelled for it
+        out.extend(diffusion.single_changes(w, t))
+    if count > 1 and diffusion.can_shard(w, t):
         out.append(_shard(t, {}))
-    out.extend(_offload_changes(t))
+    if not diffusion.is_diffusion(w):
+        out.extend(_offload_changes(t))
     return [u for u in out if u]
 
 
@@ -104,6 +110,11 @@ def _offload_changes(t: TrainSpec) -> list[Updates]:
 def _more_gpus(s: Search, t: TrainSpec) -> None:
     """The fewest GPUs as set, and with weights sharded; say when more GPUs will not help."""
     plain = s.fewest_gpus({})
+    if not diffusion.can_shard(s.w, t):
+        if isinstance(plain, Estimate):
+            why = "more GPUs alone will not help: data parallelism gives every GPU the whole frozen base"
+            s.wont_help({"count": plain.count}, plain, why)
+        return
     shard = _shard(t, {})
     sharded = s.fewest_gpus(shard) if shard else plain
     if isinstance(sharded, Estimate):
@@ -144,6 +155,11 @@ def _stack_steps(w: Workload, t: TrainSpec) -> list[Updates]:
     if t.optimizer_kind == "adamw":
         steps.append({"train.optimizer": "adamw8bit"})
     steps.extend(_base_changes(w, t)[-1:])  # the lightest base only
+    if diffusion.is_diffusion(w):
+        steps.extend(diffusion.stack_steps(w, t))
+        if diffusion.can_shard(w, t):
+            steps.append({"train.sharding": _shard(t, {}).get("train.sharding", t.sharding)})
+        return steps
     if t.offload != "optimizer+params":
         steps.append({"train.sharding": _shard(t, {}).get("train.sharding", t.sharding)})
         steps.append({"train.offload": "optimizer+params"})
@@ -169,6 +185,13 @@ def _stacked(s: Search, t: TrainSpec) -> None:
             _widen_micro_batch(s, t)
             return
     acc.update(_shard(t, acc))
+    if diffusion.is_diffusion(s.w):  # then block swapping, then smaller images
+        extra = {k: v for k, v in acc.items() if k != "train.sharding"}
+        if not diffusion.fewest_blocks_to_swap(s, extra):
+            values = diffusion.swap_values(s.w, t)
+            most = {"diffusion.blocks_to_swap": values[-1]} if values else {}
+            diffusion.largest_resolution(s, {**extra, **most})
+        return
     if s.w.arch.kind != "transformer":
         return
     for tp in (2, 4, 8):

@@ -46,7 +46,8 @@ _NOT_FOR_DIFFUSION = {
     "tensor_parallel": "nothing: tensor parallelism is not modelled for diffusion",
     "fused_kernels": "nothing: fused LLM kernels do not apply",
     "framework": "nothing: diffusion trainers (kohya, diffusers, SimpleTuner, ai-toolkit) share one model",
-    "offload": '[diffusion] fp8_base, a 4-bit base (method = "qlora") or a smaller resolution',
+    "offload": '[diffusion] fp8_base, blocks_to_swap (SD3/Flux), a 4-bit base (method = "qlora") or a '
+    "smaller resolution",
     "low_cpu_mem_usage": "nothing: loading is not modelled for diffusion",
 }
 
@@ -69,6 +70,9 @@ class DiffusionSpec(BaseModel):
     # the frozen denoiser stored in FP8 and cast to BF16 per layer (kohya --fp8_base, ai-toolkit/SimpleTuner
     # fp8 quantisation): 1 byte per weight, the same matmuls
     fp8_base: bool = False
+    # DiT blocks of the frozen base kept in host RAM and copied to the GPU as they run (kohya sd-scripts
+    # --blocks_to_swap, in its units: a Flux double block or two single blocks); LoRA only
+    blocks_to_swap: int = Field(default=0, ge=0)
     # optimizer steps, instead of [train] samples: images = steps × global_batch (default micro_batch)
     steps: int | None = Field(default=None, ge=1)
     # the caption sequence the denoiser attends to (CLIP 77; T5 length for SD3/Flux); absent = default
@@ -141,8 +145,34 @@ def merge_diffusion(data: dict[str, Any], source: str) -> dict[str, Any]:
     train = data.get("train")
     if isinstance(train, dict):
         _check_fp8(train, spec, source)
+        _check_swap(train, spec, arch, source)
         out["train"] = _amount(train, spec, source)
     return out
+
+
+def _check_swap(train: dict[str, Any], spec: DiffusionSpec, arch: DiffusionArch, source: str) -> None:
+    """blocks_to_swap: a DiT's frozen LoRA base, at most the architecture's limit."""
+    n = spec.blocks_to_swap
+    if not n:
+        return
+    if not arch.max_blocks_to_swap:
+        raise ConfigError(
+            f"Workload file {source}: key 'diffusion.blocks_to_swap': {arch.name} is a UNet; block swapping "
+            "is modelled for the DiT models (SD3, Flux) as kohya sd-scripts swaps their blocks",
+            fix='remove blocks_to_swap; fp8_base, method = "qlora" or a smaller resolution lower the memory',
+        )
+    if n > arch.max_blocks_to_swap:
+        raise ConfigError(
+            f"Workload file {source}: key 'diffusion.blocks_to_swap': {n} is more than {arch.name} can swap "
+            f"({arch.max_blocks_to_swap} of its {arch.swap_units} blocks; the rest stay on the GPU)",
+            fix=f"write at most {arch.max_blocks_to_swap}",
+        )
+    if train.get("method") == "full":
+        raise ConfigError(
+            f"Workload file {source}: blocks_to_swap moves a frozen base's blocks, but method = "
+            '"full" trains every weight',
+            fix='use method = "lora" with blocks_to_swap, or remove blocks_to_swap',
+        )
 
 
 def _check_fp8(train: dict[str, Any], spec: DiffusionSpec, source: str) -> None:

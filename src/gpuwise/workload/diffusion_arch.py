@@ -49,6 +49,13 @@ class DiffusionArch:
     clip_sequence_tokens: int = (
         0  # CLIP tokens inside the DiT's text sequence (SD3: 77; Flux: 0, pooled only)
     )
+    max_blocks_to_swap: int = 0  # kohya's --blocks_to_swap limit; 0: block swapping not modelled
+
+    @property
+    def swap_units(self) -> int:
+        """What kohya's blocks_to_swap counts: a DiT's blocks of one weight set's size (a Flux double block,
+        two single blocks, an SD3 joint block)."""
+        return self.stream_blocks // 2
 
     @property
     def text_encoder_params(self) -> float:

@@ -51,7 +51,8 @@ DESCRIPTIONS: dict[str, str] = {
     "model.kind": "`transformer`, or `cnn` / `diffusion` / `generic` for models described by "
     "`params` and `flops_per_sample`.",
     "model.params": "Total parameters.",
-    "model.layers": "Transformer layers (blocks).",
+    "model.layers": "Transformer layers (blocks); for `cnn` / `diffusion` / `generic` models, the blocks "
+    "FSDP/ZeRO-3 and parameter offload gather one at a time (absent: the whole model at once).",
     "model.hidden": "Hidden size (model width).",
     "model.heads": "Attention heads.",
     "model.kv_heads": "Key/value heads (grouped-query or multi-query attention); default: `heads`.",
@@ -172,6 +173,10 @@ DESCRIPTIONS: dict[str, str] = {
     "and SDXL unless `network_train_unet_only`): they stay on the GPU and run a backward every step.",
     "diffusion.fp8_base": "The frozen denoiser stored in FP8 and cast to BF16 per layer (kohya "
     "`--fp8_base`): 1 byte per weight, same speed. For LoRA only.",
+    "diffusion.blocks_to_swap": "SD3 and Flux LoRA: blocks of the frozen base kept in host RAM and copied "
+    "to the GPU as they run (kohya sd-scripts `--blocks_to_swap`, in its units: a Flux double block or two "
+    "single blocks; at most 35 for Flux). Less GPU memory, and the copies over PCIe added to every micro "
+    "batch.",
     "diffusion.steps": "Optimizer steps, instead of `[train] samples`: images = steps × `global_batch` "
     "(default `micro_batch`). More GPUs split the same images.",
     "diffusion.text_tokens": "The caption sequence the denoiser attends to (T5 length for SD3 and Flux). "
