@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuwise import paths
 from gpuwise.errors import ConfigError, close_matches
+from gpuwise.locale import _
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -52,29 +53,31 @@ def load_config(path: Path | None = None) -> Config:
     if not target.exists() and not target.is_symlink():
         if explicit:
             raise ConfigError(
-                f"Config file {target} does not exist",
-                fix=f"create it, or drop --config to use {paths.config_file()}",
+                _("Config file {path} does not exist").format(path=target),
+                fix=_("create it, or drop --config to use {default}").format(default=paths.config_file()),
             )
         return Config(path=None)
-    fix = "correct the line named above (TOML syntax: key = value, [section])"
+    fix = _("correct the line named above (TOML syntax: key = value, [section])")
     raw, st = safe_read.read_bytes_and_stat(
         target,
-        what="Config file",
-        fix=f"give the TOML config file, a few kB (default: {paths.config_file()})",
+        what=_("Config file"),
+        fix=_("give the TOML config file, a few kB (default: {default})").format(default=paths.config_file()),
         max_bytes=safe_read.MAX_TOML_BYTES,
     )
-    source = f"Config file {target}"
+    source = _("Config file {path}").format(path=target)
     text = safe_read.decode_utf8(
-        raw, source, fix="give the TOML config file (a binary or non-UTF-8 file cannot be one)"
+        raw, source, fix=_("give the TOML config file (a binary or non-UTF-8 file cannot be one)")
     )
     data = safe_read.parse_toml(text, source, fix=fix)
     unknown = [k for k in data if k not in KNOWN_SECTIONS]
     if unknown:
         hint = close_matches(unknown[0], KNOWN_SECTIONS)
         raise ConfigError(
-            f"Config file {target}: unknown section [{unknown[0]}]"
-            + (f". Did you mean [{hint[0]}]?" if hint else ""),
-            fix="use only the sections " + ", ".join(f"[{s}]" for s in KNOWN_SECTIONS),
+            _("Config file {path}: unknown section [{section}]").format(path=target, section=unknown[0])
+            + (_(". Did you mean [{section}]?").format(section=hint[0]) if hint else ""),
+            fix=_("use only the sections {sections}").format(
+                sections=", ".join(f"[{s}]" for s in KNOWN_SECTIONS)
+            ),
         )
     sections = {k: v for k, v in data.items() if isinstance(v, dict)}
     _check_finite(sections, target)
@@ -88,7 +91,9 @@ def load_config(path: Path | None = None) -> Config:
         if value:
             commands.append(f"{section}.{key}")
     if commands:
-        check_trusted_file(target, st, holds="the command in " + " and ".join(commands))
+        check_trusted_file(
+            target, st, holds=_("the command in {keys}").format(keys=_(" and ").join(commands))
+        )
     return Config(path=target, sections=sections)
 
 
@@ -113,8 +118,10 @@ def _check_finite(sections: Mapping[str, Any], target: Path) -> None:
         where, value = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(
-                f"Config file {target}: {where} = {value} is not a finite number",
-                fix=f"give {where} a number (inf and nan are not allowed)",
+                _("Config file {path}: {key} = {value} is not a finite number").format(
+                    path=target, key=where, value=value
+                ),
+                fix=_("give {key} a number (inf and nan are not allowed)").format(key=where),
             )
         if isinstance(value, dict):
             stack.extend((f"{where}.{k}", v) for k, v in value.items())
@@ -137,10 +144,14 @@ def check_command_line(text: str, where: str, *, shell: bool = False) -> list[st
             problem = (len(text) - 1, str(exc).lower())
     pos, what = problem
     raise ConfigError(
-        f"{where}: {what} at character {pos + 1} of {text!r}",
-        why="the command line cannot be split into words the way a shell would",
-        fix="close the quote (or escape it with a backslash); a list of words, e.g. "
-        '["notify-send", "GPU alert"], needs no quoting where a list is allowed',
+        _("{where}: {what} at character {pos} of {text}").format(
+            where=where, what=what, pos=pos + 1, text=repr(text)
+        ),
+        why=_("the command line cannot be split into words the way a shell would"),
+        fix=_(
+            "close the quote (or escape it with a backslash); a list of words, e.g. "
+            '["notify-send", "GPU alert"], needs no quoting where a list is allowed'
+        ),
     )
 
 
@@ -152,15 +163,14 @@ def _quote_problem(text: str, *, comments: bool) -> tuple[int, str] | None:
         ch = text[i]
         if ch == "\\":
             if i + 1 >= n:
-                return i, "a backslash at the end, escaping nothing,"
+                return i, _("a backslash at the end, escaping nothing,")
             i += 2
             word_start = False
             continue
         if ch in "'\"":
             close = text.find("'", i + 1) if ch == "'" else _closing_double_quote(text, i + 1)
             if close < 0:
-                kind = "single" if ch == "'" else "double"
-                return i, f"an unclosed {kind} quote"
+                return i, _("an unclosed single quote") if ch == "'" else _("an unclosed double quote")
             i = close + 1
             word_start = False
             continue
@@ -198,33 +208,42 @@ def check_trusted_file(path: Path, st: os.stat_result | None = None, *, holds: s
         dir_st = real.parent.stat()
     except OSError as exc:
         raise ConfigError(
-            f"Cannot check who may change {path}: {exc.strerror}", fix="check the path"
+            _("Cannot check who may change {path}: {reason}").format(path=path, reason=exc.strerror),
+            fix=_("check the path"),
         ) from exc
     me = os.geteuid()
     problems: list[str] = []
     fixes: list[str] = []
     if file_st.st_uid not in (me, 0):
-        problems.append(f"it belongs to {_user(file_st.st_uid)}")
+        problems.append(_("it belongs to {user}").format(user=_user(file_st.st_uid)))
         fixes.append(f"chown {_user(me)} {real}")
     if file_st.st_mode & stat.S_IWOTH or (
         file_st.st_mode & stat.S_IWGRP and not _private_group(file_st.st_gid, file_st.st_uid)
     ):
-        problems.append(f"others can write to it (mode {stat.S_IMODE(file_st.st_mode):04o})")
+        problems.append(
+            _("others can write to it (mode {mode})").format(mode=f"{stat.S_IMODE(file_st.st_mode):04o}")
+        )
         fixes.append(f"chmod go-w {real}")
     if dir_st.st_uid not in (me, 0):
-        problems.append(f"its folder {real.parent} belongs to {_user(dir_st.st_uid)}")
-        fixes.append(f"move it to a folder of yours, e.g. {paths.config_dir()}")
+        problems.append(
+            _("its folder {folder} belongs to {user}").format(folder=real.parent, user=_user(dir_st.st_uid))
+        )
+        fixes.append(_("move it to a folder of yours, e.g. {folder}").format(folder=paths.config_dir()))
     elif (dir_st.st_mode & stat.S_IWOTH and not dir_st.st_mode & stat.S_ISVTX) or (
         dir_st.st_mode & stat.S_IWGRP and not _private_group(dir_st.st_gid, dir_st.st_uid)
     ):
         problems.append(
-            f"others can write to its folder {real.parent} (mode {stat.S_IMODE(dir_st.st_mode):04o})"
+            _("others can write to its folder {folder} (mode {mode})").format(
+                folder=real.parent, mode=f"{stat.S_IMODE(dir_st.st_mode):04o}"
+            )
         )
         fixes.append(f"chmod go-w {real.parent}")
     if not problems:
         return
-    message = f"{path} holds {holds}, but " + " and ".join(problems)
-    why = f"whoever can change it could make gpuwise run their own command as {_user(me)}"
+    message = _("{path} holds {holds}, but {problems}").format(
+        path=path, holds=holds, problems=_(" and ").join(problems)
+    )
+    why = _("whoever can change it could make gpuwise run their own command as {user}").format(user=_user(me))
     if os.environ.get(INSECURE_ENV) == "1":
         logging.getLogger("gpuwise.config").warning(
             "SECURITY: %s; running it anyway because %s=1 is set (%s)", message, INSECURE_ENV, why
@@ -233,7 +252,9 @@ def check_trusted_file(path: Path, st: os.stat_result | None = None, *, holds: s
     raise ConfigError(
         message,
         why=why,
-        fix=" and ".join(fixes) + f" (or set {INSECURE_ENV}=1 to run it anyway, at your own risk)",
+        fix=_("{fixes} (or set {variable}=1 to run it anyway, at your own risk)").format(
+            fixes=_(" and ").join(fixes), variable=INSECURE_ENV
+        ),
     )
 
 
@@ -273,8 +294,10 @@ def validate_section(data: Mapping[str, Any], name: str, model: type[M], *, sour
         problem = first["msg"]
         if first["type"] == "extra_forbidden":
             hint = close_matches(str(first["loc"][-1]), model.model_fields)
-            problem = "unknown key" + (f". Did you mean {hint[0]!r}?" if hint else "")
+            problem = _("unknown key") + (
+                _(". Did you mean {key}?").format(key=repr(hint[0])) if hint else ""
+            )
         raise ConfigError(
             f"{source}: {name}.{where}: {problem}",
-            fix=f"correct or remove that key in the [{name}] section",
+            fix=_("correct or remove that key in the [{section}] section").format(section=name),
         ) from exc

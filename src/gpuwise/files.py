@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO
 
 from gpuwise.errors import UsageError
+from gpuwise.locale import _
 
 _MAX_LINK_HOPS = 40  # as the kernel's own limit (ELOOP after 40 links)
 
@@ -45,21 +46,21 @@ def describe_mode(mode: int) -> str | None:
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISDIR(mode):
-        return "a directory"
+        return _("a directory")
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
+        return _("a device")
     if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
+        return _("a named pipe (FIFO)")
     if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+        return _("a socket")
+    return _("not a regular file")
 
 
 def _refuse(path: Path, what: str, why: str, *, fix: str = "", label: str = "") -> UnsafeOutputError:
     return UnsafeOutputError(
-        f"{label + ' ' if label else ''}{path} is {what}",
+        _("{path} is {what}").format(path=f"{label + ' ' if label else ''}{path}", what=what),
         why=why,
-        fix=fix or "give the path of a regular file (a new name is fine), e.g. in your home directory",
+        fix=fix or _("give the path of a regular file (a new name is fine), e.g. in your home directory"),
     )
 
 
@@ -72,7 +73,7 @@ def resolve_output(path: Path, label: str = "") -> Path:
     """
     euid = os.geteuid() if hasattr(os, "geteuid") else None
     current = path
-    for _ in range(_MAX_LINK_HOPS):
+    for _hop in range(_MAX_LINK_HOPS):
         try:
             st = current.lstat()
         except FileNotFoundError:
@@ -80,22 +81,25 @@ def resolve_output(path: Path, label: str = "") -> Path:
                 return path  # a new file: the writer creates it
             raise _refuse(
                 path,
-                f"a symlink to {current}, which does not exist",
-                "gpuwise writes through a symlink only to an existing regular file",
-                fix=f"remove the link (rm {path}) or point it at an existing file",
+                _("a symlink to {target}, which does not exist").format(target=current),
+                _("gpuwise writes through a symlink only to an existing regular file"),
+                fix=_("remove the link (rm {path}) or point it at an existing file").format(path=path),
                 label=label,
             ) from None
         except OSError as exc:
             raise _refuse(
-                path, f"not reachable ({exc.strerror or exc})", "its path cannot be followed", label=label
+                path,
+                _("not reachable ({reason})").format(reason=exc.strerror or exc),
+                _("its path cannot be followed"),
+                label=label,
             ) from exc
         if stat.S_ISLNK(st.st_mode):
             if euid is not None and st.st_uid not in (euid, 0):
                 raise _refuse(
                     path,
-                    f"a symlink owned by another user (uid {st.st_uid})",
-                    "writing through it would let that user choose which file gpuwise overwrites",
-                    fix=f"remove the link (rm {current}) or give another path",
+                    _("a symlink owned by another user (uid {uid})").format(uid=st.st_uid),
+                    _("writing through it would let that user choose which file gpuwise overwrites"),
+                    fix=_("remove the link (rm {path}) or give another path").format(path=current),
                     label=label,
                 )
             target = current.readlink()
@@ -104,14 +108,16 @@ def resolve_output(path: Path, label: str = "") -> Path:
         kind = describe_mode(st.st_mode)
         if kind is None:
             return current
-        shown = kind if current is path else f"a symlink to {current}, {kind}"
+        shown = (
+            kind if current is path else _("a symlink to {target}, {kind}").format(target=current, kind=kind)
+        )
         raise _refuse(
             path,
-            f"{shown}, not a regular file",
-            "writing there would replace or feed it instead of creating a file",
+            _("{kind}, not a regular file").format(kind=shown),
+            _("writing there would replace or feed it instead of creating a file"),
             label=label,
         )
-    raise _refuse(path, "a symlink loop", "its links never reach a file", label=label)
+    raise _refuse(path, _("a symlink loop"), _("its links never reach a file"), label=label)
 
 
 def write_atomic(path: Path, data: str | bytes, *, private: bool = False) -> None:
@@ -256,9 +262,9 @@ def read_regular(path: Path, *, limit: int, label: str = "") -> bytes:
         kind = describe_mode(os.fstat(fd).st_mode)
         if kind is not None:
             raise UnreadableInputError(
-                f"{shown} is {kind}, not a regular file",
-                why="reading it could wait for a writer or never end",
-                fix="give a regular file (copy the data into one first)",
+                _("{file} is {kind}, not a regular file").format(file=shown, kind=kind),
+                why=_("reading it could wait for a writer or never end"),
+                fix=_("give a regular file (copy the data into one first)"),
             )
         os.set_blocking(fd, True)
         chunks: list[bytes] = []
@@ -273,9 +279,9 @@ def read_regular(path: Path, *, limit: int, label: str = "") -> bytes:
         os.close(fd)
     if size > limit:
         raise UnreadableInputError(
-            f"{shown} is larger than {_size(limit)}",
-            why="gpuwise reads such files whole and refuses ones this large",
-            fix="check that it is the right file",
+            _("{file} is larger than {size}").format(file=shown, size=_size(limit)),
+            why=_("gpuwise reads such files whole and refuses ones this large"),
+            fix=_("check that it is the right file"),
         )
     return b"".join(chunks)
 

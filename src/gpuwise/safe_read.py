@@ -12,7 +12,7 @@ gigabytes of memory:
   after parsing for JSON (whose C parser fails fast), so no caller ever walks a 400-deep structure;
 - RecursionError and MemoryError from a parser become bad input.
 
-Standard library and gpuwise.errors only: every room may import it.
+Standard library, gpuwise.errors and gpuwise.locale only: every room may import it.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwise.errors import ConfigError
+from gpuwise.locale import _
 
 MAX_BYTES = 4 << 20  # 4 MiB: JSON (a C parser, fast); the largest fingerprint or bench file is under 100 kB
 # 256 KiB for TOML: tomllib is pure Python, and at 4 MiB some shapes (a long array, thousands of tables)
@@ -56,39 +57,48 @@ def read_bytes_and_stat(
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError as exc:
-        raise ConfigError(f"{what} {path} does not exist", fix=fix) from exc
+        raise ConfigError(_("{what} {path} does not exist").format(what=what, path=path), fix=fix) from exc
     except OSError as exc:
-        raise ConfigError(f"Cannot read {what.lower()} {path}: {exc.strerror}", fix=fix) from exc
+        raise _cannot_read(what, path, exc, fix) from exc
     try:
         st = os.fstat(fd)
         mode = st.st_mode
         if stat.S_ISDIR(mode):
-            raise ConfigError(f"{what} {path} is a directory", fix=fix)
+            raise ConfigError(_("{what} {path} is a directory").format(what=what, path=path), fix=fix)
         if not stat.S_ISREG(mode):
             if not (str(path).startswith(_STREAM_PREFIXES) and stat.S_ISFIFO(mode)):
                 kind = (
-                    "a named pipe (FIFO)"
+                    _("{what} {path} is a named pipe (FIFO)")
                     if stat.S_ISFIFO(mode)
-                    else "not a regular file (a device or socket)"
+                    else _("{what} {path} is not a regular file (a device or socket)")
                 )
                 raise ConfigError(
-                    f"{what} {path} is {kind}", why="reading it would wait for a writer or never end", fix=fix
+                    kind.format(what=what, path=path),
+                    why=_("reading it would wait for a writer or never end"),
+                    fix=fix,
                 )
             # our own stream: read it with ordinary blocking reads
             fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         with os.fdopen(fd, "rb", closefd=False) as fh:
             data = fh.read(max_bytes + 1)
     except OSError as exc:
-        raise ConfigError(f"Cannot read {what.lower()} {path}: {exc.strerror}", fix=fix) from exc
+        raise _cannot_read(what, path, exc, fix) from exc
     finally:
         os.close(fd)
     if len(data) > max_bytes:
         raise ConfigError(
-            f"{what} {path} is larger than {_size(max_bytes)}",
-            why="no file of this kind is anywhere near that size: it is probably the wrong file",
+            _("{what} {path} is larger than {size}").format(what=what, path=path, size=_size(max_bytes)),
+            why=_("no file of this kind is anywhere near that size: it is probably the wrong file"),
             fix=fix,
         )
     return data, st
+
+
+def _cannot_read(what: str, path: Path, exc: OSError, fix: str) -> ConfigError:
+    return ConfigError(
+        _("Cannot read {what} {path}: {reason}").format(what=what.lower(), path=path, reason=exc.strerror),
+        fix=fix,
+    )
 
 
 def read_text(path: Path, *, what: str, fix: str, max_bytes: int = MAX_BYTES) -> str:
@@ -101,7 +111,12 @@ def decode_utf8(data: bytes, source: str, *, fix: str) -> str:
     try:
         return codecs.decode(data, "utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{source} is not a text file: byte {exc.start} is not UTF-8", fix=fix) from exc
+        raise ConfigError(
+            _("{source} is not a text file: byte {offset} is not UTF-8").format(
+                source=source, offset=exc.start
+            ),
+            fix=fix,
+        ) from exc
 
 
 def load_toml(
@@ -141,11 +156,15 @@ def parse_toml(text: str, source: str, *, fix: str, max_depth: int = MAX_DEPTH) 
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source} is not valid TOML: {exc}", fix=fix) from exc
+        raise ConfigError(
+            _("{source} is not valid TOML: {error}").format(source=source, error=exc), fix=fix
+        ) from exc
     except (RecursionError, MemoryError) as exc:
         raise _too_deep(source, max_depth, fix) from exc
     except ValueError as exc:  # an integer of more than 4,300 digits (int()'s limit) is not a TOMLDecodeError
-        raise ConfigError(f"{source} holds a value Python cannot read: {exc}", fix=fix) from exc
+        raise ConfigError(
+            _("{source} holds a value Python cannot read: {error}").format(source=source, error=exc), fix=fix
+        ) from exc
     _check_depth(data, source, fix=fix, max_depth=max_depth)
     return data
 
@@ -159,7 +178,9 @@ def parse_json(text: str, source: str, *, fix: str, max_depth: int = MAX_DEPTH) 
     try:
         data = json.loads(text, parse_constant=refuse_constant)
     except ValueError as exc:  # JSONDecodeError is a ValueError
-        raise ConfigError(f"{source} is not JSON: {exc}", fix=fix) from exc
+        raise ConfigError(
+            _("{source} is not JSON: {error}").format(source=source, error=exc), fix=fix
+        ) from exc
     except (RecursionError, MemoryError) as exc:
         raise _too_deep(source, max_depth, fix) from exc
     _check_depth(data, source, fix=fix, max_depth=max_depth)
@@ -185,7 +206,9 @@ def _check_toml_shape(text: str, source: str, *, fix: str, max_depth: int) -> No
             if dots >= max_parts:
                 line = text.count("\n", 0, match.start()) + 1
                 raise ConfigError(
-                    f"{source}: line {line} has a key of more than {max_parts} dotted parts",
+                    _("{source}: line {line} has a key of more than {n} dotted parts").format(
+                        source=source, line=line, n=max_parts
+                    ),
                     fix=fix,
                 )
         elif token in ("=", ",", "\n"):
@@ -206,8 +229,8 @@ def _check_depth(data: Any, source: str, *, fix: str, max_depth: int) -> None:
 
 def _too_deep(source: str, max_depth: int, fix: str) -> ConfigError:
     return ConfigError(
-        f"{source} nests tables or lists more than {max_depth} levels deep",
-        why="no gpuwise file needs more than a few levels",
+        _("{source} nests tables or lists more than {n} levels deep").format(source=source, n=max_depth),
+        why=_("no gpuwise file needs more than a few levels"),
         fix=fix,
     )
 

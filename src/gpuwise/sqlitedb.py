@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from gpuwise.errors import StorageError
+from gpuwise.locale import _
 
 
 def open_db(
@@ -23,8 +24,8 @@ def open_db(
         db.executescript(schema)
     except (sqlite3.Error, OSError) as exc:
         raise StorageError(
-            f"Cannot open the {what} database {path}: {exc}",
-            why="the directory is not writable, the disk is full, or the file is not an SQLite database",
+            _("Cannot open the {what} database {path}: {error}").format(what=what, path=path, error=exc),
+            why=_("the directory is not writable, the disk is full, or the file is not an SQLite database"),
             fix=fix,
         ) from exc
     return db

@@ -10,7 +10,7 @@ import math
 import re
 from datetime import date, datetime
 
-from gpuwise.locale import language
+from gpuwise.locale import _, language
 
 KIB = 1024
 MIB = 1024**2
@@ -78,7 +78,9 @@ def parse_duration_s(text: str, *, default_unit: str = "s") -> float:
     else:
         if position and not text[position:].strip():
             return total
-    raise ValueError(f"not a duration: {text!r} (expected e.g. 90s, 30m, 2h, 1d or 1h30m)")
+    raise ValueError(
+        _("not a duration: {text} (expected e.g. 90s, 30m, 2h, 1d or 1h30m)").format(text=repr(text))
+    )
 
 
 def format_gib(n_bytes: float, digits: int = 1) -> str:

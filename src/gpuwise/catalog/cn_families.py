@@ -23,6 +23,7 @@ from functools import cache
 from importlib import resources
 
 from gpuwise.errors import UsageError
+from gpuwise.locale import _
 
 PROVIDERS = ("aliyun", "tencent", "huawei", "baidu")
 # Alibaba writes the vCPU:GPU ratio or a GPU-count marker after a dash: gn7i-c8g1, gn8is-8x, gn7e-c16g1
@@ -83,9 +84,9 @@ def family_for(provider: str, instance_type: str) -> Family | None:
     """The table's row for this instance type (None: the family is not in the table)."""
     if provider not in PROVIDERS:
         raise UsageError(
-            f"unknown Chinese cloud {provider!r}",
-            why="the instance-family table covers only these providers",
-            fix=f"use one of: {', '.join(PROVIDERS)}",
+            _("unknown Chinese cloud {name}").format(name=repr(provider)),
+            why=_("the instance-family table covers only these providers"),
+            fix=_("use one of: {names}").format(names=", ".join(PROVIDERS)),
         )
     return _index().get((provider, family_token(provider, instance_type)))
 

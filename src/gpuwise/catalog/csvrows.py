@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass
 from datetime import date
 
+from gpuwise.locale import _
+
 REQUIRED_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price")
 NUMERIC_COLUMNS = ("AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "SpotPrice")
 # Free-text columns that may absorb unquoted commas when they come last in the header.
@@ -70,9 +72,9 @@ def read_vms_csv(
     try:
         header = next(reader)
     except StopIteration:
-        return [], [RowProblem(filename, 1, "the file is empty (expected a header line)")]
+        return [], [RowProblem(filename, 1, _("the file is empty (expected a header line)"))]
     except csv.Error as exc:
-        return [], [RowProblem(filename, 1, f"not CSV: {exc}")]
+        return [], [RowProblem(filename, 1, _("not CSV: {error}").format(error=exc))]
     header = [h.strip() for h in header]
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
@@ -80,8 +82,10 @@ def read_vms_csv(
             RowProblem(
                 filename,
                 1,
-                "header lacks column(s) " + ", ".join(missing) + " (expected the SkyPilot vms.csv schema: "
-                "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region,…)",
+                _(
+                    "header lacks column(s) {columns} (expected the SkyPilot vms.csv schema: "
+                    "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region,…)"
+                ).format(columns=", ".join(missing)),
             )
         ]
     width = len(header)
@@ -94,25 +98,25 @@ def read_vms_csv(
         except StopIteration:
             break
         except csv.Error as exc:
-            problems.append(RowProblem(filename, reader.line_num, f"not CSV: {exc}"))
+            problems.append(RowProblem(filename, reader.line_num, _("not CSV: {error}").format(error=exc)))
             break
         line = reader.line_num
         if not values or (len(values) == 1 and not values[0].strip()):
             continue
         if len(rows) + len(problems) >= max_rows:
-            problems.append(RowProblem(filename, line, f"more than {max_rows:,} rows; the rest is not read"))
+            problems.append(
+                RowProblem(
+                    filename, line, _("more than {n} rows; the rest is not read").format(n=f"{max_rows:,}")
+                )
+            )
             break
         if len(values) > width:
             if not tail_is_text:
-                problems.append(
-                    RowProblem(filename, line, f"{len(values)} fields but the header has {width} columns")
-                )
+                problems.append(RowProblem(filename, line, _fields_problem(len(values), width)))
                 continue
             values = [*values[: width - 1], ",".join(values[width - 1 :])]
         elif len(values) < width:
-            problems.append(
-                RowProblem(filename, line, f"{len(values)} fields but the header has {width} columns")
-            )
+            problems.append(RowProblem(filename, line, _fields_problem(len(values), width)))
             continue
         fields = dict(zip(header, values, strict=True))
         if strict:
@@ -124,6 +128,10 @@ def read_vms_csv(
     return rows, problems
 
 
+def _fields_problem(n: int, width: int) -> str:
+    return _("{n} fields but the header has {width} columns").format(n=n, width=width)
+
+
 def validate_fields(fields: dict[str, str]) -> str | None:
     """What is wrong with one row's values, or None."""
     for column in NUMERIC_COLUMNS:
@@ -133,18 +141,18 @@ def validate_fields(fields: dict[str, str]) -> str | None:
         try:
             value = parse_number(raw)
         except ValueError:
-            return f"{column} {raw.strip()!r} is not a number"
+            return _("{column} {value} is not a number").format(column=column, value=repr(raw.strip()))
         if value is not None and value < 0:
-            return f"{column} {raw.strip()!r} is negative"
+            return _("{column} {value} is negative").format(column=column, value=repr(raw.strip()))
     problem = _validate_currency_and_date(fields)
     if problem:
         return problem
     if fields.get("AcceleratorName", "").strip():
         count = parse_number(fields.get("AcceleratorCount", ""))
         if count is None or count <= 0:
-            return (
-                f"AcceleratorName {fields['AcceleratorName'].strip()!r} needs a positive AcceleratorCount, "
-                f"got {fields.get('AcceleratorCount', '').strip()!r}"
+            return _("AcceleratorName {name} needs a positive AcceleratorCount, got {count}").format(
+                name=repr(fields["AcceleratorName"].strip()),
+                count=repr(fields.get("AcceleratorCount", "").strip()),
             )
     return None
 
@@ -154,13 +162,15 @@ def _validate_currency_and_date(fields: dict[str, str]) -> str | None:
     empty means USD) and ``PriceDate`` (YYYY-MM-DD, the day the prices were fetched)."""
     currency = fields.get("Currency", "").strip()
     if currency and not (len(currency) == 3 and currency.isascii() and currency.isalpha()):
-        return f"Currency {currency!r} is not a three-letter currency code (such as USD or CNY)"
+        return _("Currency {code} is not a three-letter currency code (such as USD or CNY)").format(
+            code=repr(currency)
+        )
     price_date = fields.get("PriceDate", "").strip()
     if price_date:
         try:
             date.fromisoformat(price_date)
         except ValueError:
-            return f"PriceDate {price_date!r} is not a date (YYYY-MM-DD)"
+            return _("PriceDate {value} is not a date (YYYY-MM-DD)").format(value=repr(price_date))
     return None
 
 

@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 
 from gpuwise import httpclient
 from gpuwise.errors import CatalogError, UsageError
+from gpuwise.locale import _
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs"
 # SkyPilot's own fallback when GitHub rate-limits (HTTP 429): HOSTED_CATALOG_DIR_URL_S3_MIRROR in
@@ -122,28 +123,45 @@ def check_base_url(base_url: str, option: str = "--base-url") -> str:
     parsed = urlparse(base_url)
     loopback = parsed.hostname in ("127.0.0.1", "localhost", "::1")
     if parsed.scheme != "https" and not (parsed.scheme == "http" and loopback):
+        shown = httpclient.redact_url(base_url) if parsed.hostname else base_url[:60]
         raise UsageError(
-            f"{option} {httpclient.redact_url(base_url) if parsed.hostname else base_url[:60]!r} must be "
-            "an https:// URL "
-            "(plain http only to a loopback address)",
-            fix=f"use the default {DEFAULT_BASE_URL} or an https mirror",
+            _("{option} {url} must be an https:// URL (plain http only to a loopback address)").format(
+                option=option, url=repr(shown)
+            ),
+            fix=_("use the default {url} or an https mirror").format(url=DEFAULT_BASE_URL),
         )
     return base_url.rstrip("/")
 
 
 def _too_slow(url: str, what: str) -> CatalogError:
     return CatalogError(
-        f"Download of {url} stopped: {what}",
-        why="the server is too slow or never ends its answer; nothing was changed",
-        fix="try again later, raise --timeout-s / --total-timeout-s, or pass --base-url of a mirror",
+        _("Download of {url} stopped: {what}").format(url=url, what=what),
+        why=_("the server is too slow or never ends its answer; nothing was changed"),
+        fix=_("try again later, raise --timeout-s / --total-timeout-s, or pass --base-url of a mirror"),
     )
 
 
 def _too_big(url: str, what: str, limit: int) -> CatalogError:
     return CatalogError(
-        f"Download of {url} stopped: {what} is larger than {limit / (1 << 20):g} MiB",
-        why="the server is not serving catalog files of a plausible size; nothing was changed",
-        fix="check --base-url",
+        _("Download of {url} stopped: {what} is larger than {mib} MiB").format(
+            url=url, what=what, mib=f"{limit / (1 << 20):g}"
+        ),
+        why=_("the server is not serving catalog files of a plausible size; nothing was changed"),
+        fix=_("check --base-url"),
+    )
+
+
+def _slow(shown: str, deadline: bool, timeout_s: float, total_timeout_s: float) -> CatalogError:
+    """Past the whole update's time (the update stops), or past its own (the mirror may have the file)."""
+    if deadline:
+        what = _("the whole update took longer than {seconds} s").format(seconds=f"{total_timeout_s:g}")
+        return _too_slow(shown, what)
+    return SourceFailedError(
+        _("Download of {url} stopped: it took longer than --timeout-s {seconds} s").format(
+            url=shown, seconds=f"{timeout_s:g}"
+        ),
+        why=_("the server is too slow or never ends its answer; nothing was changed"),
+        fix=_("try again later, raise --timeout-s / --total-timeout-s, or pass --base-url of a mirror"),
     )
 
 
@@ -177,7 +195,7 @@ def http_fetch(
                 over = received > max_total_bytes
             last = size
             if over:
-                raise _too_big(shown, "the files together", max_total_bytes)
+                raise _too_big(shown, _("the files together"), max_total_bytes)
             if on_event is not None:
                 on_event(UpdateEvent("progress", url, shown, size, total))
 
@@ -207,29 +225,27 @@ def http_fetch(
                 user_agent="gpuwise-catalog-update",
             )
         except httpclient.TooLargeError as exc:
-            what = "the file" if exc.announced is None else f"it announces {exc.announced:,} bytes"
+            what = (
+                _("the file")
+                if exc.announced is None
+                else _("it announces {n} bytes").format(n=f"{exc.announced:,}")
+            )
             raise _too_big(shown, what, max_file_bytes) from exc
         except httpclient.TooSlowError as exc:
-            if exc.deadline:
-                raise _too_slow(shown, f"the whole update took longer than {total_timeout_s:g} s") from exc
-            raise SourceFailedError(
-                f"Download of {shown} stopped: it took longer than --timeout-s {timeout_s:g} s",
-                why="the server is too slow or never ends its answer; nothing was changed",
-                fix="try again later, raise --timeout-s / --total-timeout-s, or pass --base-url of a mirror",
-            ) from exc
+            raise _slow(shown, exc.deadline, timeout_s, total_timeout_s) from exc
         except httpclient.HttpError as exc:
             raise SourceFailedError(
-                f"Download of {shown} failed: {exc.reason}",
-                why="the network or the catalog server is unreachable; nothing was changed",
-                fix="check the connection, or import a local checkout with `gpuwise catalog import PATH`",
+                _("Download of {url} failed: {reason}").format(url=shown, reason=exc.reason),
+                why=_("the network or the catalog server is unreachable; nothing was changed"),
+                fix=_("check the connection, or import a local checkout with `gpuwise catalog import PATH`"),
             ) from exc
         if answer.status == 404:
             return None
         if not 200 <= answer.status < 300:
             raise SourceFailedError(
-                f"Download of {shown} failed: HTTP {answer.status}",
-                why="the catalog server refused or failed the request; nothing was changed",
-                fix="try again later, or pass --base-url of a mirror",
+                _("Download of {url} failed: HTTP {status}").format(url=shown, status=answer.status),
+                why=_("the catalog server refused or failed the request; nothing was changed"),
+                fix=_("try again later, or pass --base-url of a mirror"),
             )
         return answer.body
 
@@ -271,7 +287,7 @@ class _Files:
         failure: SourceFailedError | None = None
         for i, base in enumerate(self.bases):
             if self.stop.is_set():
-                raise _StoppedError("Stopped: another download failed", why="nothing was changed")
+                raise _StoppedError(_("Stopped: another download failed"), why=_("nothing was changed"))
             url = f"{base}/{path}"
             if i > 0 and failure is not None:
                 self._tell("fallback", url, path, detail=f"{httpclient.redact_url(base)} ({failure.message})")
@@ -326,10 +342,11 @@ def download_catalog(
     version = schema_version if schema_version is not None else _find_version(files)
     if version is None:
         raise CatalogError(
-            f"No catalog found under {shown} (looked for v{SCHEMA_PROBE_OLDEST}…"
-            f"v{KNOWN_SCHEMA_VERSION + KNOWN_SCHEMA_AHEAD})",
-            why="the base URL does not serve the skypilot-catalog layout catalogs/vN/<cloud>/vms.csv",
-            fix=f"check --base-url (default {DEFAULT_BASE_URL})",
+            _("No catalog found under {url} (looked for v{oldest}…v{newest})").format(
+                url=shown, oldest=SCHEMA_PROBE_OLDEST, newest=KNOWN_SCHEMA_VERSION + KNOWN_SCHEMA_AHEAD
+            ),
+            why=_("the base URL does not serve the skypilot-catalog layout catalogs/vN/<cloud>/vms.csv"),
+            fix=_("check --base-url (default {url})").format(url=DEFAULT_BASE_URL),
         )
     if on_event is not None:
         on_event(UpdateEvent("plan", done=len(KNOWN_CLOUDS), detail=f"v{version}"))
@@ -343,7 +360,9 @@ def download_catalog(
             try:
                 text = body.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise CatalogError(f"{label} is not UTF-8 text", fix="check --base-url") from exc
+                raise CatalogError(
+                    _("{file} is not UTF-8 text").format(file=label), fix=_("check --base-url")
+                ) from exc
             return CatalogInput(
                 provider=cloud,
                 origin=f"downloaded from {label} on {today.isoformat()}; the file carries no price date",
@@ -367,5 +386,7 @@ def download_catalog(
         raise (real or errors)[0]  # type: ignore[misc]
     inputs = [i for f in futures if (i := f.result()) is not None]
     if not inputs:
-        raise CatalogError(f"No vms.csv found under {shown}/v{version}", fix="check --base-url")
+        raise CatalogError(
+            _("No vms.csv found under {url}").format(url=f"{shown}/v{version}"), fix=_("check --base-url")
+        )
     return version, inputs

@@ -23,6 +23,7 @@ from gpuwise.catalog import cache
 from gpuwise.catalog.build import build_catalog
 from gpuwise.catalog.models import Catalog, SourceFile, SourceInfo
 from gpuwise.errors import CatalogError
+from gpuwise.locale import _
 
 MANIFEST = "manifest.json"
 
@@ -72,9 +73,11 @@ def _user_source_files(catalog_dir: Path) -> list[SourceFile]:
             files.append(SourceFile(info, data.decode("utf-8")))
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, UsageError) as exc:
         raise CatalogError(
-            f"The user catalog in {catalog_dir} cannot be read: {exc}",
-            why="its manifest.json or one of its files is missing or damaged",
-            fix=f"run `gpuwise catalog import` or `gpuwise catalog update` again, or remove {catalog_dir}",
+            _("The user catalog in {dir} cannot be read: {error}").format(dir=catalog_dir, error=exc),
+            why=_("its manifest.json or one of its files is missing or damaged"),
+            fix=_("run `gpuwise catalog import` or `gpuwise catalog update` again, or remove {dir}").format(
+                dir=catalog_dir
+            ),
         ) from exc
     return files
 

@@ -11,6 +11,7 @@ from datetime import date
 from gpuwise.catalog.models import Catalog, Offer
 from gpuwise.catalog.specs import alias_key, canonical_gpu_name, load_gpu_specs
 from gpuwise.errors import NotFoundError
+from gpuwise.locale import _
 
 STALE_AFTER_DAYS = 90
 
@@ -42,7 +43,9 @@ def resolve_offer_gpu(catalog: Catalog, name: str) -> str:
         "GPU",
         name,
         [*load_gpu_specs(), *catalog.gpu_names()],
-        fix="use a name from `gpuwise catalog gpus`, or list the GPUs with offers: `gpuwise catalog offers`",
+        fix=_(
+            "use a name from `gpuwise catalog gpus`, or list the GPUs with offers: `gpuwise catalog offers`"
+        ),
     )
 
 
@@ -66,10 +69,12 @@ def query_offers(
     prov = provider.strip().lower() if provider else None
     if prov is not None and prov not in catalog.stats.offers_by_provider:
         raise NotFoundError(
-            "provider",
+            _("provider"),
             prov,
             catalog.providers(),
-            fix="use a provider id from `gpuwise catalog stats` (lowercase, as the catalog files are named)",
+            fix=_(
+                "use a provider id from `gpuwise catalog stats` (lowercase, as the catalog files are named)"
+            ),
         )
     pattern = region.strip().lower() if region else None
     is_glob = pattern is not None and any(ch in pattern for ch in "*?[")

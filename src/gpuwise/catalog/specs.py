@@ -23,6 +23,7 @@ from importlib import resources
 
 from gpuwise.catalog.models import Figure, GpuSpec
 from gpuwise.errors import NotFoundError, UsageError
+from gpuwise.locale import _
 
 TFLOPS_DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
@@ -168,7 +169,11 @@ def _no_estimate_cards() -> dict[str, tuple[str, str]]:
 def no_estimate_reason(name: str) -> str | None:
     """Why a known card has no estimator support (e.g. Ascend 910B: figures not confirmed); None otherwise."""
     found = _no_estimate_cards().get(alias_key(name))
-    return None if found is None else f"{found[0]} has no estimator support: {found[1]}"
+    return (
+        None
+        if found is None
+        else _("{gpu} has no estimator support: {why}").format(gpu=found[0], why=found[1])
+    )
 
 
 def resolve_gpu(name: str) -> GpuSpec:
@@ -178,13 +183,16 @@ def resolve_gpu(name: str) -> GpuSpec:
         reason = no_estimate_reason(name)
         if reason is not None:
             raise UsageError(
-                reason, fix="pick a card from `gpuwise catalog gpus`, or time the job on this card yourself"
+                reason,
+                fix=_("pick a card from `gpuwise catalog gpus`, or time the job on this card yourself"),
             )
         raise NotFoundError(
             "GPU",
             name,
             _suggestion_names(),
-            fix="use a name from `gpuwise catalog gpus` (aliases such as 'h100-sxm' or 'A100 80GB' work too)",
+            fix=_(
+                "use a name from `gpuwise catalog gpus` (aliases such as 'h100-sxm' or 'A100 80GB' work too)"
+            ),
         )
     return load_gpu_specs()[canonical]
 
@@ -202,14 +210,15 @@ def parse_gpu_request(text: str) -> tuple[str, int | None]:
     if match is None:
         if ":" in text:
             raise UsageError(
-                f"GPU request {text!r} is not NAME or NAME:COUNT",
-                fix="write e.g. --gpu H100:8 for eight H100s per instance",
+                _("GPU request {text} is not NAME or NAME:COUNT").format(text=repr(text)),
+                fix=_("write e.g. --gpu H100:8 for eight H100s per instance"),
             )
         return text.strip(), None
     count = float(match.group("count"))
     if count <= 0 or count != int(count):
         raise UsageError(
-            f"GPU count in {text!r} must be a whole number above 0", fix="write e.g. --gpu H100:8"
+            _("GPU count in {text} must be a whole number above 0").format(text=repr(text)),
+            fix=_("write e.g. --gpu H100:8"),
         )
     return match.group("name"), int(count)
 

@@ -35,6 +35,7 @@ from gpuwise.catalog.download import MAX_FILE_BYTES, MAX_TOTAL_BYTES, CatalogInp
 from gpuwise.catalog.models import SourceFile, SourceInfo
 from gpuwise.catalog.offers import MANIFEST
 from gpuwise.errors import CatalogError, UsageError
+from gpuwise.locale import _
 
 __all__ = [
     "CatalogFileError",
@@ -60,12 +61,15 @@ class CatalogFileError(UsageError):
         shown = "\n".join(f"  {p}" for p in problems[:_MAX_LISTED_PROBLEMS])
         more = len(problems) - _MAX_LISTED_PROBLEMS
         if more > 0:
-            shown += f"\n  … and {more} more"
+            shown += "\n  " + _("… and {n} more").format(n=more)
         super().__init__(
-            f"{len(problems)} problem(s) in the catalog files; nothing was changed:\n{shown}\n",
-            why="every row must follow the SkyPilot vms.csv schema (numbers where numbers belong, "
-            "a positive AcceleratorCount for every accelerator row)",
-            fix="correct the rows named above and run the command again",
+            _("{n} problem(s) in the catalog files; nothing was changed:").format(n=len(problems))
+            + f"\n{shown}\n",
+            why=_(
+                "every row must follow the SkyPilot vms.csv schema (numbers where numbers belong, "
+                "a positive AcceleratorCount for every accelerator row)"
+            ),
+            fix=_("correct the rows named above and run the command again"),
         )
 
 
@@ -88,8 +92,8 @@ def _provider_id(name: str, where: Path | str) -> str:
     pid = name.strip().lower()
     if not _PROVIDER_ID.match(pid):
         raise UsageError(
-            f"Cannot tell the provider of {where} (got {name!r})",
-            fix="name it with --provider, e.g. --provider lambda",
+            _("Cannot tell the provider of {where} (got {name})").format(where=where, name=repr(name)),
+            fix=_("name it with --provider, e.g. --provider lambda"),
         )
     return pid
 
@@ -112,12 +116,13 @@ def find_import_files(path: Path, provider: str | None = None) -> list[tuple[str
     """
     if not path.exists():
         raise UsageError(
-            f"{path} does not exist", fix="give a skypilot-catalog checkout, a folder or a CSV file"
+            _("{path} does not exist").format(path=path),
+            fix=_("give a skypilot-catalog checkout, a folder or a CSV file"),
         )
     if not path.is_dir():
         _check_regular(path)
     pairs = _find_import_files(path, provider)
-    for _, file in pairs:
+    for _pid, file in pairs:
         _check_regular(file)
     return pairs
 
@@ -131,16 +136,20 @@ def _check_regular(file: Path) -> None:
         mode = file.stat().st_mode
     except OSError as exc:
         raise UsageError(
-            f"Cannot read {file}: {exc.strerror or exc}",
-            fix="check the file (a dangling symlink?) and its permissions",
+            _("Cannot read {file}: {reason}").format(file=file, reason=exc.strerror or exc),
+            fix=_("check the file (a dangling symlink?) and its permissions"),
         ) from exc
     kind = describe_mode(mode)
     if kind is not None:
-        shown = f"{file} (a link to {file.resolve()})" if file.is_symlink() else str(file)
+        shown = (
+            _("{file} (a link to {target})").format(file=file, target=file.resolve())
+            if file.is_symlink()
+            else str(file)
+        )
         raise UnreadableInputError(
-            f"{shown} is {kind}, not a regular file",
-            why="reading it could wait for a writer forever or never end; nothing was changed",
-            fix="remove it from the folder, or copy the data into a regular file",
+            _("{file} is {kind}, not a regular file").format(file=shown, kind=kind),
+            why=_("reading it could wait for a writer forever or never end; nothing was changed"),
+            fix=_("remove it from the folder, or copy the data into a regular file"),
         )
 
 
@@ -159,7 +168,8 @@ def _find_import_files(path: Path, provider: str | None) -> list[tuple[str, Path
         newest = _newest_version_dir(path / "catalogs")
         if newest is None:
             raise UsageError(
-                f"{path / 'catalogs'} holds no vN/<cloud>/vms.csv files", fix="check the checkout"
+                _("{path} holds no vN/<cloud>/vms.csv files").format(path=path / "catalogs"),
+                fix=_("check the checkout"),
             )
         base = newest
     elif (newest := _newest_version_dir(path)) is not None:
@@ -168,15 +178,19 @@ def _find_import_files(path: Path, provider: str | None) -> list[tuple[str, Path
         csvs = sorted(path.glob("*.csv"))
         if not csvs:
             raise UsageError(
-                f"{path} holds no catalog files",
-                fix="give a skypilot-catalog checkout, catalogs/vN folder, vms.csv or a CSV in that schema",
+                _("{path} holds no catalog files").format(path=path),
+                fix=_(
+                    "give a skypilot-catalog checkout, catalogs/vN folder, vms.csv or a CSV in that schema"
+                ),
             )
         if provider and len(csvs) > 1:
-            raise UsageError("--provider names one provider but the folder holds several CSV files")
+            raise UsageError(_("--provider names one provider but the folder holds several CSV files"))
         return [(_provider_id(provider or c.stem, c), c) for c in csvs]
     found = [(_provider_id(d.parent.name, d), d) for d in sorted(base.glob("*/vms.csv"))]
     if not found:
-        raise UsageError(f"{base} holds no <cloud>/vms.csv files", fix="check the path")
+        raise UsageError(
+            _("{path} holds no <cloud>/vms.csv files").format(path=base), fix=_("check the path")
+        )
     return found
 
 
@@ -220,14 +234,18 @@ def read_import_files(
             data = read_regular(file, limit=max_file_bytes, label="Catalog file")
             text = data.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"Cannot read {file}: {exc}", fix="check the file and its permissions") from exc
+            raise UsageError(
+                _("Cannot read {file}: {reason}").format(file=file, reason=exc),
+                fix=_("check the file and its permissions"),
+            ) from exc
         total += len(data)
         if total > max_total_bytes:
             raise UsageError(
-                f"The catalog files are larger than {max_total_bytes / (1 << 20):g} MiB together "
-                f"(reached at {file})",
-                why="import reads every file whole before installing any; nothing was changed",
-                fix="import fewer providers at a time (name a single <cloud>/vms.csv or folder)",
+                _("The catalog files are larger than {mib} MiB together (reached at {file})").format(
+                    mib=f"{max_total_bytes / (1 << 20):g}", file=file
+                ),
+                why=_("import reads every file whole before installing any; nothing was changed"),
+                fix=_("import fewer providers at a time (name a single <cloud>/vms.csv or folder)"),
             )
         collected = _file_date(file, today) if file_dates else None
         origin = f"imported from {file} on {today.isoformat()}; the file carries no price date"
@@ -254,9 +272,11 @@ def read_import_files(
 def _check_not_future(fetched: date, today: date, file: Path) -> None:
     if fetched > today:
         raise UsageError(
-            f"{file}: PriceDate {fetched.isoformat()} is after today ({today.isoformat()})",
-            why="a price cannot have been fetched in the future; the file or the clock is wrong",
-            fix="check the file's PriceDate column and the system date",
+            _("{file}: PriceDate {date} is after today ({today})").format(
+                file=file, date=fetched.isoformat(), today=today.isoformat()
+            ),
+            why=_("a price cannot have been fetched in the future; the file or the clock is wrong"),
+            fix=_("check the file's PriceDate column and the system date"),
         )
 
 
@@ -395,8 +415,10 @@ def install_user_catalog(catalog_dir: Path, inputs: list[CatalogInput], *, today
         catalog_dir.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CatalogError(
-            f"Cannot create the catalog directory next to {catalog_dir}: {exc.strerror or exc}",
-            fix="choose a writable --catalog-dir, or check the permissions of its parent directory",
+            _("Cannot create the catalog directory next to {dir}: {reason}").format(
+                dir=catalog_dir, reason=exc.strerror or exc
+            ),
+            fix=_("choose a writable --catalog-dir, or check the permissions of its parent directory"),
         ) from exc
     try:
         with _install_lock(catalog_dir):
@@ -407,9 +429,11 @@ def install_user_catalog(catalog_dir: Path, inputs: list[CatalogInput], *, today
                 manifest, previous = _install_new(catalog_dir, reduced, today), None
     except OSError as exc:
         raise CatalogError(
-            f"Cannot install the new catalog at {catalog_dir}: {exc.strerror or exc}",
-            why="writing to the user data directory failed; the previous catalog is still in place",
-            fix="check the directory's permissions and free space",
+            _("Cannot install the new catalog at {dir}: {reason}").format(
+                dir=catalog_dir, reason=exc.strerror or exc
+            ),
+            why=_("writing to the user data directory failed; the previous catalog is still in place"),
+            fix=_("check the directory's permissions and free space"),
         ) from exc
     from gpuwise.catalog import offers
 

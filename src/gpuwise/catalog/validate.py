@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from gpuwise.catalog.models import Catalog
 from gpuwise.errors import NotFoundError
+from gpuwise.locale import _
 
 _GLOB_CHARS = "*?["
 
@@ -23,11 +24,11 @@ def check_providers(catalog: Catalog, names: Iterable[str], *, option: str = "--
     for name in names:
         if name.strip().lower() not in known:
             raise NotFoundError(
-                "provider",
+                _("provider"),
                 name,
                 known,
-                why=f"{option} names a provider the catalog has no offers from",
-                fix="use one of: " + ", ".join(known),
+                why=_("{option} names a provider the catalog has no offers from").format(option=option),
+                fix=_("use one of: {names}").format(names=", ".join(known)),
             )
 
 
@@ -38,14 +39,16 @@ def check_currencies(catalog: Catalog, codes: Iterable[str], *, option: str = "-
     for code in codes:
         if code.strip().upper() not in known:
             raise NotFoundError(
-                "currency",
+                _("currency"),
                 code,
                 known,
-                why=f"{option} gives a rate for a currency no offer in the catalog is priced in",
+                why=_("{option} gives a rate for a currency no offer in the catalog is priced in").format(
+                    option=option
+                ),
                 fix=(
-                    "give rates only for " + ", ".join(others) + " (prices in USD need none)"
+                    _("give rates only for {codes} (prices in USD need none)").format(codes=", ".join(others))
                     if others
-                    else "drop it: every offer is priced in USD"
+                    else _("drop it: every offer is priced in USD")
                 ),
             )
 
@@ -63,9 +66,11 @@ def check_region(catalog: Catalog, region: str | None, *, option: str = "--regio
     places = {p.lower() for o in catalog.offers for p in (o.region, o.zone or "") if p}
     if pattern not in places:
         raise NotFoundError(
-            "region",
+            _("region"),
             region,
             sorted(places),
-            why=f"{option} names a region or zone no offer in the catalog is in",
-            fix="use a region as the provider names it (us-east-1, europe-west4, …) or a glob such as 'us-*'",
+            why=_("{option} names a region or zone no offer in the catalog is in").format(option=option),
+            fix=_(
+                "use a region as the provider names it (us-east-1, europe-west4, …) or a glob such as 'us-*'"
+            ),
         )

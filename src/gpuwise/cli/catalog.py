@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from gpuwise.cli.catalog_fetch import fetch as _fetch
+from gpuwise.cli.catalog_views import num as _num
+from gpuwise.cli.catalog_views import report_install as _report_install
+from gpuwise.locale import _
 
 if TYPE_CHECKING:
     from gpuwise.catalog.models import Figure, GpuSpec, Offer
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
 JSON_SCHEMA_VERSION = 1
 
 app = typer.Typer(
-    help=(
+    help=_(
         "GPU specs and dated instance prices from every bundled provider. Every price says where it came "
         "from and how old it is; undated prices are shown as such and flagged."
     ),
@@ -32,25 +35,18 @@ CatalogDirOption = Annotated[
     Path | None,
     typer.Option(
         "--catalog-dir",
-        help="User catalog directory (default: the platform's user data dir, see `gpuwise catalog stats`).",
+        help=_(
+            "User catalog directory (default: the platform's user data dir, see `gpuwise catalog stats`)."
+        ),
     ),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+JsonOption = Annotated[bool, typer.Option("--json", help=_("Print JSON instead of a table."))]
 
 _TABLE_DEFAULT_LIMIT = 30
 
 
 def _today() -> date:
     return date.today()
-
-
-def _num(value: float | None, digits: int = 1) -> str:
-    if value is None:
-        return "unknown"
-    if value == int(value):
-        return f"{int(value)}"
-    text = f"{value:.{digits}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 _UNPUBLISHED = "n/p"
@@ -70,16 +66,21 @@ def check_catalog_dir(catalog_dir: Path | None) -> None:
 
     if catalog_dir is None:
         return
-    fix = (
-        f"import one first (gpuwise catalog import PATH --catalog-dir {catalog_dir}), "
+    fix = _(
+        "import one first (gpuwise catalog import PATH --catalog-dir {dir}), "
         "or drop --catalog-dir to use the default user catalog"
-    )
+    ).format(dir=catalog_dir)
     if not catalog_dir.is_dir():
-        state = "is not a directory" if catalog_dir.exists() else "does not exist"
-        raise ConfigError(f"--catalog-dir {catalog_dir} {state}", fix=fix)
+        if catalog_dir.exists():
+            message = _("--catalog-dir {dir} is not a directory")
+        else:
+            message = _("--catalog-dir {dir} does not exist")
+        raise ConfigError(message.format(dir=catalog_dir), fix=fix)
     if not (catalog_dir / MANIFEST).is_file():
         raise ConfigError(
-            f"--catalog-dir {catalog_dir} holds no imported catalog", why=f"it has no {MANIFEST}", fix=fix
+            _("--catalog-dir {dir} holds no imported catalog").format(dir=catalog_dir),
+            why=_("it has no {file}").format(file=MANIFEST),
+            fix=fix,
         )
 
 
@@ -89,10 +90,10 @@ def _check_target_dir(catalog_dir: Path | None) -> None:
     from gpuwise.files import describe_mode
 
     if catalog_dir is not None and catalog_dir.exists() and not catalog_dir.is_dir():
-        kind = describe_mode(catalog_dir.stat().st_mode) or "a file"
+        kind = describe_mode(catalog_dir.stat().st_mode) or _("a file")
         raise ConfigError(
-            f"--catalog-dir {catalog_dir} is {kind}, not a directory",
-            fix="give a directory (it is created if missing)",
+            _("--catalog-dir {dir} is {kind}, not a directory").format(dir=catalog_dir, kind=kind),
+            fix=_("give a directory (it is created if missing)"),
         )
 
 
@@ -114,11 +115,11 @@ def gpus(json_out: JsonOption = False) -> None:
         print_json({"schema_version": JSON_SCHEMA_VERSION, "gpus": [_spec_json(s) for s in specs.values()]})
         return
     table = Table(
-        title="GPU specs: dense TFLOPS (no sparsity), memory as nvidia-smi shows it",
+        title=_("GPU specs: dense TFLOPS (no sparsity), memory as nvidia-smi shows it"),
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
-    columns = ("GPU", "GiB", "GB/s", "FP32", "BF16", "FP16", "FP8", "NVLink", "TDP W", "src")
+    columns = ("GPU", "GiB", "GB/s", "FP32", "BF16", "FP16", "FP8", "NVLink", "TDP W", _("src"))
     for col in columns:
         table.add_column(col, justify="left" if col == "GPU" else "right", no_wrap=True)
     sources: dict[str, int] = {}
@@ -135,21 +136,25 @@ def gpus(json_out: JsonOption = False) -> None:
             _fig(s.tflops["bf16"]),
             _fig(s.tflops["fp16"]),
             _fig(s.tflops["fp8"]),
-            "none" if s.nvlink_bidir_gbs.value is None else _num(s.nvlink_bidir_gbs.value),
+            _("none") if s.nvlink_bidir_gbs.value is None else _num(s.nvlink_bidir_gbs.value),
             _fig(s.tdp_watts, 0),
             f"[{ref}]",
         )
     console.print(table)
     console.print(
-        f"{_UNPUBLISHED} = not published by the vendor (or not entered until checked). TF32, FP64, INT8, "
-        "FP4 and each figure's own source: --json."
+        _(
+            "{unpublished} = not published by the vendor (or not entered until checked). TF32, FP64, INT8, "
+            "FP4 and each figure's own source: --json."
+        ).format(unpublished=_UNPUBLISHED)
     )
-    console.print("Sources:")
+    console.print(_("Sources:"))
     for source, ref in sources.items():
         console.print(f"  [{ref}] {source}", markup=False)
     console.print(
-        "Aliases are accepted case-insensitively (h100-sxm, A100 80GB, a100-40gb, …). "
-        "`gpuwise catalog gpus --json` lists every figure with its own source."
+        _(
+            "Aliases are accepted case-insensitively (h100-sxm, A100 80GB, a100-40gb, …). "
+            "`gpuwise catalog gpus --json` lists every figure with its own source."
+        )
     )
 
 
@@ -192,56 +197,45 @@ def offer_json(offer: Offer, today: date) -> dict[str, Any]:
     }
 
 
-def _age_text(offer: Offer, today: date) -> str:
-    from gpuwise.catalog.query import STALE_AFTER_DAYS, price_age_days
+def print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: int) -> None:
+    """The offers table (cli/catalog_views.py draws it; cli/catalog_money.py calls it by this name)."""
+    from gpuwise.cli.catalog_views import print_offers_table as draw
 
-    age = price_age_days(offer, today)
-    if not offer.price_date_exact:
-        return f"[yellow]date unknown\n(collected {offer.price_as_of.isoformat()}) ⚠[/]"
-    text = f"{offer.price_as_of.isoformat()} ({age} d)"
-    return f"[yellow]{text} ⚠ stale[/]" if age > STALE_AFTER_DAYS else text
-
-
-def _money(value: float | None, currency: str) -> str:
-    from gpuwise.plan.currency import offer_money  # --currency: in the shown currency, converted
-    from gpuwise.units import format_money
-
-    shown = offer_money(value, currency)
-    if shown is not None:
-        return shown
-    return "—" if value is None else format_money(value, currency)
+    draw(found, today, spot=spot, limit=limit)
 
 
 @app.command("offers")
 def offers(
     *,
     gpu: Annotated[
-        str | None, typer.Option("--gpu", help="GPU name or alias; NAME:COUNT is shorthand for --count.")
+        str | None, typer.Option("--gpu", help=_("GPU name or alias; NAME:COUNT is shorthand for --count."))
     ] = None,
     count: Annotated[
-        int | None, typer.Option("--count", help="Exactly this many GPUs per instance (1 or more).")
+        int | None, typer.Option("--count", help=_("Exactly this many GPUs per instance (1 or more)."))
     ] = None,
     provider: Annotated[
-        str | None, typer.Option("--provider", help="Provider id: aws, gcp, lambda, …")
+        str | None, typer.Option("--provider", help=_("Provider id: aws, gcp, lambda, …"))
     ] = None,
     region: Annotated[
-        str | None, typer.Option("--region", help="Region or zone name, or a glob (europe-*, us-east-1*).")
+        str | None, typer.Option("--region", help=_("Region or zone name, or a glob (europe-*, us-east-1*)."))
     ] = None,
     spot: Annotated[
-        bool, typer.Option("--spot", help="Only offers with a spot price, sorted by it.")
+        bool, typer.Option("--spot", help=_("Only offers with a spot price, sorted by it."))
     ] = False,
     limit: Annotated[
         int | None,
-        typer.Option("--limit", help=f"At most N offers (table default {_TABLE_DEFAULT_LIMIT}; 0 = all)."),
+        typer.Option(
+            "--limit", help=_("At most N offers (table default {n}; 0 = all).").format(n=_TABLE_DEFAULT_LIMIT)
+        ),
     ] = None,
     currency: Annotated[
         str | None,
-        typer.Option("--currency", metavar="CUR", help="Show prices in USD or CNY (rate printed)."),
+        typer.Option("--currency", metavar="CUR", help=_("Show prices in USD or CNY (rate printed).")),
     ] = None,
     exchange_rate: Annotated[
         list[str] | None,
         typer.Option(
-            "--exchange-rate", metavar="CUR=USD", help="With --currency: USD per unit, e.g. CNY=0.14."
+            "--exchange-rate", metavar="CUR=USD", help=_("With --currency: USD per unit, e.g. CNY=0.14.")
         ),
     ] = None,
     json_out: JsonOption = False,
@@ -271,7 +265,8 @@ def offers(
         if shorthand is not None:
             if count is not None and count != shorthand:
                 raise UsageError(
-                    f"--gpu says {shorthand} GPUs but --count says {count}", fix="give one of them"
+                    _("--gpu says {gpus} GPUs but --count says {count}").format(gpus=shorthand, count=count),
+                    fix=_("give one of them"),
                 )
             count = shorthand
     today = _today()
@@ -292,64 +287,6 @@ def offers(
         print_json({"schema_version": JSON_SCHEMA_VERSION, "offers": [offer_json(o, today) for o in shown]})
         return
     print_offers_table(found, today, spot=spot, limit=_TABLE_DEFAULT_LIMIT if limit is None else limit)
-
-
-def print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: int) -> None:
-    from rich import box
-    from rich.markup import escape
-    from rich.table import Table
-
-    from gpuwise.cli.output import console
-
-    if not found:
-        console.print(
-            "No offers match. Drop a filter, or see `gpuwise catalog stats` for what the catalog holds."
-        )
-        return
-    shown = found if limit == 0 else found[:limit]
-    table = Table(
-        title=f"{len(found)} offer(s), cheapest {'spot ' if spot else ''}first",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
-    for col in ("provider", "instance (vCPU, GiB)", "region", "GPUs", "price/h", "spot/h", "price date"):
-        table.add_column(
-            col,
-            justify="right" if col in ("price/h", "spot/h") else "left",
-            overflow="fold",
-            no_wrap=col in ("price/h", "spot/h"),
-            # "date unknown" must stay readable in an 80-column terminal
-            min_width=12 if col == "price date" else None,
-        )
-    for o in shown:
-        # names come from catalog files, a user's own CSV included: never rich markup
-        place = escape(o.region or "—")
-        if o.zone and o.zone != o.region:
-            place = f"{place} ({escape(o.zone)})"
-        instance = escape(o.instance_type or "—")
-        price = _money(o.price_usd_per_hour, o.currency)
-        if o.gpu_only_price:
-            price += "\nGPU-only"
-        host = f"{_num(o.vcpus)} vCPU, {_num(o.memory_gib)} GiB" if o.vcpus or o.memory_gib else ""
-        table.add_row(
-            escape(o.provider),
-            f"{instance}\n[dim]{host}[/]" if host else instance,
-            place,
-            f"{_num(o.gpus, 3)}× {escape(o.gpu)}",
-            price,
-            _money(o.spot_price_usd_per_hour, o.currency),
-            _age_text(o, today),
-        )
-    console.print(table)
-    if len(found) > len(shown):
-        console.print(
-            f"… {len(found) - len(shown)} more; --limit 0 shows all, --json prints them for scripts."
-        )
-    if any(o.gpu_only_price for o in shown):
-        console.print("GPU-only: the source prices the GPUs without their host VM; the real cost is higher.")
-    console.print(
-        "⚠ marks prices older than 90 days or without a date of their own; `--json` has each offer's source."
-    )
 
 
 # ---------------------------------------------------------------- stats
@@ -406,22 +343,29 @@ def stats(json_out: JsonOption = False, catalog_dir: CatalogDirOption = None) ->
         print_json(doc)
         return
     console.print(
-        f"Catalog: {catalog.location}; {st.offers} offers. User catalog dir: {doc['user_catalog_dir']}",
+        _("Catalog: {location}; {offers} offers. User catalog dir: {dir}").format(
+            location=catalog.location, offers=st.offers, dir=doc["user_catalog_dir"]
+        ),
         markup=False,
     )
-    table = Table(title="Offers per provider")
-    for col in ("provider", "offers", "price date", "age"):
-        table.add_column(col, justify="right" if col in ("offers", "age") else "left")
+    table = Table(title=_("Offers per provider"))
+    for label, justify in (
+        (_("provider"), "left"),
+        (_("offers"), "right"),
+        (_("price date"), "left"),
+        (_("age"), "right"),
+    ):
+        table.add_column(label, justify=justify)  # type: ignore[arg-type]
     for row in providers:
         date_text = str(row["price_as_of"])
         if not row["price_date_exact"]:
-            date_text = f"date unknown (collected {date_text})"
+            date_text = _("date unknown (collected {date})").format(date=date_text)
         table.add_row(escape(str(row["provider"])), str(row["offers"]), date_text, f"{row['age_days']} d")
     console.print(table)
     for title, counts in (
-        ("Rows skipped (never guessed)", st.skipped_rows),
-        ("Price fields dropped", st.dropped_prices),
-        ("Normalised", st.adjusted),
+        (_("Rows skipped (never guessed)"), st.skipped_rows),
+        (_("Price fields dropped"), st.dropped_prices),
+        (_("Normalised"), st.adjusted),
     ):
         if counts:
             console.print(f"[bold]{title}[/]")
@@ -432,65 +376,20 @@ def stats(json_out: JsonOption = False, catalog_dir: CatalogDirOption = None) ->
 # ---------------------------------------------------------------- import / update
 
 
-def _report_install(result: Any, json_out: bool, what: str) -> None:
-    from gpuwise.cli.output import console, print_json
-
-    doc = {
-        "catalog_dir": str(result.catalog_dir),
-        "previous_dir": str(result.previous_dir) if result.previous_dir else None,
-        "providers": result.providers,
-        "gpu_rows_imported": result.rows_kept,
-        "gpu_rows_dropped": result.rows_dropped,
-        "collected": result.collected.isoformat(),
-        "collected_from_file_times": {p: d.isoformat() for p, d in result.file_dates.items()},
-        "price_dates": {p: d.isoformat() for p, d in result.price_dates.items()},
-    }
-    if json_out:
-        print_json(doc)
-        return
-    rows = ", ".join(f"{p} ({n} GPU rows)" for p, n in result.rows_kept.items())
-    console.print(f"{what}: {rows}", markup=False)
-    for provider, reasons in result.rows_dropped.items():
-        n = sum(reasons.values())
-        said = ", ".join(f"{k} {v}" for k, v in reasons.items())
-        console.print(
-            f"  {provider}: {n} row(s) gave no offer ({said}); see `gpuwise catalog stats`", markup=False
-        )
-    offers = sum(result.providers.values())
-    console.print(f"User catalog now at {result.catalog_dir} ({offers} offers).", markup=False)
-    if result.previous_dir:
-        console.print(f"The previous catalog is kept at {result.previous_dir}.", markup=False)
-    if result.price_dates:
-        dated = ", ".join(f"{p} {d.isoformat()}" for p, d in result.price_dates.items())
-        console.print(f"Prices dated by the files' PriceDate: {dated}.", markup=False)
-        if len(result.price_dates) == len(result.rows_kept):
-            return
-    if result.file_dates:
-        dates = sorted(set(result.file_dates.values()))
-        span = dates[0].isoformat() + ("" if len(dates) == 1 else f" … {dates[-1].isoformat()}")
-        console.print(
-            "These files carry no price date: their prices show as 'date unknown (collected …)' with each "
-            f"file's modification time ({span}) as when they were fetched. The bundled catalog is unchanged."
-        )
-        return
-    console.print(
-        "These files carry no price date: their prices show as 'date unknown (collected "
-        f"{result.collected.isoformat()})'. The bundled catalog is unchanged."
-    )
-
-
 @app.command("import")
 def import_(
     path: Annotated[
         Path,
         typer.Argument(
-            help="skypilot-catalog checkout, SkyPilot's ~/.sky/catalogs, a catalogs/vN folder, vms.csv "
-            "or own CSV."
+            help=_(
+                "skypilot-catalog checkout, SkyPilot's ~/.sky/catalogs, a catalogs/vN folder, "
+                "vms.csv or own CSV."
+            )
         ),
     ],
     provider: Annotated[
         str | None,
-        typer.Option("--provider", help="Provider id for a single CSV whose name does not say it."),
+        typer.Option("--provider", help=_("Provider id for a single CSV whose name does not say it.")),
     ] = None,
     json_out: JsonOption = False,
     catalog_dir: CatalogDirOption = None,
@@ -516,14 +415,16 @@ def import_(
     )
     from gpuwise.cli.output import check_input_file
 
-    check_input_file(path, "Catalog file", fix="give a skypilot-catalog checkout, a folder or a CSV file")
+    check_input_file(
+        path, _("Catalog file"), fix=_("give a skypilot-catalog checkout, a folder or a CSV file")
+    )
     _check_target_dir(catalog_dir)
     today = _today()
     inputs = read_import_files(
         find_import_files(path, provider), today=today, file_dates=uses_file_dates(path)
     )
     result = install_user_catalog(catalog_dir or paths.user_catalog_dir(), inputs, today=today)
-    _report_install(result, json_out, "Imported")
+    _report_install(result, json_out, _("Imported"))
 
 
 @app.command("update")
@@ -531,27 +432,29 @@ def update(  # noqa: PLR0917 - typer passes options positionally
     base_url: Annotated[
         str | None,
         typer.Option(
-            "--base-url", help="Where catalogs/vN/<cloud>/vms.csv are served (default: skypilot-catalog)."
+            "--base-url", help=_("Where catalogs/vN/<cloud>/vms.csv are served (default: skypilot-catalog).")
         ),
     ] = None,
     fallback_url: Annotated[
         str | None,
         typer.Option(
             "--fallback-url",
-            help="Mirror asked for a file the base URL fails (default: SkyPilot's S3 mirror, unless "
-            "--base-url is given).",
+            help=_(
+                "Mirror asked for a file the base URL fails (default: SkyPilot's S3 mirror, unless "
+                "--base-url is given)."
+            ),
         ),
     ] = None,
     schema_version: Annotated[
         int | None,
-        typer.Option("--schema-version", help="Use catalogs/vN (N 1 or more) instead of the newest."),
+        typer.Option("--schema-version", help=_("Use catalogs/vN (N 1 or more) instead of the newest.")),
     ] = None,
     timeout_s: Annotated[
-        float, typer.Option("--timeout-s", help="Seconds each download may take (0.1 or more).")
+        float, typer.Option("--timeout-s", help=_("Seconds each download may take (0.1 or more)."))
     ] = 30.0,
     total_timeout_s: Annotated[
         float,
-        typer.Option("--total-timeout-s", help="Seconds the whole update may take (1 or more)."),
+        typer.Option("--total-timeout-s", help=_("Seconds the whole update may take (1 or more).")),
     ] = 600.0,
     json_out: JsonOption = False,
     catalog_dir: CatalogDirOption = None,
@@ -587,7 +490,7 @@ def update(  # noqa: PLR0917 - typer passes options positionally
             on_event=progress,
         )
     result = install_user_catalog(catalog_dir or paths.user_catalog_dir(), inputs, today=today)
-    _report_install(result, json_out, f"Downloaded schema v{version}")
+    _report_install(result, json_out, _("Downloaded schema v{version}").format(version=version))
 
 
 # `catalog fetch aliyun|tencent`: the Chinese clouds' own price APIs (cli/catalog_fetch.py)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpuwise.locale import _
+
 if TYPE_CHECKING:
     from gpuwise.catalog.fetch.common import FetchResult
 
@@ -28,18 +30,25 @@ def _fetcher(cloud: str, currency: str | None) -> Callable[[list[str], date], Fe
 
     if cloud in NOT_YET:
         raise ConfigError(
-            f"`catalog fetch {cloud}` is not built yet",
-            why=f"{NOT_YET[cloud]} is not wired to gpuwise's fetch so far",
-            fix=f"fetch from {' or '.join(CLOUDS)}, or import a vms.csv-schema CSV of {cloud} prices with "
-            f"gpuwise catalog import FILE --provider {cloud}",
+            _("`catalog fetch {cloud}` is not built yet").format(cloud=cloud),
+            why=_("{name} is not wired to gpuwise's fetch so far").format(name=NOT_YET[cloud]),
+            fix=_(
+                "fetch from {clouds}, or import a vms.csv-schema CSV of {cloud} prices with "
+                "gpuwise catalog import FILE --provider {cloud}"
+            ).format(clouds=" or ".join(CLOUDS), cloud=cloud),
         )
     if cloud not in CLOUDS:
-        raise NotFoundError("cloud", cloud, [*CLOUDS, *NOT_YET], fix="use one of: " + ", ".join(CLOUDS))
+        raise NotFoundError(
+            _("cloud"),
+            cloud,
+            [*CLOUDS, *NOT_YET],
+            fix=_("use one of: {names}").format(names=", ".join(CLOUDS)),
+        )
     if currency is not None and cloud != "tencent":
         raise ConfigError(
-            "--billed-in is for tencent only",
-            why=f"{cloud}'s price API names the currency of its prices itself",
-            fix="drop --billed-in",
+            _("--billed-in is for tencent only"),
+            why=_("{cloud}'s price API names the currency of its prices itself").format(cloud=cloud),
+            fix=_("drop --billed-in"),
         )
     if cloud == "aliyun":
         from gpuwise.catalog.fetch import aliyun
@@ -56,37 +65,39 @@ def _fetcher(cloud: str, currency: str | None) -> Callable[[list[str], date], Fe
     code = (currency or "CNY").strip().upper()
     if code not in ("CNY", "USD"):
         raise ConfigError(
-            f"--billed-in {currency}: Tencent Cloud bills in CNY or USD",
-            fix="use --billed-in CNY (China-site account) or --billed-in USD (international-site account)",
+            _("--billed-in {currency}: Tencent Cloud bills in CNY or USD").format(currency=currency),
+            fix=_("use --billed-in CNY (China-site account) or --billed-in USD (international-site account)"),
         )
     tapi = tencent.sdk_api()
     return lambda regions, today: tencent.fetch(tapi, regions, today=today, currency=code)
 
 
 def fetch(  # noqa: PLR0917 - typer passes options positionally
-    cloud: Annotated[str, typer.Argument(help="aliyun, huawei or tencent (baidu: not yet).")],
+    cloud: Annotated[str, typer.Argument(help=_("aliyun, huawei or tencent (baidu: not yet)."))],
     region: Annotated[
         list[str] | None,
-        typer.Option("--region", help="Region to fetch (repeatable; default: every region the account has)."),
+        typer.Option(
+            "--region", help=_("Region to fetch (repeatable; default: every region the account has).")
+        ),
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Catalog file to write (default: ./<cloud>.csv)."),
+        typer.Option("--output", "-o", help=_("Catalog file to write (default: ./<cloud>.csv).")),
     ] = None,
     currency: Annotated[
         str | None,
         typer.Option(
             "--billed-in",
-            help="tencent only: the currency the account is billed in, CNY (China site, default) or USD.",
+            help=_("tencent only: the currency the account is billed in, CNY (China site, default) or USD."),
         ),
     ] = None,
     install: Annotated[
-        bool, typer.Option("--import", help="Also import the file into the user catalog.")
+        bool, typer.Option("--import", help=_("Also import the file into the user catalog."))
     ] = False,
     catalog_dir: Annotated[
-        Path | None, typer.Option("--catalog-dir", help="User catalog directory for --import.")
+        Path | None, typer.Option("--catalog-dir", help=_("User catalog directory for --import."))
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help=_("Print JSON instead of text."))] = False,
 ) -> None:
     """Fetch GPU instance prices (pay-as-you-go and spot, per region) from a Chinese cloud's own API.
 
@@ -121,12 +132,14 @@ def _write_and_report(
     from gpuwise.files import write_atomic
 
     for line in result.warnings:
-        err_console.print(f"warning: {line}", markup=False)
+        err_console.print(_("warning: {line}").format(line=line), markup=False)
     if not result.rows:
         raise CatalogError(
-            f"No priced GPU instance type found in {', '.join(result.regions)}; nothing was written",
-            why=_skipped_text(result) or "the regions asked sell no GPU instance type pay-as-you-go",
-            fix="ask other regions (--region), or see the warnings above",
+            _("No priced GPU instance type found in {regions}; nothing was written").format(
+                regions=", ".join(result.regions)
+            ),
+            why=_skipped_text(result) or _("the regions asked sell no GPU instance type pay-as-you-go"),
+            fix=_("ask other regions (--region), or see the warnings above"),
         )
     write_atomic(path, to_csv(result))
     doc: dict[str, Any] = {
@@ -146,21 +159,35 @@ def _write_and_report(
         print_json(doc)
         return
     console.print(
-        f"Wrote {doc['rows']} GPU rows ({doc['instance_types']} instance types, {len(result.regions)} "
-        f"region(s)) to {path}: prices of {doc['price_date']} in {', '.join(doc['currencies'])}.",
+        _(
+            "Wrote {rows} GPU rows ({types} instance types, {regions} region(s)) to {path}: "
+            "prices of {date} in {currencies}."
+        ).format(
+            rows=doc["rows"],
+            types=doc["instance_types"],
+            regions=len(result.regions),
+            path=path,
+            date=doc["price_date"],
+            currencies=", ".join(doc["currencies"]),
+        ),
         markup=False,
     )
     if result.skipped:
-        console.print(f"Left out (never guessed): {_skipped_text(result)}.", markup=False)
+        console.print(_("Left out (never guessed): {what}.").format(what=_skipped_text(result)), markup=False)
     if install:
-        console.print(f"Imported into the user catalog at {doc['imported']}.", markup=False)
+        console.print(_("Imported into the user catalog at {dir}.").format(dir=doc["imported"]), markup=False)
         return
     provider_flag = "" if path.stem == result.provider else f" --provider {result.provider}"
-    console.print(f"To use them: gpuwise catalog import {path}{provider_flag}", markup=False)
+    console.print(
+        _("To use them: {command}").format(command=f"gpuwise catalog import {path}{provider_flag}"),
+        markup=False,
+    )
 
 
 def _skipped_text(result: FetchResult) -> str:
-    return "; ".join(f"{n} type(s): {reason}" for reason, n in result.skipped.items())
+    return "; ".join(
+        _("{n} type(s): {reason}").format(n=n, reason=reason) for reason, n in result.skipped.items()
+    )
 
 
 def _install(path: Path, provider: str, catalog_dir: Path | None) -> str:

@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpuwise.locale import N_, _
+
 if TYPE_CHECKING:
     from gpuwise.export.target import Job, Target
 
 KIND_NAMES = ("dockerfile", "k8s", "skypilot", "torchrun")
-_PLAN_FIX = (
+_PLAN_FIX = N_(
     "write it with `gpuwise plan WORKLOAD --json > plan.json` and pass --plan plan.json (or - for stdin)"
 )
 
@@ -29,62 +31,65 @@ def export(  # noqa: PLR0917 - typer passes options positionally
     script: Annotated[
         list[str] | None,
         typer.Argument(
-            help="The training script and its arguments, after `--` (default: train.py).",
+            help=_("The training script and its arguments, after `--` (default: train.py)."),
             metavar="[-- SCRIPT ARGS…]",
         ),
     ] = None,
     plan: Annotated[
         str | None,
         typer.Option(
-            "--plan", metavar="PLAN.json", help="Output of `gpuwise plan --json` ('-' reads stdin)."
+            "--plan", metavar="PLAN.json", help=_("Output of `gpuwise plan --json` ('-' reads stdin).")
         ),
     ] = None,
     pick: Annotated[
-        int | None, typer.Option("--pick", metavar="N", help="Option N of the plan (default 1).")
+        int | None, typer.Option("--pick", metavar="N", help=_("Option N of the plan (default 1)."))
     ] = None,
     gpu: Annotated[
         str | None,
-        typer.Option("--gpu", metavar="GPU[:N]", help="Without a plan: N GPUs in total, e.g. H100:16."),
+        typer.Option("--gpu", metavar="GPU[:N]", help=_("Without a plan: N GPUs in total, e.g. H100:16.")),
     ] = None,
     nodes: Annotated[
-        int | None, typer.Option("--nodes", help="Without a plan: nodes (default: nodes of at most 8 GPUs).")
+        int | None,
+        typer.Option("--nodes", help=_("Without a plan: nodes (default: nodes of at most 8 GPUs).")),
     ] = None,
-    spot: Annotated[bool, typer.Option("--spot", help="Without a plan: spot/preemptible machines.")] = False,
+    spot: Annotated[
+        bool, typer.Option("--spot", help=_("Without a plan: spot/preemptible machines."))
+    ] = False,
     provider: Annotated[
         str | None,
-        typer.Option("--provider", metavar="ID", help="Without a plan: the provider (gcp, aws, …)."),
+        typer.Option("--provider", metavar="ID", help=_("Without a plan: the provider (gcp, aws, …).")),
     ] = None,
-    region: Annotated[str | None, typer.Option("--region", help="Without a plan: the region.")] = None,
+    region: Annotated[str | None, typer.Option("--region", help=_("Without a plan: the region."))] = None,
     workload: Annotated[
         Path | None,
         typer.Option(
-            "--workload", metavar="W.toml", help="Workload file: the job's name and dataset size (disk)."
+            "--workload", metavar="W.toml", help=_("Workload file: the job's name and dataset size (disk).")
         ),
     ] = None,
-    name: Annotated[str | None, typer.Option("--name", help="Job name (default: the workload's).")] = None,
+    name: Annotated[str | None, typer.Option("--name", help=_("Job name (default: the workload's)."))] = None,
     sync: Annotated[
         str | None,
-        typer.Option("--sync", metavar="URL", help="Checkpoint sync URL for `gpuwise run --sync`."),
+        typer.Option("--sync", metavar="URL", help=_("Checkpoint sync URL for `gpuwise run --sync`.")),
     ] = None,
     image: Annotated[
         str | None,
-        typer.Option("--image", help="k8s: the container image (build it from `export dockerfile`)."),
+        typer.Option("--image", help=_("k8s: the container image (build it from `export dockerfile`).")),
     ] = None,
     driver: Annotated[
         str | None,
-        typer.Option("--driver", help="dockerfile: the NVIDIA driver it must run on, e.g. 550.54.15."),
+        typer.Option("--driver", help=_("dockerfile: the NVIDIA driver it must run on, e.g. 550.54.15.")),
     ] = None,
     torch: Annotated[
         str | None,
-        typer.Option("--torch", help="dockerfile: the PyTorch version (default: newest that fits)."),
+        typer.Option("--torch", help=_("dockerfile: the PyTorch version (default: newest that fits).")),
     ] = None,
     disk_gb: Annotated[
-        int | None, typer.Option("--disk-gb", help="skypilot: disk per node (default 100 + the dataset).")
+        int | None, typer.Option("--disk-gb", help=_("skypilot: disk per node (default 100 + the dataset)."))
     ] = None,
     idle_min: Annotated[
-        int, typer.Option("--idle-min", help="skypilot: minutes of idle GPUs before a stop.")
+        int, typer.Option("--idle-min", help=_("skypilot: minutes of idle GPUs before a stop."))
     ] = 60,
-    out: Annotated[Path | None, typer.Option("--out", help="Write here (default: stdout).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help=_("Write here (default: stdout)."))] = None,
 ) -> None:
     """Write the file an engine takes to run a plan option: a SkyPilot task YAML, a Kubernetes Job (a
     JobSet for several nodes), one torchrun line per node, or a Dockerfile.
@@ -142,27 +147,32 @@ def _check_options(
     from gpuwise.errors import NotFoundError, UsageError
 
     if kind not in KIND_NAMES:
-        raise NotFoundError("export kind", kind, KIND_NAMES, fix="give one of: " + ", ".join(KIND_NAMES))
+        raise NotFoundError(
+            _("export kind"),
+            kind,
+            KIND_NAMES,
+            fix=_("give one of: {kinds}").format(kinds=", ".join(KIND_NAMES)),
+        )
     if plan is None and gpu is None:
         raise UsageError(
-            "Nothing to export: give a plan option or the machines",
-            fix="pass --plan plan.json [--pick N] (from `gpuwise plan WORKLOAD --json`), or --gpu H100:8",
+            _("Nothing to export: give a plan option or the machines"),
+            fix=_("pass --plan plan.json [--pick N] (from `gpuwise plan WORKLOAD --json`), or --gpu H100:8"),
         )
     if plan is not None and gpu is not None:
         raise UsageError(
-            "--plan and --gpu exclude each other",
-            why="the plan option names its own GPU",
-            fix="give one of them",
+            _("--plan and --gpu exclude each other"),
+            why=_("the plan option names its own GPU"),
+            fix=_("give one of them"),
         )
     nodes, spot, provider, region = flags
     if plan is not None and (nodes is not None or spot or provider or region):
         raise UsageError(
-            "--nodes, --spot, --provider and --region describe machines without a plan",
-            why="the plan option names its own",
-            fix="drop them, or pick another option with --pick N",
+            _("--nodes, --spot, --provider and --region describe machines without a plan"),
+            why=_("the plan option names its own"),
+            fix=_("drop them, or pick another option with --pick N"),
         )
     if pick is not None and plan is None:
-        raise UsageError("--pick needs --plan", fix="pass --plan plan.json --pick N")
+        raise UsageError(_("--pick needs --plan"), fix=_("pass --plan plan.json --pick N"))
     check_at_least(pick, 1, "--pick", example="--pick 1")
     check_at_least(nodes, 1, "--nodes", example="--nodes 2")
     if out is not None:
@@ -174,10 +184,10 @@ def _read_plan(plan: str) -> Any:
     from gpuwise.safe_read import load_json, parse_json
 
     if plan == "-":
-        return parse_json(sys.stdin.read(), "the plan on stdin", fix=_PLAN_FIX)
+        return parse_json(sys.stdin.read(), _("the plan on stdin"), fix=_(_PLAN_FIX))
     path = Path(plan)
-    check_input_file(path, "Plan file", fix=_PLAN_FIX)
-    return load_json(path, what="Plan file", fix=_PLAN_FIX)
+    check_input_file(path, _("Plan file"), fix=_(_PLAN_FIX))
+    return load_json(path, what=_("Plan file"), fix=_(_PLAN_FIX))
 
 
 def _target(
@@ -218,7 +228,7 @@ def _job(
         from gpuwise.cli.output import check_input_file
         from gpuwise.workload.loading import load_workload
 
-        check_input_file(workload, "Workload file", fix="give a workload TOML file", text=True)
+        check_input_file(workload, _("Workload file"), fix=_("give a workload TOML file"), text=True)
         work = load_workload(workload)
         work_name, dataset_gb = work.name or workload.stem, work.data.dataset_gb
     defaults = Job()
@@ -240,18 +250,23 @@ def check_plan_export(kind: str | None, out: Path | None, *, as_json: bool, html
     from gpuwise.errors import NotFoundError, UsageError
 
     if kind is None:
-        raise UsageError("--out goes with --export", fix="add --export KIND, or drop --out")
+        raise UsageError(_("--out goes with --export"), fix=_("add --export KIND, or drop --out"))
     if kind not in KIND_NAMES:
-        raise NotFoundError("export kind", kind, KIND_NAMES, fix="give one of: " + ", ".join(KIND_NAMES))
+        raise NotFoundError(
+            _("export kind"),
+            kind,
+            KIND_NAMES,
+            fix=_("give one of: {kinds}").format(kinds=", ".join(KIND_NAMES)),
+        )
     if as_json:
         raise UsageError(
-            "--export and --json both print to stdout",
-            fix="drop one, or write the plan with --json and run `gpuwise export KIND --plan -` on it",
+            _("--export and --json both print to stdout"),
+            fix=_("drop one, or write the plan with --json and run `gpuwise export KIND --plan -` on it"),
         )
     if html is not None:
         raise UsageError(
-            "--export writes the option's file instead of the plan's report, so --html would be skipped",
-            fix="run the plan once with --html and once with --pick N --export KIND",
+            _("--export writes the option's file instead of the plan's report, so --html would be skipped"),
+            fix=_("run the plan once with --html and once with --pick N --export KIND"),
         )
     if out is not None:
         check_output_file(out, "--out", name=f"{kind}.txt")
@@ -279,5 +294,6 @@ def _write(path: Path, text: str) -> None:
         write_atomic(path, text)
     except OSError as exc:
         raise StorageError(
-            f"Cannot write {path}: {exc.strerror}", fix="check that the folder exists and is writable"
+            _("Cannot write {path}: {error}").format(path=path, error=exc.strerror),
+            fix=_("check that the folder exists and is writable"),
         ) from exc

@@ -16,6 +16,7 @@ import typer
 
 from gpuwise.cli.output import setup_logging
 from gpuwise.errors import ConfigError
+from gpuwise.locale import _
 
 log = logging.getLogger("gpuwise.exporter")
 
@@ -29,12 +30,13 @@ def read_token(token_file: Path | None) -> str | None:
             token = token_file.read_text(encoding="utf-8").strip()
         except OSError as exc:
             raise ConfigError(
-                f"Cannot read the token file {token_file}: {exc.strerror}",
-                fix="check the path given to --token-file and its permissions",
+                _("Cannot read the token file {path}: {reason}").format(path=token_file, reason=exc.strerror),
+                fix=_("check the path given to --token-file and its permissions"),
             ) from exc
         if not token:
             raise ConfigError(
-                f"The token file {token_file} is empty", fix="write the token on its first line"
+                _("The token file {path} is empty").format(path=token_file),
+                fix=_("write the token on its first line"),
             )
         if token_file.stat().st_mode & 0o077:
             log.warning("token file %s is readable by other users; chmod 600 it", token_file)
@@ -45,35 +47,41 @@ def read_token(token_file: Path | None) -> str | None:
 
 def exporter(  # noqa: PLR0917 - typer maps options to parameters
     bind: Annotated[
-        str | None, typer.Option("--bind", help="Address to listen on (default 127.0.0.1, loopback only).")
+        str | None, typer.Option("--bind", help=_("Address to listen on (default 127.0.0.1, loopback only)."))
     ] = None,
     port: Annotated[
-        int | None, typer.Option("--port", help="TCP port, 0 to 65535 (default 9400; 0 picks a free one).")
+        int | None, typer.Option("--port", help=_("TCP port, 0 to 65535 (default 9400; 0 picks a free one)."))
     ] = None,
     replay: Annotated[
-        Path | None, typer.Option("--replay", help="Serve a recording (looped) instead of live GPUs.")
+        Path | None, typer.Option("--replay", help=_("Serve a recording (looped) instead of live GPUs."))
     ] = None,
     token_file: Annotated[
         Path | None,
-        typer.Option("--token-file", help=f"Require 'Authorization: Bearer <token>' (or set ${TOKEN_ENV})."),
+        typer.Option(
+            "--token-file",
+            help=_("Require 'Authorization: Bearer <token>' (or set ${env}).").format(env=TOKEN_ENV),
+        ),
     ] = None,
     no_auth: Annotated[
-        bool, typer.Option("--no-auth", help="Allow a non-loopback --bind without a token (not recommended).")
+        bool,
+        typer.Option("--no-auth", help=_("Allow a non-loopback --bind without a token (not recommended).")),
     ] = False,
     price_usd_per_hour: Annotated[
         float | None,
         typer.Option(
             "--price-usd-per-hour",
-            help="Machine price in USD per hour, 0 or more (default: price_usd_per_hour in the machine "
-            "section of the config).",
+            help=_(
+                "Machine price in USD per hour, 0 or more (default: price_usd_per_hour in the machine "
+                "section of the config)."
+            ),
         ),
     ] = None,
     history: Annotated[
         bool | None,
-        typer.Option("--history/--no-history", help="Write history (default: on live, off on --replay)."),
+        typer.Option("--history/--no-history", help=_("Write history (default: on live, off on --replay).")),
     ] = None,
     config: Annotated[
-        Path | None, typer.Option("--config", help="Config file (default: the user config).")
+        Path | None, typer.Option("--config", help=_("Config file (default: the user config)."))
     ] = None,
 ) -> None:
     """Serve /metrics for Prometheus with NVIDIA dcgm-exporter's metric names and labels (energy in mJ,
@@ -114,9 +122,11 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
     token = read_token(token_file if token_file is not None else ex.token_file)
     if not is_loopback(host) and token is None and not no_auth:
         raise ConfigError(
-            f"Refusing to serve GPU metrics on {host} without a token",
-            why="any host that can reach this address could read them",
-            fix=f"pass --token-file FILE (or set ${TOKEN_ENV}), or --no-auth to serve openly on purpose",
+            _("Refusing to serve GPU metrics on {host} without a token").format(host=host),
+            why=_("any host that can reach this address could read them"),
+            fix=_("pass --token-file FILE (or set ${env}), or --no-auth to serve openly on purpose").format(
+                env=TOKEN_ENV
+            ),
         )
     price = price_usd_per_hour if price_usd_per_hour is not None else machine.price_usd_per_hour
     write_history = history if history is not None else (mon.history and replay is None)
@@ -159,13 +169,19 @@ def _check_options(
 
     check_at_least(port, 0, "--port", example="--port 9400")
     if port is not None and port > 65535:  # the largest TCP port
-        raise ConfigError(f"--port must be 65535 or less, not {port}", fix="use e.g. --port 9400")
+        raise ConfigError(
+            _("--port must be 65535 or less, not {port}").format(port=port), fix=_("use e.g. --port 9400")
+        )
     check_at_least(price_usd_per_hour, 0, "--price-usd-per-hour", example="--price-usd-per-hour 2.49")
     if replay is not None:
-        check_input_file(replay, "Recording", fix="give a recording file, e.g. nvidia-smi -q -x > gpu.xml")
+        check_input_file(
+            replay, _("Recording"), fix=_("give a recording file, e.g. nvidia-smi -q -x > gpu.xml")
+        )
     if config is not None:
-        check_input_file(config, "Config file", fix="give a TOML config file, or drop --config", text=True)
+        check_input_file(
+            config, _("Config file"), fix=_("give a TOML config file, or drop --config"), text=True
+        )
     if token_file is not None:
         check_input_file(
-            token_file, "Token file", fix="write the token on the first line of a file", text=True
+            token_file, _("Token file"), fix=_("write the token on the first line of a file"), text=True
         )

@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpuwise.locale import _, ngettext
+
 if TYPE_CHECKING:
     from gpuwise.idle.settings import IdleSettings
 
 app = typer.Typer(
-    help=(
+    help=_(
         "Stop paying for GPUs nobody uses. The policy counts missing data as busy, waits 60 min "
         "(120 min while GPU memory is held) and says why it decides. Try it on your own logs with "
         "`gpuwise idle replay` before trusting the daemon."
@@ -27,62 +29,73 @@ app = typer.Typer(
 )
 
 ThresholdOpt = Annotated[
-    float | None, typer.Option("--threshold-pct", help="GPU util above this is activity (default 5).")
+    float | None, typer.Option("--threshold-pct", help=_("GPU util above this is activity (default 5)."))
 ]
 WindowOpt = Annotated[
     float | None,
-    typer.Option("--window-min", help="Minutes of continuous idleness before a stop (default 60)."),
+    typer.Option("--window-min", help=_("Minutes of continuous idleness before a stop (default 60).")),
 ]
 HeldWindowOpt = Annotated[
     float | None,
-    typer.Option("--held-window-min", help="Window while GPU memory is held or not reported (default 120)."),
+    typer.Option(
+        "--held-window-min", help=_("Window while GPU memory is held or not reported (default 120).")
+    ),
 ]
 WarnOpt = Annotated[
-    float | None, typer.Option("--warn-min", help="Warn this many minutes before a stop (default 10).")
+    float | None, typer.Option("--warn-min", help=_("Warn this many minutes before a stop (default 10)."))
 ]
 MemChangeOpt = Annotated[
     float | None,
-    typer.Option("--mem-change-mib", help="A change of GPU memory used this large is activity (default 64)."),
+    typer.Option(
+        "--mem-change-mib", help=_("A change of GPU memory used this large is activity (default 64).")
+    ),
 ]
 BaselineOpt = Annotated[
     float | None,
     typer.Option(
         "--baseline-mem-mib",
-        help="GPU memory a GPU uses with no job (driver, desktop); above it memory counts as held "
-        "(default 512).",
+        help=_(
+            "GPU memory a GPU uses with no job (driver, desktop); above it memory counts as held "
+            "(default 512)."
+        ),
     ),
 ]
 NoiseOpt = Annotated[
     float | None,
     typer.Option(
         "--noise-floor-pct",
-        help="On a GPU with no job (no compute process, memory at baseline and at its lowest reading), "
-        "util up to this is display "
-        "noise, not activity; 0 turns it off (default 35).",
+        help=_(
+            "On a GPU with no job (no compute process, memory at baseline and at its lowest reading), "
+            "util up to this is display "
+            "noise, not activity; 0 turns it off (default 35)."
+        ),
     ),
 ]
 HeldThresholdOpt = Annotated[
     float | None,
     typer.Option(
         "--held-threshold-pct",
-        help="On a GPU holding memory (a job's process, memory above baseline or above the GPU's lowest "
-        "reading, or memory not reported), util above this is activity (default 0: any kernel time).",
+        help=_(
+            "On a GPU holding memory (a job's process, memory above baseline or above the GPU's lowest "
+            "reading, or memory not reported), util above this is activity (default 0: any kernel time)."
+        ),
     ),
 ]
 GapOpt = Annotated[
     float | None,
     typer.Option(
         "--max-gap-s",
-        help="A longer gap between samples counts as busy (default 4 sampling intervals, at least 120).",
+        help=_("A longer gap between samples counts as busy (default 4 sampling intervals, at least 120)."),
     ),
 ]
 ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", help="Config file (default: the user config.toml).")
+    Path | None, typer.Option("--config", help=_("Config file (default: the user config.toml)."))
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help=_("Print JSON."))]
 
 
-_TRACE_FIX = "give a file written by nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv -l 1"
+def _trace_fix() -> str:
+    return _("give a file written by nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv -l 1")
 
 
 def _settings(config: Path | None, **overrides: Any) -> IdleSettings:
@@ -91,7 +104,9 @@ def _settings(config: Path | None, **overrides: Any) -> IdleSettings:
     from gpuwise.idle.settings import load_settings
 
     if config is not None:
-        check_input_file(config, "Config file", fix="give a TOML config file, or drop --config", text=True)
+        check_input_file(
+            config, _("Config file"), fix=_("give a TOML config file, or drop --config"), text=True
+        )
     return load_settings(load_config(config).sections).with_cli(**overrides)
 
 
@@ -100,7 +115,9 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
     trace: Annotated[
         Path,
         typer.Argument(
-            help="nvidia-smi --query-gpu=timestamp,… --format=csv output (or a Weights & Biases GPU export)."
+            help=_(
+                "nvidia-smi --query-gpu=timestamp,… --format=csv output (or a Weights & Biases GPU export)."
+            )
         ),
     ],
     json_out: JsonOpt = False,
@@ -133,7 +150,7 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
         held_threshold_pct=held_threshold_pct,
         max_gap_s=max_gap_s,
     )
-    check_input_file(trace, "Trace", fix=_TRACE_FIX)
+    check_input_file(trace, _("Trace"), fix=_trace_fix())
     result = replay_trace(trace, settings.policy, settings.hang)
     gpus = result.gpus
     if json_out:
@@ -141,40 +158,65 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
         return
     span = (result.last_s or 0.0) - (result.first_s or 0.0)
     console.print(
-        f"[bold]{trace.name}[/]: {result.samples} samples, {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}, "
-        f"{format_duration(span)} ({format_trace_time(result.first_s or 0.0)} → "
-        f"{format_trace_time(result.last_s or 0.0)})",
+        ngettext(
+            "[bold]{name}[/]: {samples} samples, {gpus} GPU, {span} ({first} → {last})",
+            "[bold]{name}[/]: {samples} samples, {gpus} GPUs, {span} ({first} → {last})",
+            len(gpus),
+        ).format(
+            name=trace.name,
+            samples=result.samples,
+            gpus=len(gpus),
+            span=format_duration(span),
+            first=format_trace_time(result.first_s or 0.0),
+            last=format_trace_time(result.last_s or 0.0),
+        ),
         soft_wrap=True,
     )
-    console.print(f"policy: {settings.policy.describe()}", soft_wrap=True)
+    console.print(_("policy: {policy}").format(policy=settings.policy.describe()), soft_wrap=True)
     if result.stop_at_s is not None:
         offset = result.stop_at_s - (result.first_s or 0.0)
         console.print(
-            f"[bold red]would stop at {format_trace_time(result.stop_at_s)}[/] (+{format_duration(offset)})"
+            _("[bold red]would stop at {at}[/] (+{offset})").format(
+                at=format_trace_time(result.stop_at_s), offset=format_duration(offset)
+            )
         )
     else:
-        console.print("[bold green]would not stop[/]")
+        console.print(_("[bold green]would not stop[/]"))
     console.print(result.reason, soft_wrap=True)
     if result.stretches:
-        console.print("idle stretches of 5 min or more:")
+        console.print(_("idle stretches of 5 min or more:"))
+        ended_by = {"stop": _("stop"), "end of trace": _("end of trace")}  # the JSON's two fixed values
         for s in result.stretches[-12:]:
             console.print(
-                f"  {format_trace_time(s.start_s)}  {format_duration(s.duration_s):>7}  "
-                f"reached {s.peak_state.value:<14} ended by: {s.ended_by}",
+                _("  {start}  {duration:>7}  reached {state:<14} ended by: {ended_by}").format(
+                    start=format_trace_time(s.start_s),
+                    duration=format_duration(s.duration_s),
+                    state=s.peak_state.value,
+                    ended_by=ended_by.get(s.ended_by, s.ended_by),
+                ),
                 soft_wrap=True,
             )
         if len(result.stretches) > 12:
-            console.print(f"  (+{len(result.stretches) - 12} earlier; --json lists all)")
+            console.print(_("  (+{n} earlier; --json lists all)").format(n=len(result.stretches) - 12))
     for h in result.hangs:
-        console.print(f"possible hang from {format_trace_time(h.since_s)}: {h.reason}", soft_wrap=True)
+        console.print(
+            _("possible hang from {since}: {reason}").format(
+                since=format_trace_time(h.since_s), reason=h.reason
+            ),
+            soft_wrap=True,
+        )
 
 
 @app.command("run")
 def run(  # noqa: PLR0917 - typer maps options to parameters
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Log what would be done; stop nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help=_("Log what would be done; stop nothing."))
+    ] = False,
     replay_path: Annotated[
         Path | None,
-        typer.Option("--replay", help="Read GPUs from a recording (nvidia-smi XML, -q, table or CSV log)."),
+        typer.Option(
+            "--replay", help=_("Read GPUs from a recording (nvidia-smi XML, -q, table or CSV log).")
+        ),
     ] = None,
     config: ConfigOpt = None,
     warn_min: WarnOpt = None,
@@ -182,27 +224,30 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
         str | None,
         typer.Option(
             "--action",
-            help="auto | a provider (runpod, vast, lambda, paperspace, jarvislabs, nebius, hyperstack, "
-            "tencent, huawei, aws, gcp, azure, alibaba) | shutdown | command (default auto). "
-            "`gpuwise idle providers` says what each does to the bill and the disk.",
+            help=_(
+                "auto | a provider (runpod, vast, lambda, paperspace, jarvislabs, nebius, hyperstack, "
+                "tencent, huawei, aws, gcp, azure, alibaba) | shutdown | command (default auto). "
+                "`gpuwise idle providers` says what each does to the bill and the disk."
+            ),
         ),
     ] = None,
     command: Annotated[
-        str | None, typer.Option("--command", help="The stop command for --action command.")
+        str | None, typer.Option("--command", help=_("The stop command for --action command."))
     ] = None,
     pre_stop_hook: Annotated[
-        str | None, typer.Option("--pre-stop-hook", help="Run this (e.g. a checkpoint sync) before stopping.")
+        str | None,
+        typer.Option("--pre-stop-hook", help=_("Run this (e.g. a checkpoint sync) before stopping.")),
     ] = None,
     hook_timeout_s: Annotated[
-        float | None, typer.Option("--hook-timeout-s", help="Kill the hook after this long (default 300).")
+        float | None, typer.Option("--hook-timeout-s", help=_("Kill the hook after this long (default 300)."))
     ] = None,
     hook_blocks: Annotated[
         bool | None,
-        typer.Option("--hook-blocks/--no-hook-blocks", help="Whether a failing hook cancels the stop."),
+        typer.Option("--hook-blocks/--no-hook-blocks", help=_("Whether a failing hook cancels the stop.")),
     ] = None,
-    webhook: Annotated[str | None, typer.Option("--webhook", help="POST JSON notices here.")] = None,
+    webhook: Annotated[str | None, typer.Option("--webhook", help=_("POST JSON notices here."))] = None,
     interval_s: Annotated[
-        float | None, typer.Option("--interval-s", help="Seconds between observations (default 30).")
+        float | None, typer.Option("--interval-s", help=_("Seconds between observations (default 30)."))
     ] = None,
     threshold_pct: ThresholdOpt = None,
     window_min: WindowOpt = None,
@@ -211,7 +256,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     held_threshold_pct: HeldThresholdOpt = None,
     max_gap_s: GapOpt = None,
     no_history: Annotated[
-        bool, typer.Option("--no-history", help="Do not write samples to the monitor history database.")
+        bool, typer.Option("--no-history", help=_("Do not write samples to the monitor history database."))
     ] = False,
     max_steps: Annotated[int | None, typer.Option("--max-steps", hidden=True)] = None,
     metadata_url: Annotated[str | None, typer.Option("--metadata-url", hidden=True)] = None,
@@ -249,7 +294,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     # a recording that cannot be read is bad input (exit 2) now; a live driver that does not answer is
     # retried at every observation and counts as busy meanwhile
     if replay_path is not None:
-        check_input_file(replay_path, "Recording", fix=_TRACE_FIX)
+        check_input_file(replay_path, _("Recording"), fix=_trace_fix())
     probe = open_probe(replay_path) if replay_path is not None else RetryingProbe(open_probe)
     endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
     history = None
@@ -281,9 +326,9 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
 @app.command("install")
 def install(
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the unit and the commands; write nothing.")
+        bool, typer.Option("--dry-run", help=_("Print the unit and the commands; write nothing."))
     ] = False,
-    unit_dir: Annotated[Path, typer.Option("--unit-dir", help="Where to write the unit.")] = Path(
+    unit_dir: Annotated[Path, typer.Option("--unit-dir", help=_("Where to write the unit."))] = Path(
         "/etc/systemd/system"
     ),
     config: ConfigOpt = None,
@@ -300,19 +345,22 @@ def install(
     plan = plan_install(unit_dir, config, paths.config_dir().resolve(), paths.data_dir().resolve())
     if dry_run:
         # plain echo: rich would wrap long lines and corrupt the unit text
-        typer.echo(f"# would write {plan.target}:")
+        typer.echo(_("# would write {path}:").format(path=plan.target))
         typer.echo(plan.text)
         for c in plan.commands:
-            typer.echo("# then: " + " ".join(c))
+            typer.echo(_("# then: {command}").format(command=" ".join(c)))
         return
     write_unit(plan)
-    console.print(f"wrote {plan.target}", markup=False)
+    console.print(_("wrote {path}").format(path=plan.target), markup=False)
     if not enable_unit(plan, Runner(), systemd_root):
-        console.print("systemd is not running here; to enable the service run:", markup=False)
+        console.print(_("systemd is not running here; to enable the service run:"), markup=False)
         for c in plan.commands:
             console.print("  " + " ".join(c), markup=False)
         return
-    console.print(f"enabled and started {UNIT_NAME} (journalctl -u {UNIT_NAME} shows its log)", markup=False)
+    console.print(
+        _("enabled and started {unit} (journalctl -u {unit} shows its log)").format(unit=UNIT_NAME),
+        markup=False,
+    )
 
 
 @app.command("status")
@@ -332,34 +380,51 @@ def status(json_out: JsonOpt = False, config: ConfigOpt = None) -> None:
         return
     if not st.found:
         console.print(
-            f"no idle daemon state at {st.state_file}: `gpuwise idle run` has not run here", markup=False
+            _("no idle daemon state at {path}: `gpuwise idle run` has not run here").format(
+                path=st.state_file
+            ),
+            markup=False,
         )
     else:
         age = format_duration(st.age_s) if st.age_s is not None else "?"
-        mode = " (dry run)" if st.dry_run else ""
-        alive = "running" if st.daemon_running else f"not running? last update {age} ago"
-        console.print(f"daemon {alive}{mode}; state: {st.state}", markup=False)
+        mode = _(" (dry run)") if st.dry_run else ""
+        alive = _("running") if st.daemon_running else _("not running? last update {age} ago").format(age=age)
+        console.print(
+            _("daemon {alive}{mode}; state: {state}").format(alive=alive, mode=mode, state=st.state),
+            markup=False,
+        )
         console.print(str(st.reason), markup=False, soft_wrap=True)
         for s in st.stops[-3:]:
-            kind = "dry run" if s.get("dry_run") else ("ok" if s.get("ok") else "FAILED")
+            kind = _("dry run") if s.get("dry_run") else (_("ok") if s.get("ok") else _("FAILED"))
             console.print(
-                f"  stop {time.strftime('%Y-%m-%d %H:%M', time.localtime(float(s['at'])))} [{kind}] "
-                f"{s.get('action')}",
+                _("  stop {at} [{kind}] {action}").format(
+                    at=time.strftime("%Y-%m-%d %H:%M", time.localtime(float(s["at"]))),
+                    kind=kind,
+                    action=s.get("action"),
+                ),
                 markup=False,
                 soft_wrap=True,
             )
     savings = st.savings
     if savings.price_usd_per_hour is None:
         console.print(
-            f"money saved: unknown (set price_usd_per_hour under [machine] in config.toml); "
-            f"{savings.hours_off:.1f} h off after {savings.counted_stops} stop(s)",
+            _(
+                "money saved: unknown (set price_usd_per_hour under [machine] in config.toml); "
+                "{hours:.1f} h off after {stops} stop(s)"
+            ).format(hours=savings.hours_off, stops=savings.counted_stops),
             markup=False,
         )
     else:
         console.print(
-            f"money saved: {format_money(savings.saved_usd or 0.0)} = {savings.hours_off:.1f} h off after "
-            f"{savings.counted_stops} stop(s) × {format_money(savings.price_usd_per_hour)}/h (compute only; "
-            "assumes the machine would otherwise have idled until it was next started)",
+            _(
+                "money saved: {saved} = {hours:.1f} h off after {stops} stop(s) × {price}/h (compute only; "
+                "assumes the machine would otherwise have idled until it was next started)"
+            ).format(
+                saved=format_money(savings.saved_usd or 0.0),
+                hours=savings.hours_off,
+                stops=savings.counted_stops,
+                price=format_money(savings.price_usd_per_hour),
+            ),
             markup=False,
             soft_wrap=True,
         )
@@ -372,8 +437,10 @@ def providers(
         bool,
         typer.Option(
             "--this-machine",
-            help="Say which provider this machine is, what the daemon would run to stop it and whether the "
-            "credentials are there (asks the metadata services; stops nothing).",
+            help=_(
+                "Say which provider this machine is, what the daemon would run to stop it and whether the "
+                "credentials are there (asks the metadata services; stops nothing)."
+            ),
         ),
     ] = False,
     config: ConfigOpt = None,
@@ -389,19 +456,33 @@ def providers(
     if json_out:
         print_json([p.to_json() for p in PROVIDER_ACTIONS])
         return
-    yes_no = {True: "yes", False: "NO", None: "depends"}
+    yes_no = {True: _("yes"), False: _("NO"), None: _("depends")}
     for p in PROVIDER_ACTIONS:
         console.print(
-            f'{p.provider} (action = "{p.config_action}"): {p.action}', markup=False, soft_wrap=True
+            _('{provider} (action = "{config_action}"): {action}').format(
+                provider=p.provider, config_action=p.config_action, action=_(p.action)
+            ),
+            markup=False,
+            soft_wrap=True,
         )
-        console.print(f"  stops billing: {yes_no[p.stops_billing]}. {p.bill}", markup=False, soft_wrap=True)
-        console.print(f"  keeps the disk: {yes_no[p.keeps_disk]}. {p.disk}", markup=False, soft_wrap=True)
-        console.print(f"  found by: {p.detected_by}", markup=False, soft_wrap=True)
-        console.print(f"  needs: {p.needs}", markup=False, soft_wrap=True)
+        console.print(
+            _("  stops billing: {answer}. {bill}").format(answer=yes_no[p.stops_billing], bill=_(p.bill)),
+            markup=False,
+            soft_wrap=True,
+        )
+        console.print(
+            _("  keeps the disk: {answer}. {disk}").format(answer=yes_no[p.keeps_disk], disk=_(p.disk)),
+            markup=False,
+            soft_wrap=True,
+        )
+        console.print(_("  found by: {how}").format(how=_(p.detected_by)), markup=False, soft_wrap=True)
+        console.print(_("  needs: {needs}").format(needs=_(p.needs)), markup=False, soft_wrap=True)
     console.print(
-        "auto picks the provider from the machine itself; when its stop call fails, gpuwise says so (log, "
-        "wall, webhook) and tries [idle] fallback in order (default in auto: shutdown -h now, with a warning "
-        "where that does not end the billing).",
+        _(
+            "auto picks the provider from the machine itself; when its stop call fails, gpuwise says so "
+            "(log, wall, webhook) and tries [idle] fallback in order (default in auto: shutdown -h now, "
+            "with a warning where that does not end the billing)."
+        ),
         markup=False,
         soft_wrap=True,
     )
@@ -427,10 +508,20 @@ def _this_machine(settings: IdleSettings, metadata_url: str | None, json_out: bo
         print_json(check.to_json())
         return
     if check.provider is None:
-        console.print(f"this machine: no provider identified (action = {settings.action!r})", markup=False)
+        console.print(
+            _("this machine: no provider identified (action = {action})").format(
+                action=repr(settings.action)
+            ),
+            markup=False,
+        )
     else:
-        console.print(f"this machine: {check.provider} {check.ids} (found by {check.found_by})", markup=False)
-        console.print(f"credentials: {check.credentials}", markup=False, soft_wrap=True)
-    steps = " -> ".join(check.steps) or "nothing: no provider identified and no fallback"
-    console.print(f"a stop would try: {steps}", markup=False, soft_wrap=True)
-    console.print("ready" if check.ready else "NOT READY: the first stop step would fail", markup=False)
+        console.print(
+            _("this machine: {provider} {ids} (found by {found_by})").format(
+                provider=check.provider, ids=check.ids, found_by=check.found_by
+            ),
+            markup=False,
+        )
+        console.print(_("credentials: {what}").format(what=check.credentials), markup=False, soft_wrap=True)
+    steps = " -> ".join(check.steps) or _("nothing: no provider identified and no fallback")
+    console.print(_("a stop would try: {steps}").format(steps=steps), markup=False, soft_wrap=True)
+    console.print(_("ready") if check.ready else _("NOT READY: the first stop step would fail"), markup=False)

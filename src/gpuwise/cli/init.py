@@ -14,24 +14,27 @@ from rich.markup import escape
 
 from gpuwise.cli.output import console, print_json
 from gpuwise.errors import StorageError
+from gpuwise.locale import _
 
 
 def init(
     directory: Annotated[
         Path,
         typer.Argument(
-            metavar="DIR", help="Folder to create the project in (new or empty).", show_default=False
+            metavar="DIR", help=_("Folder to create the project in (new or empty)."), show_default=False
         ),
     ],
     force: Annotated[
         bool,
-        typer.Option("--force", help="Write into a folder that is not empty; files already there are kept."),
+        typer.Option(
+            "--force", help=_("Write into a folder that is not empty; files already there are kept.")
+        ),
     ] = False,
     name: Annotated[
         str | None,
-        typer.Option("--name", help="Project name for the image, task and workload; default: DIR's name."),
+        typer.Option("--name", help=_("Project name for the image, task and workload; default: DIR's name.")),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help=_("Print JSON."))] = False,
 ) -> None:
     """Write a training project: train.py, workload.toml, Dockerfile, skypilot.yaml and README.md.
 
@@ -48,9 +51,11 @@ def init(
         result = write_project(directory, name=name, force=force)
     except OSError as exc:
         raise StorageError(
-            f"cannot write the project into {directory}: {exc.strerror or exc}",
-            why="the folder or a file in it could not be created (permissions, a full or read-only disk)",
-            fix="choose a folder you can write to",
+            _("cannot write the project into {directory}: {error}").format(
+                directory=directory, error=exc.strerror or exc
+            ),
+            why=_("the folder or a file in it could not be created (permissions, a full or read-only disk)"),
+            fix=_("choose a folder you can write to"),
         ) from exc
     if json_out:
         print_json(
@@ -63,13 +68,18 @@ def init(
         )
         return
     for written in result.written:
-        console.print(f"wrote {escape(str(directory / written))}", soft_wrap=True)
+        console.print(_("wrote {path}").format(path=escape(str(directory / written))), soft_wrap=True)
     for kept in result.kept:
         console.print(
-            f"kept  {escape(str(directory / kept))} (already there; not overwritten)", soft_wrap=True
+            _("kept  {path} (already there; not overwritten)").format(path=escape(str(directory / kept))),
+            soft_wrap=True,
         )
     console.print(
-        f"\nNext: cd {escape(shlex.quote(str(directory)))} && python train.py --smoke\n"
-        "README.md has the steps after that.",
+        "\n"
+        + _("Next: cd {directory} && python train.py --smoke").format(
+            directory=escape(shlex.quote(str(directory)))
+        )
+        + "\n"
+        + _("README.md has the steps after that."),
         soft_wrap=True,
     )

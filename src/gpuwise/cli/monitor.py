@@ -12,6 +12,7 @@ import typer
 
 from gpuwise.cli.output import console, err_console, print_json, setup_logging, to_jsonable
 from gpuwise.errors import ConfigError
+from gpuwise.locale import _
 
 if TYPE_CHECKING:
     from gpuwise.monitor.sampler import Sampler
@@ -22,45 +23,53 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
         Path | None,
         typer.Option(
             "--replay",
-            help="Read a recording (nvidia-smi XML, -q text, table or CSV log) instead of live GPUs.",
+            help=_("Read a recording (nvidia-smi XML, -q text, table or CSV log) instead of live GPUs."),
         ),
     ] = None,
-    once: Annotated[bool, typer.Option("--once", help="Print one snapshot (with hints) and exit.")] = False,
+    once: Annotated[
+        bool, typer.Option("--once", help=_("Print one snapshot (with hints) and exit."))
+    ] = False,
     json_out: Annotated[
-        bool, typer.Option("--json", help="Print JSON (implies --once unless --since is given).")
+        bool, typer.Option("--json", help=_("Print JSON (implies --once unless --since is given)."))
     ] = False,
     record: Annotated[
         Path | None,
-        typer.Option("--record", help="Append samples to FILE as nvidia-smi --query-gpu CSV (replayable)."),
+        typer.Option(
+            "--record", help=_("Append samples to FILE as nvidia-smi --query-gpu CSV (replayable).")
+        ),
     ] = None,
     since: Annotated[
         str | None,
-        typer.Option("--since", help="Summarise the stored history of the last DURATION (2h, 1h30m, 1d)."),
+        typer.Option("--since", help=_("Summarise the stored history of the last DURATION (2h, 1h30m, 1d).")),
     ] = None,
     interval: Annotated[
         float | None,
         typer.Option(
             "--interval",
             "--interval-s",
-            help="Seconds between refreshes (default 1, or monitor.interval_s in the config).",
+            help=_("Seconds between refreshes (default 1, or monitor.interval_s in the config)."),
         ),
     ] = None,
     history: Annotated[
         bool | None,
         typer.Option(
             "--history/--no-history",
-            help="Write samples, hints and alerts to the history database (default: on live, off on replay).",
+            help=_(
+                "Write samples, hints and alerts to the history database (default: on live, off on replay)."
+            ),
         ),
     ] = None,
     count: Annotated[
-        int | None, typer.Option("--count", help="Stop the live view after N refreshes (1 or more).")
+        int | None, typer.Option("--count", help=_("Stop the live view after N refreshes (1 or more)."))
     ] = None,
     config: Annotated[
         Path | None,
         typer.Option(
             "--config",
-            help="Config file (default: the user config). One that holds an alert command must be writable "
-            "only by you or root.",
+            help=_(
+                "Config file (default: the user config). One that holds an alert command must be writable "
+                "only by you or root."
+            ),
         ),
     ] = None,
 ) -> None:
@@ -89,13 +98,17 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
     check_at_least(count, 1, "--count", example="--count 10")
     if since is not None and (replay is not None or record is not None):
         raise ConfigError(
-            "--since summarises the stored history; it cannot be combined with --replay or --record",
-            fix="run gpuwise monitor --since 2h on its own",
+            _("--since summarises the stored history; it cannot be combined with --replay or --record"),
+            fix=_("run gpuwise monitor --since 2h on its own"),
         )
     if replay is not None:
-        check_input_file(replay, "Recording", fix="give a recording file, e.g. nvidia-smi -q -x > gpu.xml")
+        check_input_file(
+            replay, _("Recording"), fix=_("give a recording file, e.g. nvidia-smi -q -x > gpu.xml")
+        )
     if config is not None:
-        check_input_file(config, "Config file", fix="give a TOML config file, or drop --config", text=True)
+        check_input_file(
+            config, _("Config file"), fix=_("give a TOML config file, or drop --config"), text=True
+        )
     if record is not None:
         check_output_file(record, "--record", name="gpu.csv")
         _check_recording_target(record)
@@ -103,7 +116,10 @@ def monitor(  # noqa: PLR0917 - typer maps options to parameters
     settings = section(cfg, "monitor", MonitorSettings)
     interval_s = interval if interval is not None else settings.interval_s
     if not 0 < interval_s < float("inf"):  # also refuses NaN
-        raise ConfigError(f"--interval must be positive (got {interval_s})", fix="use e.g. --interval 1")
+        raise ConfigError(
+            _("--interval must be positive (got {value})").format(value=interval_s),
+            fix=_("use e.g. --interval 1"),
+        )
     retention_s = settings.history_retention_days * 86400
 
     if since is not None:
@@ -163,9 +179,11 @@ def _check_recording_target(path: Path) -> None:
         return
     if [cell.strip() for cell in first.split(",")] != header(with_host=True):
         raise ConfigError(
-            f"--record {path} already holds something else (its first line is {first[:60]!r})",
-            why="--record appends rows, and only to a recording it started itself",
-            fix="give a new file name, e.g. --record gpu-$(date +%F).csv",
+            _("--record {path} already holds something else (its first line is {line})").format(
+                path=path, line=repr(first[:60])
+            ),
+            why=_("--record appends rows, and only to a recording it started itself"),
+            fix=_("give a new file name, e.g. --record gpu-$(date +%F).csv"),
         )
 
 
@@ -176,7 +194,8 @@ def _open_recorder(path: Path) -> Any:
         return Recorder(path)
     except OSError as exc:
         raise ConfigError(
-            f"Cannot write the recording {path}: {exc.strerror}", fix="choose a writable path for --record"
+            _("Cannot write the recording {path}: {reason}").format(path=path, reason=exc.strerror),
+            fix=_("choose a writable path for --record"),
         ) from exc
 
 
@@ -209,8 +228,10 @@ def _live(sampler: Sampler, interval_s: float, count: int | None) -> None:
         # Redirected or piped (`gpuwise monitor > log`, ssh without a tty): the alternate screen would
         # show nothing at all, so print one snapshot per refresh, like `nvidia-smi -l`.
         err_console.print(
-            "stdout is not a terminal: printing one snapshot per refresh "
-            "(--once or --json print one; --record FILE writes a replayable log)",
+            _(
+                "stdout is not a terminal: printing one snapshot per refresh "
+                "(--once or --json print one; --record FILE writes a replayable log)"
+            ),
             markup=False,
         )
 
@@ -222,7 +243,7 @@ def _live(sampler: Sampler, interval_s: float, count: int | None) -> None:
         try:
             run_loop(sampler, interval_s=interval_s, on_tick=print_tick, max_ticks=count)
         except KeyboardInterrupt:
-            err_console.print("stopped")
+            err_console.print(_("stopped"))
         return
 
     # The alternate screen (like top and nvitop): each refresh redraws in place, and quitting restores
@@ -230,9 +251,9 @@ def _live(sampler: Sampler, interval_s: float, count: int | None) -> None:
     with Live(console=console, auto_refresh=False, screen=True, transient=False) as live:
 
         def show(tick: Tick) -> None:
-            alerts = [f"{rule} firing on GPU {gpu}" for rule, gpu in tick.firing]
+            alerts = [_("{rule} firing on GPU {gpu}").format(rule=rule, gpu=gpu) for rule, gpu in tick.firing]
             if sampler.record_error is not None:  # the alternate screen hides the log line
-                alerts.append(f"recording paused: {sampler.record_error.message}")
+                alerts.append(_("recording paused: {why}").format(why=sampler.record_error.message))
             live.update(
                 dashboard(
                     tick.snapshot,
@@ -240,7 +261,7 @@ def _live(sampler: Sampler, interval_s: float, count: int | None) -> None:
                     host=tick.host,
                     hints=tick.hints,
                     alerts=alerts,
-                    title="gpuwise monitor (Ctrl-C to quit)",
+                    title=_("gpuwise monitor (Ctrl-C to quit)"),
                 ),
                 refresh=True,
             )
@@ -248,7 +269,7 @@ def _live(sampler: Sampler, interval_s: float, count: int | None) -> None:
         try:
             run_loop(sampler, interval_s=interval_s, on_tick=show, max_ticks=count)
         except KeyboardInterrupt:
-            err_console.print("stopped")
+            err_console.print(_("stopped"))
 
 
 def _show_since(since: str, json_out: bool, db: Path, retention_s: float) -> None:
@@ -262,11 +283,13 @@ def _show_since(since: str, json_out: bool, db: Path, retention_s: float) -> Non
         seconds = parse_duration_s(since, default_unit="h")
     except ValueError as exc:
         raise ConfigError(
-            f"--since {since!r} is not a duration", fix="use e.g. --since 2h, 30m or 1d"
+            _("--since {value} is not a duration").format(value=repr(since)),
+            fix=_("use e.g. --since 2h, 30m or 1d"),
         ) from exc
     if not 0 < seconds < float("inf"):
         raise ConfigError(
-            f"--since {since!r} is not a positive duration", fix="use e.g. --since 2h, 30m or 1d"
+            _("--since {value} is not a positive duration").format(value=repr(since)),
+            fix=_("use e.g. --since 2h, 30m or 1d"),
         )
     now = time.time()
     start = now - seconds

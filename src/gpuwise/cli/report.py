@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpuwise.locale import N_, _, ngettext
+
 if TYPE_CHECKING:
     from gpuwise.plan.currency import Money
 
-_SINCE_FIX = "use a duration such as --since 30d, --since 12h, or a date such as --since 2026-11-01"
+_SINCE_FIX = N_("use a duration such as --since 30d, --since 12h, or a date such as --since 2026-11-01")
 
 
 def parse_since(text: str, now: float) -> float:
@@ -31,16 +33,19 @@ def parse_since(text: str, now: float) -> float:
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError as exc:
-        raise ConfigError(f"--since {text!r} is neither a duration nor a date", fix=_SINCE_FIX) from exc
+        raise ConfigError(
+            _("--since {text} is neither a duration nor a date").format(text=repr(text)), fix=_(_SINCE_FIX)
+        ) from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     since = moment.timestamp()
     if since > now:
         raise ConfigError(
-            f"--since {text!r} is in the future "
-            f"(now is {datetime.fromtimestamp(now, UTC):%Y-%m-%d %H:%M} UTC)",
-            why="nothing can have been recorded after now",
-            fix=_SINCE_FIX,
+            _("--since {text} is in the future (now is {now} UTC)").format(
+                text=repr(text), now=f"{datetime.fromtimestamp(now, UTC):%Y-%m-%d %H:%M}"
+            ),
+            why=_("nothing can have been recorded after now"),
+            fix=_(_SINCE_FIX),
         )
     return since
 
@@ -59,13 +64,13 @@ def _check_project(project: str | None, known: list[str]) -> None:
 
     if project is None or project in known:
         return
-    listing = ", ".join(known) if known else "none: no run was given --project"
+    listing = ", ".join(known) if known else _("none: no run was given --project")
     raise NotFoundError(
-        "project",
+        _("project"),
         project,
         known,
-        why=f"the ledger's projects are: {listing}",
-        fix="use one of those with --project, or leave --project out",
+        why=_("the ledger's projects are: {listing}").format(listing=listing),
+        fix=_("use one of those with --project, or leave --project out"),
     )
 
 
@@ -76,7 +81,11 @@ def _write(path: Path, text: str, option: str) -> None:
     try:
         files.write_atomic(path, text)
     except OSError as exc:
-        raise StorageError(f"Cannot write {option} {path}: {exc.strerror or exc}") from exc
+        raise StorageError(
+            _("Cannot write {option} {path}: {error}").format(
+                option=option, path=path, error=exc.strerror or exc
+            )
+        ) from exc
 
 
 def _save_calibration(path: Path, data: dict[str, Any], now: float) -> str:
@@ -88,15 +97,18 @@ def _save_calibration(path: Path, data: dict[str, Any], now: float) -> str:
     doc = calibration(data, datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     if doc is None:
         raise ConfigError(
-            "--save-calibration: no finished run in the window was launched from a plan",
-            why="a calibration is the ratio of actual to planned hours, per GPU and workload task",
-            fix="launch runs with `gpuwise run --plan plan.json -- …` "
-            "(plan.json from `gpuwise plan W --json`)",
+            _("--save-calibration: no finished run in the window was launched from a plan"),
+            why=_("a calibration is the ratio of actual to planned hours, per GPU and workload task"),
+            fix=_(
+                "launch runs with `gpuwise run --plan plan.json -- …` "
+                "(plan.json from `gpuwise plan W --json`)"
+            ),
         )
     _write(path, json.dumps(doc, indent=1) + "\n", "--save-calibration")
-    return (
-        f"Saved {len(doc['entries'])} calibration entr{'y' if len(doc['entries']) == 1 else 'ies'} to {path}."
-    )
+    n = len(doc["entries"])
+    return ngettext(
+        "Saved {n} calibration entry to {path}.", "Saved {n} calibration entries to {path}.", n
+    ).format(n=n, path=path)
 
 
 def _shown_in(currency: str | None, exchange_rate: list[str]) -> Money | None:
@@ -114,37 +126,41 @@ def report(  # noqa: PLR0917 - typer passes each option as a parameter
     since: Annotated[
         str,
         typer.Option(
-            "--since", help="Look back this far (30d, 12h, 2w) or from this date (2026-11-01, UTC)."
+            "--since", help=_("Look back this far (30d, 12h, 2w) or from this date (2026-11-01, UTC).")
         ),
     ] = "30d",
     project: Annotated[
         str | None,
-        typer.Option("--project", help="Only this project's runs (and the samples taken during them)."),
+        typer.Option("--project", help=_("Only this project's runs (and the samples taken during them).")),
     ] = None,
     html_out: Annotated[
         Path | None,
-        typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report with charts."),
+        typer.Option(
+            "--html", metavar="FILE", help=_("Also write a self-contained HTML report with charts.")
+        ),
     ] = None,
     save_calibration: Annotated[
         Path | None,
         typer.Option(
             "--save-calibration",
             metavar="FILE",
-            help="Write actual/planned hours per GPU and task, for `estimate --calibration FILE`.",
+            help=_("Write actual/planned hours per GPU and task, for `estimate --calibration FILE`."),
         ),
     ] = None,
     config: Annotated[
-        Path | None, typer.Option("--config", help="Config file (default: the user config.toml).")
+        Path | None, typer.Option("--config", help=_("Config file (default: the user config.toml)."))
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print every figure as JSON.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help=_("Print every figure as JSON."))] = False,
     currency: Annotated[
         str | None,
-        typer.Option("--currency", metavar="CUR", help="Show amounts in USD or CNY, printing the rate used."),
+        typer.Option(
+            "--currency", metavar="CUR", help=_("Show amounts in USD or CNY, printing the rate used.")
+        ),
     ] = None,
     exchange_rate: Annotated[
         list[str] | None,
         typer.Option(
-            "--exchange-rate", metavar="CUR=USD", help="With --currency: USD per unit, e.g. CNY=0.14."
+            "--exchange-rate", metavar="CUR=USD", help=_("With --currency: USD per unit, e.g. CNY=0.14.")
         ),
     ] = None,
 ) -> None:
@@ -198,14 +214,14 @@ def report(  # noqa: PLR0917 - typer passes each option as a parameter
         from gpuwise.report.html import render_report_html
 
         _write(html_out, render_report_html(data), "--html")
-        notes.append(f"Wrote {html_out}.")
+        notes.append(_("Wrote {path}.").format(path=html_out))
     if data["nothing_recorded"]:  # the answer itself in text; beside the JSON document on stderr
         first = history.first_record_s
         started = "" if first is None else f"{datetime.fromtimestamp(first, UTC):%Y-%m-%d}"
         message = (
-            NOTHING_YET
+            _(NOTHING_YET)
             if first is None
-            else f"nothing recorded in this window (the history starts {started})"
+            else _("nothing recorded in this window (the history starts {started})").format(started=started)
         )
         (err_console if json_out else console).print(message, soft_wrap=True, highlight=False, markup=False)
     if json_out:

@@ -1,4 +1,5 @@
-"""`gpuwise run`, `gpuwise checkpoints list|verify|pull` and `gpuwise ledger`.
+"""`gpuwise run` (and, re-exported from cli/checkpoints.py and cli/ledger.py, `gpuwise checkpoints` and
+`gpuwise ledger`, which the command table finds here).
 
 Top-level imports stay cheap (typer and the standard library); the run room, fsspec and the GPU probe are
 imported inside the commands.
@@ -15,11 +16,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpuwise.cli.checkpoints import EndpointOpt, RegionOpt, checkpoints_app
+from gpuwise.cli.ledger import ledger, open_ledger
+from gpuwise.locale import _
+
 if TYPE_CHECKING:
     from gpuwise.run.ledger import LedgerStore
-    from gpuwise.run.manifest import Manifest
     from gpuwise.run.planref import PlannedRun
     from gpuwise.run.runner import RunOptions, RunResult, Supervisor
+
+# checkpoints_app and ledger: main.py's command table finds `gpuwise checkpoints` and `gpuwise ledger` here
+__all__ = ["checkpoints_app", "ledger", "run"]
 
 PREEMPTION_CHOICES = ("auto", "aws", "gcp", "azure", "off")
 
@@ -28,27 +35,12 @@ SyncOpt = Annotated[
     typer.Option(
         "--sync",
         metavar="URL",
-        help="Upload complete checkpoints here: file:///mnt/volume/ckpt, s3://bucket/prefix, gs://…, "
-        "oss://bucket/prefix (Alibaba OSS), cos://bucket-appid/prefix (Tencent COS).",
+        help=_(
+            "Upload complete checkpoints here: file:///mnt/volume/ckpt, s3://bucket/prefix, gs://…, "
+            "oss://bucket/prefix (Alibaba OSS), cos://bucket-appid/prefix (Tencent COS)."
+        ),
     ),
 ]
-EndpointOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--endpoint-url",
-        help="S3-compatible endpoint (MinIO, R2, OSS, COS); default $AWS_ENDPOINT_URL or AWS itself; for "
-        "oss:// and cos:// the one of --region.",
-    ),
-]
-RegionOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--region",
-        help="The bucket's region: oss:// uses s3.oss-REGION.aliyuncs.com, cos:// cos.REGION.myqcloud.com "
-        "(default $OSS_REGION / $COS_REGION).",
-    ),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def _config_machine(config: Path | None) -> dict[str, Any]:
@@ -76,13 +68,6 @@ def _gpus() -> tuple[str | None, int | None]:
     return (str(names[0]) if names[0] else None), len(names)
 
 
-def _ledger() -> LedgerStore:
-    from gpuwise import paths
-    from gpuwise.run.ledger import LedgerStore
-
-    return LedgerStore(paths.history_db())
-
-
 def _check_budget(project: str | None, budget_usd: float | None, force: bool) -> None:
     from gpuwise.cli.output import err_console
     from gpuwise.errors import ConfigError
@@ -92,33 +77,44 @@ def _check_budget(project: str | None, budget_usd: float | None, force: bool) ->
         return
     if project is None:
         raise ConfigError(
-            "--budget-usd needs --project", fix="name the project: --project NAME --budget-usd X"
+            _("--budget-usd needs --project"), fix=_("name the project: --project NAME --budget-usd X")
         )
     if not budget_usd > 0:
         raise ConfigError(
-            f"--budget-usd must be more than 0, not {budget_usd:g}", fix="use e.g. --budget-usd 500"
+            _("--budget-usd must be more than 0, not {value}").format(value=f"{budget_usd:g}"),
+            fix=_("use e.g. --budget-usd 500"),
         )
-    store = _ledger()
+    store = open_ledger()
     try:
         state = budget_state(store.entries(), project, budget_usd)
     finally:
         store.close()
     pct = 100 * state.fraction
     unknown = (
-        f" ({state.runs_without_cost} run(s) without a known price not counted)"
+        _(" ({n} run(s) without a known price not counted)").format(n=state.runs_without_cost)
         if state.runs_without_cost
         else ""
     )
+    figures = {
+        "project": repr(project),
+        "spent": f"${state.spent_usd:,.2f}",
+        "budget": f"${budget_usd:,.2f}",
+        "pct": f"{pct:.0f}",
+        "unknown": unknown,
+    }
     if state.level == "over" and not force:
         raise ConfigError(
-            f"Project {project!r} has spent ${state.spent_usd:,.2f} of its ${budget_usd:,.2f} budget "
-            f"({pct:.0f} %){unknown}",
-            fix="raise --budget-usd, or add --force to run anyway",
+            _("Project {project} has spent {spent} of its {budget} budget ({pct} %){unknown}").format(
+                **figures
+            ),
+            fix=_("raise --budget-usd, or add --force to run anyway"),
         )
     if state.level != "ok":
         err_console.print(
-            f"[yellow]Warning:[/] project {project!r} has spent ${state.spent_usd:,.2f} of its "
-            f"${budget_usd:,.2f} budget ({pct:.0f} %){unknown}.",
+            _(
+                "[yellow]Warning:[/] project {project} has spent {spent} of its {budget} budget "
+                "({pct} %){unknown}."
+            ).format(**figures),
             soft_wrap=True,
         )
 
@@ -137,13 +133,13 @@ def _check_run_options(command: list[str], preemption: str, grace_s: float, keep
 
     if preemption not in PREEMPTION_CHOICES:
         raise NotFoundError(
-            "--preemption value", preemption, PREEMPTION_CHOICES, fix="use auto, aws, gcp, azure or off"
+            _("--preemption value"), preemption, PREEMPTION_CHOICES, fix=_("use auto, aws, gcp, azure or off")
         )
     check_at_least(grace_s, 0, "--grace-s", example="--grace-s 30")
     check_at_least(keep, 1, "--keep", example="--keep 3")
     if not command:
         raise ConfigError(
-            "No command to run", fix="put the command after `--`: gpuwise run -- python train.py"
+            _("No command to run"), fix=_("put the command after `--`: gpuwise run -- python train.py")
         )
 
 
@@ -220,7 +216,7 @@ def _read_plan(plan: Path | None, pick: str) -> PlannedRun | None:
 
     if plan is None:
         return None
-    fix = "give the output of `gpuwise plan WORKLOAD --json > plan.json`"
+    fix = _("give the output of `gpuwise plan WORKLOAD --json > plan.json`")
     check_input_file(plan, "--plan", fix=fix, text=True)
     try:
         text = plan.read_text(encoding="utf-8")
@@ -273,31 +269,38 @@ def _report(result: RunResult, sync: str | None, json_out: bool) -> None:
         sys.stdout.write(json.dumps(_result_json(result)) + "\n")
         sys.stdout.flush()
         return
-    uploaded = f", {result.checkpoints_uploaded} checkpoint(s) uploaded" if sync else ""
+    uploaded = _(", {n} checkpoint(s) uploaded").format(n=result.checkpoints_uploaded) if sync else ""
     err_console.print(
-        f"gpuwise run: {result.run_id} ended with exit code {result.exit_code} after "
-        f"{result.elapsed_s:.0f} s{uploaded}.",
+        _("gpuwise run: {run_id} ended with exit code {code} after {seconds} s{uploaded}.").format(
+            run_id=result.run_id,
+            code=result.exit_code,
+            seconds=f"{result.elapsed_s:.0f}",
+            uploaded=uploaded,
+        ),
         soft_wrap=True,
         highlight=False,
     )
     if sync and not result.flushed:
         err_console.print(
-            f"[yellow]Warning:[/] the newest checkpoint is only local: {result.newest_local}. "
-            f"Last error: {result.upload_error}",
+            _("[yellow]Warning:[/] the newest checkpoint is only local: {path}. Last error: {error}").format(
+                path=result.newest_local, error=result.upload_error
+            ),
             soft_wrap=True,
         )
 
 
 def run(  # noqa: PLR0917 - typer passes each option as a parameter
     command: Annotated[
-        list[str], typer.Argument(help="The job, after `--`: gpuwise run -- python train.py --lr 3e-4")
+        list[str], typer.Argument(help=_("The job, after `--`: gpuwise run -- python train.py --lr 3e-4"))
     ],
     checkpoint_dir: Annotated[
         Path | None,
         typer.Option(
             "--checkpoint-dir",
-            help="Where the job writes checkpoints (passed as $GPUWISE_CHECKPOINT_DIR; default "
-            "$GPUWISE_CHECKPOINT_DIR or ./checkpoints).",
+            help=_(
+                "Where the job writes checkpoints (passed as $GPUWISE_CHECKPOINT_DIR; default "
+                "$GPUWISE_CHECKPOINT_DIR or ./checkpoints)."
+            ),
         ),
     ] = None,
     sync: SyncOpt = None,
@@ -307,71 +310,81 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
         bool,
         typer.Option(
             "--resume",
-            help="Start from the newest complete checkpoint, local or at --sync (downloaded when needed); "
-            "passed as $GPUWISE_RESUME_FROM.",
+            help=_(
+                "Start from the newest complete checkpoint, local or at --sync (downloaded when needed); "
+                "passed as $GPUWISE_RESUME_FROM."
+            ),
         ),
     ] = False,
     grace_s: Annotated[
         float,
-        typer.Option("--grace-s", help="Seconds the job gets after SIGTERM to write a final checkpoint."),
+        typer.Option("--grace-s", help=_("Seconds the job gets after SIGTERM to write a final checkpoint.")),
     ] = 30.0,
     keep: Annotated[
         int,
-        typer.Option("--keep", help="Keep the newest K checkpoints remotely (and uploaded ones locally)."),
+        typer.Option("--keep", help=_("Keep the newest K checkpoints remotely (and uploaded ones locally).")),
     ] = 3,
-    project: Annotated[str | None, typer.Option("--project", help="Project name for the ledger.")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag for the ledger (repeatable).")] = None,
+    project: Annotated[str | None, typer.Option("--project", help=_("Project name for the ledger."))] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", help=_("A tag for the ledger (repeatable)."))
+    ] = None,
     budget_usd: Annotated[
         float | None,
         typer.Option(
             "--budget-usd",
-            help="The project's budget: warn at 80 % spent, refuse to start past 100 % (needs --project).",
+            help=_("The project's budget: warn at 80 % spent, refuse to start past 100 % (needs --project)."),
         ),
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Run even when the project's budget is spent.")
+        bool, typer.Option("--force", help=_("Run even when the project's budget is spent."))
     ] = False,
     run_id: Annotated[
         str | None,
         typer.Option(
             "--run-id",
-            help="The run's id (default: $SKYPILOT_TASK_ID, $DSTACK_RUN_NAME or $SLURM_JOB_ID, else a hash "
-            "of the command and checkpoint dir), the same across relaunches.",
+            help=_(
+                "The run's id (default: $SKYPILOT_TASK_ID, $DSTACK_RUN_NAME or $SLURM_JOB_ID, else a hash "
+                "of the command and checkpoint dir), the same across relaunches."
+            ),
         ),
     ] = None,
     preemption: Annotated[
         str,
         typer.Option(
             "--preemption",
-            help="Watch for preemption notices: auto (the cloud whose metadata service answers), aws, gcp, "
-            "azure or off.",
+            help=_(
+                "Watch for preemption notices: auto (the cloud whose metadata service answers), aws, gcp, "
+                "azure or off."
+            ),
         ),
     ] = "auto",
     no_ledger: Annotated[
-        bool, typer.Option("--no-ledger", help="Do not record this run in the ledger.")
+        bool, typer.Option("--no-ledger", help=_("Do not record this run in the ledger."))
     ] = False,
     plan: Annotated[
         Path | None,
         typer.Option(
             "--plan",
             metavar="PLAN.json",
-            help="The `gpuwise plan --json` output this run follows: its planned hours and cost are kept "
-            "with the run, and `gpuwise report` sets them against the actual ones.",
+            help=_(
+                "The `gpuwise plan --json` output this run follows: its planned hours and cost are kept "
+                "with the run, and `gpuwise report` sets them against the actual ones."
+            ),
         ),
     ] = None,
     plan_pick: Annotated[
         str,
         typer.Option(
             "--plan-pick",
-            help="Which option of --plan: balanced, cheapest, fastest or a row number (1 = first).",
+            help=_("Which option of --plan: balanced, cheapest, fastest or a row number (1 = first)."),
         ),
     ] = "balanced",
     config: Annotated[
-        Path | None, typer.Option("--config", help="Config file (default: the user config.toml).")
+        Path | None, typer.Option("--config", help=_("Config file (default: the user config.toml)."))
     ] = None,
     json_out: Annotated[
         bool,
-        typer.Option("--json", help="After the job, print a one-line JSON summary as stdout's last line."),
+        typer.Option("--json", help=_("After the job, print a one-line JSON summary as stdout's last line.")),
     ] = False,
     metadata_url: Annotated[str | None, typer.Option("--metadata-url", hidden=True)] = None,
     poll_s: Annotated[float, typer.Option("--poll-s", hidden=True)] = 2.0,
@@ -398,185 +411,7 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
     planned = _read_plan(plan, plan_pick)
     machine = _config_machine(config)
     _check_budget(project, budget_usd, force)
-    ledger_store = None if no_ledger else _ledger()
+    ledger_store = None if no_ledger else open_ledger()
     result = _run_recorded(sup, ledger_store, machine, project, tuple(tag or ()), planned)
     _report(result, sync, json_out)
     raise typer.Exit(result.exit_code)
-
-
-# ------------------------------------------------------------------------------------------ checkpoints
-
-checkpoints_app = typer.Typer(
-    help="List, verify and download the checkpoints `gpuwise run --sync` uploaded.", no_args_is_help=True
-)
-
-
-def _store(url: str, endpoint_url: str | None, region: str | None) -> Any:
-    from gpuwise.run.store import CheckpointStore
-
-    return CheckpointStore(url, endpoint_url=endpoint_url, region=region)
-
-
-def _pick(manifests: list[Manifest], run_id: str | None, name: str | None, url: str) -> list[Manifest]:
-    from gpuwise.errors import NotFoundError, StorageError
-
-    if run_id is not None:
-        manifests = [m for m in manifests if m.run_id == run_id]
-    if name is not None:
-        chosen = [m for m in manifests if m.name == name]
-        if not chosen:
-            raise NotFoundError(
-                "checkpoint", name, [m.name for m in manifests], fix=f"see `gpuwise checkpoints list {url}`"
-            )
-        return chosen
-    if not manifests:
-        raise StorageError(
-            f"No complete checkpoint at {url}" + (f" for run {run_id}" if run_id else ""),
-            fix="check the URL and --run-id (an upload that did not finish is never listed)",
-        )
-    return manifests
-
-
-@checkpoints_app.command("list")
-def checkpoints_list(
-    url: Annotated[str, typer.Argument(help="The --sync URL.")],
-    run_id: Annotated[str | None, typer.Option("--run-id", help="Only this run.")] = None,
-    endpoint_url: EndpointOpt = None,
-    region: RegionOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """List the complete checkpoints at URL (oldest first); half-finished uploads are never listed."""
-    from gpuwise.cli.output import console, print_json
-    from gpuwise.run.manifest import format_for_listing
-    from gpuwise.units import format_bytes
-
-    manifests = _store(url, endpoint_url, region).checkpoints(run_id)
-    if json_out:
-        print_json({"url": url, "checkpoints": [format_for_listing(m) for m in manifests]})
-        return
-    if not manifests:
-        console.print(f"No complete checkpoint at {url}.")
-        return
-    for m in manifests:
-        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(m.created_at))
-        console.print(
-            f"{m.run_id}  {m.name}  step {m.step if m.step is not None else '-'}  {m.kind}  "
-            f"{len(m.files)} files  {format_bytes(m.total_bytes)}  {when} UTC",
-            soft_wrap=True,
-        )
-
-
-@checkpoints_app.command("verify")
-def checkpoints_verify(  # noqa: PLR0917 - typer passes each option as a parameter
-    url: Annotated[str, typer.Argument(help="The --sync URL.")],
-    run_id: Annotated[str | None, typer.Option("--run-id", help="Only this run.")] = None,
-    name: Annotated[str | None, typer.Option("--name", help="Only this checkpoint.")] = None,
-    endpoint_url: EndpointOpt = None,
-    region: RegionOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Read every file back and compare its SHA-256 with the manifest. Exit 1 when any differs."""
-    from gpuwise.cli.output import console, print_json
-
-    store = _store(url, endpoint_url, region)
-    chosen = _pick(store.checkpoints(run_id), run_id, name, url)
-    results = [{"run_id": m.run_id, "name": m.name, "problems": store.verify(m)} for m in chosen]
-    bad = [r for r in results if r["problems"]]
-    if json_out:
-        print_json({"url": url, "checkpoints": results, "ok": not bad})
-    else:
-        for r in results:
-            status = "ok" if not r["problems"] else "BAD: " + "; ".join(r["problems"])
-            console.print(f"{r['run_id']}  {r['name']}  {status}", soft_wrap=True)
-    if bad:
-        raise typer.Exit(1)
-
-
-@checkpoints_app.command("pull")
-def checkpoints_pull(  # noqa: PLR0917 - typer passes each option as a parameter
-    url: Annotated[str, typer.Argument(help="The --sync URL.")],
-    run_id: Annotated[str | None, typer.Option("--run-id", help="Only this run.")] = None,
-    name: Annotated[str | None, typer.Option("--name", help="This checkpoint (default: the newest).")] = None,
-    to: Annotated[Path, typer.Option("--to", help="Download into this folder.")] = Path("checkpoints"),
-    endpoint_url: EndpointOpt = None,
-    region: RegionOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Download a complete checkpoint (the newest by default), verified file by file."""
-    from gpuwise.cli.output import console, print_json
-
-    store = _store(url, endpoint_url, region)
-    m = _pick(store.checkpoints(run_id), run_id, name, url)[-1]
-    path = store.download(m, to)
-    if json_out:
-        print_json({"run_id": m.run_id, "name": m.name, "path": str(path), "bytes": m.total_bytes})
-    else:
-        console.print(f"Downloaded {m.run_id}/{m.name} to {path}.", soft_wrap=True)
-
-
-# ---------------------------------------------------------------------------------------------- ledger
-
-
-def ledger(
-    since: Annotated[
-        str | None, typer.Option("--since", help="Only runs started in the last DURATION (7d, 2w).")
-    ] = None,
-    by: Annotated[
-        str | None, typer.Option("--by", help="Group totals by project, tag, month or gpu.")
-    ] = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """What each `gpuwise run` cost: GPU-hours, utilisation, preemptions, checkpoints and dollars."""
-    from gpuwise.cli.output import console, print_json
-    from gpuwise.errors import ConfigError, NotFoundError
-    from gpuwise.run.ledger import BY_CHOICES, summarize
-    from gpuwise.units import format_money, parse_duration_s
-
-    if by is not None and by not in BY_CHOICES:
-        raise NotFoundError("--by value", by, BY_CHOICES, fix="use project, tag, month or gpu")
-    since_ts = None
-    if since is not None:
-        try:
-            since_ts = time.time() - parse_duration_s(since)
-        except ValueError as exc:
-            raise ConfigError(f"--since {since!r}: {exc}", fix="use e.g. --since 7d or --since 12h") from exc
-    store = _ledger()
-    try:
-        entries = store.entries(since_ts)
-    finally:
-        store.close()
-    data = summarize(entries, by)
-    if json_out:
-        print_json(data)
-        return
-    if not entries:
-        console.print("No runs recorded" + (f" in the last {since}" if since else "") + ".")
-        return
-
-    def money(x: float | None) -> str:
-        return "unknown" if x is None else format_money(x)
-
-    def hours(x: float | None) -> str:
-        return "-" if x is None else f"{x:.2f}"
-
-    if by is None:
-        for r in data["runs"]:
-            console.print(
-                f"{r['started_at']}  {r['project'] or '-'}  {r['run_id']}  exit {r['exit_code']}  "
-                f"GPU-h {hours(r['gpu_hours'])}  {money(r['cost_usd'])}  {r['command']}",
-                soft_wrap=True,
-                highlight=False,
-            )
-    else:
-        for g in data["groups"]:
-            console.print(
-                f"{g['key']}: {g['runs']} run(s), GPU-h {hours(g['gpu_hours'])}, {money(g['cost_usd'])}",
-                soft_wrap=True,
-                highlight=False,
-            )
-    t = data["totals"]
-    console.print(
-        f"Total: {t['runs']} run(s), GPU-h {hours(t['gpu_hours'])}, {money(t['cost_usd'])}"
-        + (f" ({t['runs_without_cost']} without a known price)" if t["runs_without_cost"] else ""),
-        highlight=False,
-    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+from gpuwise.locale import _
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -40,14 +42,18 @@ class UpdateProgress:
                 transient=True,
             )
             self.progress.start()
-            self.overall = self.progress.add_task("catalog files", total=None)
+            self.overall = self.progress.add_task(_("catalog files"), total=None)
         return self
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
         if self.progress is not None:
             self.progress.stop()
         if exc_type is None:
-            self.say(f"catalog update: {self.files} file(s), {self.bytes:,} bytes")
+            self.say(
+                _("catalog update: {files} file(s), {bytes} bytes").format(
+                    files=self.files, bytes=f"{self.bytes:,}"
+                )
+            )
 
     def say(self, line: str) -> None:
         with self.lock:
@@ -62,11 +68,20 @@ class UpdateProgress:
         elif kind == "progress" and self.progress is not None and event.url in self.tasks:
             self.progress.update(self.tasks[event.url], completed=event.done, total=event.total)
         elif kind == "plan":
-            self.say(f"catalog update: schema {event.detail}, {event.done} clouds")
+            self.say(
+                _("catalog update: schema {schema}, {clouds} clouds").format(
+                    schema=event.detail, clouds=event.done
+                )
+            )
         elif kind == "retry":
-            self.say(f"catalog update: {self.labels.get(event.url, event.label)}: {event.detail}")
+            label = self.labels.get(event.url, event.label)
+            self.say(_("catalog update: {label}: {detail}").format(label=label, detail=event.detail))
         elif kind == "fallback":
-            self.say(f"catalog update: {event.label}: trying the fallback {event.detail}")
+            self.say(
+                _("catalog update: {label}: trying the fallback {url}").format(
+                    label=event.label, url=event.detail
+                )
+            )
         elif kind in ("done", "missing"):
             self._finish(event)
 
@@ -81,4 +96,8 @@ class UpdateProgress:
             if self.progress is not None:
                 self.progress.update(self.overall, completed=self.files)
             else:
-                self.say(f"catalog update: {event.label}: {event.done:,} bytes")
+                self.say(
+                    _("catalog update: {label}: {bytes} bytes").format(
+                        label=event.label, bytes=f"{event.done:,}"
+                    )
+                )

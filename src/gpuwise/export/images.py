@@ -23,6 +23,7 @@ from gpuwise.doctor.rules.frameworks import arch_supported
 from gpuwise.doctor.tables import FrameworkBuild, Tables, load_tables
 from gpuwise.doctor.versions import Version, at_least, format_version, major_minor, parse_version
 from gpuwise.errors import UsageError
+from gpuwise.locale import _
 from gpuwise.setup.images import (
     CudaImage,
     build_min_driver,
@@ -104,9 +105,13 @@ def choose_image(gpu: str, *, driver: str | None = None, torch: str | None = Non
     spec = resolve_gpu(gpu)
     if spec.vendor != "NVIDIA":
         raise UsageError(
-            f"{spec.name} is an {spec.vendor} GPU, and the Dockerfile export builds on NVIDIA's CUDA images",
-            fix="write the Dockerfile by hand on the vendor's image (AMD: rocm/pytorch), or export for "
-            "an NVIDIA GPU",
+            _("{gpu} is an {vendor} GPU, and the Dockerfile export builds on NVIDIA's CUDA images").format(
+                gpu=spec.name, vendor=spec.vendor
+            ),
+            fix=_(
+                "write the Dockerfile by hand on the vendor's image (AMD: rocm/pytorch), or export for "
+                "an NVIDIA GPU"
+            ),
         )
     capability = spec.compute_capability
     wanted_driver = _parse_driver(driver)
@@ -150,8 +155,8 @@ def _parse_driver(driver: str | None) -> Version | None:
     parsed = parse_version(driver)
     if parsed is None or parsed[0] < 300:
         raise UsageError(
-            f"--driver {driver!r} is not an NVIDIA driver version",
-            fix="give the version nvidia-smi shows, e.g. --driver 550.54.15 (or a branch: --driver 550)",
+            _("--driver {driver} is not an NVIDIA driver version").format(driver=repr(driver)),
+            fix=_("give the version nvidia-smi shows, e.g. --driver 550.54.15 (or a branch: --driver 550)"),
         )
     return parsed
 
@@ -163,7 +168,8 @@ def _parse_torch(torch: str | None) -> Version | None:
     match = re.fullmatch(r"(?:torch==)?(\d+\.\d+(?:\.\d+)?)", torch.strip())
     if match is None:
         raise UsageError(
-            f"--torch {torch!r} is not a PyTorch version", fix="give e.g. --torch 2.8 or --torch 2.8.0"
+            _("--torch {torch} is not a PyTorch version").format(torch=repr(torch)),
+            fix=_("give e.g. --torch 2.8 or --torch 2.8.0"),
         )
     return parse_version(match.group(1))
 
@@ -183,25 +189,34 @@ def _no_choice(
     torch: str | None,
 ) -> UsageError:
     """Why nothing fits, and the nearest choice that does."""
-    arch = f" (compute capability {capability})" if capability else ""
+    arch = _(" (compute capability {capability})").format(capability=capability) if capability else ""
     if not fits_gpu:
         return UsageError(
-            f"No PyTorch CUDA build in gpuwise's tables runs on {gpu}{arch}",
-            fix="export for an NVIDIA GPU the tables know (`gpuwise catalog gpus` lists them)",
+            _("No PyTorch CUDA build in gpuwise's tables runs on {gpu}{arch}").format(gpu=gpu, arch=arch),
+            fix=_("export for an NVIDIA GPU the tables know (`gpuwise catalog gpus` lists them)"),
         )
     if not fits_torch:
         versions = sorted({r.version for r in fits_gpu}, key=lambda v: parse_version(v) or (0,))
         return UsageError(
-            f"No PyTorch {torch} CUDA build with a base image runs on {gpu}{arch}",
-            fix=f"give a version from {versions[0]} to {versions[-1]}, e.g. --torch {versions[-1]}",
+            _("No PyTorch {torch} CUDA build with a base image runs on {gpu}{arch}").format(
+                torch=torch, gpu=gpu, arch=arch
+            ),
+            fix=_("give a version from {first} to {last}, e.g. --torch {last}").format(
+                first=versions[0], last=versions[-1]
+            ),
         )
     images = load_images()
     oldest = min(fits_torch, key=lambda r: (_need(r, images), [-p for p in parse_version(r.version) or (0,)]))
     need = driver_text(_need(oldest, images))
     return UsageError(
-        f"Driver {driver} is too old for every PyTorch{' ' + torch if torch else ''} CUDA build that "
-        f"runs on {gpu}",
-        why=f"the build that needs the oldest driver, torch {oldest.version}+{oldest.variant}, needs "
-        f"CUDA {oldest.cuda_version}'s driver {need} or newer",
-        fix=f"upgrade the driver to >= {need}, or drop --driver to target a new one",
+        (
+            _("Driver {driver} is too old for every PyTorch {torch} CUDA build that runs on {gpu}")
+            if torch
+            else _("Driver {driver} is too old for every PyTorch CUDA build that runs on {gpu}")
+        ).format(driver=driver, torch=torch, gpu=gpu),
+        why=_(
+            "the build that needs the oldest driver, torch {build}, needs CUDA {cuda}'s driver {need} "
+            "or newer"
+        ).format(build=f"{oldest.version}+{oldest.variant}", cuda=oldest.cuda_version, need=need),
+        fix=_("upgrade the driver to >= {need}, or drop --driver to target a new one").format(need=need),
     )

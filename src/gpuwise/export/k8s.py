@@ -21,6 +21,7 @@ from gpuwise.export import yamltext
 from gpuwise.export.names import GFD_PRODUCT_LABEL, gfd_products
 from gpuwise.export.target import Job, Target
 from gpuwise.export.torchrun import torchrun_argv
+from gpuwise.locale import _
 
 EXPORTER_PORT = 9400  # the exporter's default port (`gpuwise exporter --port`)
 _REPLICATED_JOB = "node"
@@ -31,8 +32,10 @@ def _check_vendor(target: Target) -> None:
     vendor = resolve_gpu(target.gpu).vendor
     if vendor != "NVIDIA":
         raise UsageError(
-            f"The Kubernetes export asks for nvidia.com/gpu, and {target.gpu} is an {vendor} GPU",
-            fix="export skypilot or torchrun for this GPU, or plan with an NVIDIA GPU (--gpu H100)",
+            _("The Kubernetes export asks for nvidia.com/gpu, and {gpu} is an {vendor} GPU").format(
+                gpu=target.gpu, vendor=vendor
+            ),
+            fix=_("export skypilot or torchrun for this GPU, or plan with an NVIDIA GPU (--gpu H100)"),
         )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from gpuwise.catalog.specs import parse_gpu_request, resolve_gpu
 from gpuwise.errors import ConfigError, UsageError
+from gpuwise.locale import _
 
 # the boot disk per node gpuwise's plan assumes (`gpuwise plan --boot-disk-gb`, default 100)
 BOOT_DISK_GB = 100
@@ -71,31 +72,36 @@ def target_from_plan(doc: Any, pick: int) -> Target:
     options = doc.get("options") if isinstance(doc, Mapping) else None
     if not isinstance(options, list):
         raise ConfigError(
-            "The plan is not the output of `gpuwise plan --json`: it has no 'options' list",
-            fix="write the plan with `gpuwise plan WORKLOAD --json > plan.json` and pass --plan plan.json",
+            _("The plan is not the output of `gpuwise plan --json`: it has no 'options' list"),
+            fix=_("write the plan with `gpuwise plan WORKLOAD --json > plan.json` and pass --plan plan.json"),
         )
     if not options:
         raise UsageError(
-            "The plan has no options to export",
-            why="no offer met the workload's constraints when it was planned",
-            fix="relax the plan (`gpuwise plan WORKLOAD` says what removed the options) and plan again",
+            _("The plan has no options to export"),
+            why=_("no offer met the workload's constraints when it was planned"),
+            fix=_("relax the plan (`gpuwise plan WORKLOAD` says what removed the options) and plan again"),
         )
     if not 1 <= pick <= len(options):
         raise UsageError(
-            f"The plan has no option {pick}: it holds options 1 to {len(options)}",
-            fix=f"give --pick between 1 and {len(options)} (`gpuwise plan WORKLOAD` lists them in order)",
+            _("The plan has no option {pick}: it holds options 1 to {n}").format(pick=pick, n=len(options)),
+            fix=_("give --pick between 1 and {n} (`gpuwise plan WORKLOAD` lists them in order)").format(
+                n=len(options)
+            ),
         )
     option = options[pick - 1]
-    where = f"option {pick} of the plan"
     if not isinstance(option, Mapping):
-        raise ConfigError(f"{where[0].upper()}{where[1:]} is not an object", fix="plan again with --json")
-    gpu = _field(option, "gpu", str, where)
-    per_node = _field(option, "gpus_per_node", int, where)
-    nodes = _field(option, "nodes", int, where)
+        raise ConfigError(
+            _("Option {pick} of the plan is not an object").format(pick=pick), fix=_("plan again with --json")
+        )
+    gpu = _field(option, "gpu", str, pick)
+    per_node = _field(option, "gpus_per_node", int, pick)
+    nodes = _field(option, "nodes", int, pick)
     if per_node < 1 or nodes < 1:
         raise ConfigError(
-            f"{where[0].upper()}{where[1:]} has {per_node} GPUs per node on {nodes} nodes",
-            fix="plan again with --json; both must be 1 or more",
+            _("Option {pick} of the plan has {per_node} GPUs per node on {nodes} nodes").format(
+                pick=pick, per_node=per_node, nodes=nodes
+            ),
+            fix=_("plan again with --json; both must be 1 or more"),
         )
     # the plan file's text is written into YAML, shell and Dockerfiles: one printable line each
     provider, region, instance = (
@@ -140,8 +146,10 @@ def target_from_flags(
     nodes = nodes if nodes is not None else max(1, math.ceil(total / 8))
     if nodes < 1 or total % nodes:
         raise ConfigError(
-            f"--gpu {gpu} on {nodes} nodes does not split evenly",
-            fix=f"give a GPU count that is a multiple of --nodes, e.g. --gpu {spec.name}:{8 * nodes}",
+            _("--gpu {gpu} on {nodes} nodes does not split evenly").format(gpu=gpu, nodes=nodes),
+            fix=_("give a GPU count that is a multiple of --nodes, e.g. --gpu {example}").format(
+                example=f"{spec.name}:{8 * nodes}"
+            ),
         )
     return Target(
         gpu=spec.name,
@@ -157,13 +165,15 @@ def _one_line(text: str) -> str:
     return " ".join("".join(c if c.isprintable() else " " for c in text).split())
 
 
-def _field(option: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+def _field(option: Mapping[str, Any], key: str, kind: type, pick: int) -> Any:
     value = option.get(key)
     if kind is int and isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise ConfigError(
-            f"{where[0].upper()}{where[1:]} has no valid {key!r} (found {value!r})",
-            fix="plan again with `gpuwise plan WORKLOAD --json` and export from that file",
+            _("Option {pick} of the plan has no valid {key} (found {value})").format(
+                pick=pick, key=repr(key), value=repr(value)
+            ),
+            fix=_("plan again with `gpuwise plan WORKLOAD --json` and export from that file"),
         )
     return value

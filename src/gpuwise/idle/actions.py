@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwise import httpclient
+from gpuwise.locale import _
 from gpuwise.webhook import chat_fields, post_json, redact_url
 
 __all__ = [
@@ -128,12 +129,16 @@ def notice_text(payload: Mapping[str, Any]) -> str:
     """The one line a person reads in Slack or Discord, when the event did not bring its own."""
     event = str(payload.get("event", "notice"))
     host = payload.get("host", "?")
-    head = f"gpuwise idle on {host}"
+    head = _("gpuwise idle on {host}").format(host=host)
     if payload.get("dry_run"):
-        head += " [dry run]"
+        head += _(" [dry run]")
+    reason = payload.get("reason", "")
     if event == "warning" and payload.get("stop_in_min") is not None:
-        return f"{head}: will stop in {payload['stop_in_min']:g} min. {payload.get('reason', '')}".strip()
-    return f"{head}: {event.replace('_', ' ')}. {payload.get('reason', '')}".strip()
+        text = _("{head}: will stop in {minutes:g} min. {reason}")
+        return text.format(head=head, minutes=payload["stop_in_min"], reason=reason).strip()
+    return (
+        _("{head}: {event}. {reason}").format(head=head, event=event.replace("_", " "), reason=reason).strip()
+    )
 
 
 def post_webhook(

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from gpuwise import httpclient
 from gpuwise.gpu.sample import Snapshot
 from gpuwise.idle.policy import Signal
+from gpuwise.locale import _
 
 # exit codes a POSIX shell uses for "found but not executable" and "not found": the check did not run
 _CANNOT_RUN_EXITS = (126, 127)
@@ -57,19 +58,21 @@ def run_command(argv: list[str], timeout_s: float) -> tuple[str, str]:
             start_new_session=True,
         )
     except OSError as exc:
-        return "unknown", f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+        return "unknown", _("cannot start {program}: {reason}").format(
+            program=repr(argv[0]), reason=exc.strerror or exc
+        )
     try:
         code = proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill_session(proc)
-        return "unknown", f"timed out after {timeout_s:g} s"
+        return "unknown", _("timed out after {seconds:g} s").format(seconds=timeout_s)
     if code == 0:
-        return "active", "exit 0 (busy)"
+        return "active", _("exit 0 (busy)")
     if code < 0:
-        return "unknown", f"killed by signal {-code}"
+        return "unknown", _("killed by signal {signal}").format(signal=-code)
     if code in _CANNOT_RUN_EXITS:
-        return "unknown", f"exit {code} (the check could not run)"
-    return "quiet", f"exit {code} (not busy)"
+        return "unknown", _("exit {code} (the check could not run)").format(code=code)
+    return "quiet", _("exit {code} (not busy)").format(code=code)
 
 
 def _kill_session(proc: subprocess.Popen[bytes]) -> None:
@@ -87,12 +90,12 @@ def fetch_status(url: str, timeout_s: float) -> tuple[str, str]:
             "GET", url, timeout_s=timeout_s, max_bytes=_URL_MAX_BYTES, use_proxy=False
         )  # a check of this machine's own service: never through a proxy
     except httpclient.HttpError as exc:
-        return "unknown", f"no answer: {exc.reason}"
+        return "unknown", _("no answer: {reason}").format(reason=exc.reason)
     if answer.status == 200:
-        return "active", "HTTP 200 (busy)"
+        return "active", _("HTTP 200 (busy)")
     if answer.status >= 500 or answer.status in _FAILED_STATUSES:
-        return "unknown", f"HTTP {answer.status} (the check failed)"
-    return "quiet", f"HTTP {answer.status} (not busy)"
+        return "unknown", _("HTTP {status} (the check failed)").format(status=answer.status)
+    return "quiet", _("HTTP {status} (not busy)").format(status=answer.status)
 
 
 def _start_thread(work: Callable[[], None]) -> None:
@@ -136,17 +139,22 @@ class ActivityCheck:
             except Exception as exc:  # no thread could be started: the check failed (busy)
                 with self._lock:
                     self._running = False
-                return Signal(self.name, "unknown", f"{self.what}: cannot start the check: {exc}")
+                failed = _("{what}: cannot start the check: {reason}").format(what=self.what, reason=exc)
+                return Signal(self.name, "unknown", failed)
         with self._lock:
             latest = self._latest
         if latest is None:
-            return Signal(self.name, "unknown", f"{self.what}: first check not finished yet")
+            return Signal(
+                self.name, "unknown", _("{what}: first check not finished yet").format(what=self.what)
+            )
         stale_s = 2 * self.timeout_s + self.interval_s
         if now - latest.finished_s > stale_s:
             return Signal(
                 self.name,
                 "unknown",
-                f"{self.what}: no answer for {now - latest.finished_s:.0f} s (the check is stuck)",
+                _("{what}: no answer for {seconds:.0f} s (the check is stuck)").format(
+                    what=self.what, seconds=now - latest.finished_s
+                ),
             )
         if latest.state == "active":
             return Signal(self.name, "active", f"{self.what}: {latest.detail}")

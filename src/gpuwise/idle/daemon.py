@@ -39,6 +39,7 @@ from gpuwise.idle.settings import IdleSettings
 from gpuwise.idle.signals import Gatherer, gather_all, gatherers_for
 from gpuwise.idle.state import load_state, save_state, state_path
 from gpuwise.idle.stopping import StopNotices, stop_machine
+from gpuwise.locale import _
 from gpuwise.webhook import redact_url
 
 log = logging.getLogger("gpuwise.idle")
@@ -113,9 +114,9 @@ class IdleDaemon:
             probe,
             [*gatherers_for(settings, data_dir), *checks],
             state_path(data_dir),
-            keepalive_hint=f"touch {keepalive}"
+            keepalive_hint=_("touch {path}").format(path=keepalive)
             if "keepalive" in settings.signals
-            else "log in and use a GPU",
+            else _("log in and use a GPU"),
             **options,
         )
 
@@ -255,10 +256,10 @@ class IdleDaemon:
         prev = self._prev_state
         if d.state == IdleState.WARNING and prev != IdleState.WARNING:
             minutes = max(0.0, d.stop_due_s - d.timestamp_s) / 60
-            text = (
-                f"gpuwise idle: this machine will be stopped in {minutes:.0f} min. {d.reason}. "
-                f"To keep it running: {self.keepalive_hint}"
-            )
+            text = _(
+                "gpuwise idle: this machine will be stopped in {minutes:.0f} min. {reason}. "
+                "To keep it running: {hint}"
+            ).format(minutes=minutes, reason=d.reason, hint=self.keepalive_hint)
             log.warning("%s", text)
             self._wall(text)
             self._notify("warning", d, stop_in_min=round(minutes, 1))
@@ -268,7 +269,7 @@ class IdleDaemon:
             IdleState.IDLE_CANDIDATE,
         ):
             log.info("stop cancelled: %s", d.reason)
-            self._wall(f"gpuwise idle: stop cancelled ({d.reason})")
+            self._wall(_("gpuwise idle: stop cancelled ({reason})").format(reason=d.reason))
             self._notify("cancelled", d)
             self._event(d, "cancelled")
             self._retry_at = None
@@ -287,11 +288,11 @@ class IdleDaemon:
         d = Decision(obs.timestamp_s, IdleState.BUSY, verdict.reason, 0.0, 0.0, verdict.stop_due_s or 0.0)
         if verdict.state != "none" and before == "none":
             keep = (
-                f"To keep it running: {self.keepalive_hint}"
+                _("To keep it running: {hint}").format(hint=self.keepalive_hint)
                 if self.settings.hang.stop
-                else "Check the job (py-spy dump, NCCL_DEBUG=INFO)"
+                else _("Check the job (py-spy dump, NCCL_DEBUG=INFO)")
             )
-            text = f"gpuwise idle: {verdict.reason}. {keep}"
+            text = _("gpuwise idle: {reason}. {keep}").format(reason=verdict.reason, keep=keep)
             log.warning("%s", text)
             self._wall(text)
             self._notify("hang_suspected", d, stop_on_hang=self.settings.hang.stop)

@@ -45,6 +45,7 @@ from typing import Literal
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample
 from gpuwise.idle.policy import MIB, Observation, fmt_min
+from gpuwise.locale import _, ngettext
 
 MEM_UTIL_MAX_PCT = 10.0  # "0% memory utilization" in a spinning NCCL deadlock (NVIDIA/nccl#2079)
 PCIE_MAX_BYTES_PER_S = 10e6  # "RX=0, TX=0" after the freeze (NVIDIA/nccl-tests#117); any copy moves GB/s
@@ -64,17 +65,17 @@ class HangConfig:
     def validate(self) -> HangConfig:
         def bad(name: str, value: float, want: str) -> ConfigError:
             return ConfigError(
-                f"idle option {name} = {value} is not valid",
-                why=f"it must be {want}",
-                fix=f"set {name} in the idle section of config.toml to {want}",
+                _("idle option {name} = {value} is not valid").format(name=name, value=value),
+                why=_("it must be {want}").format(want=want),
+                fix=_("set {name} in the idle section of config.toml to {want}").format(name=name, want=want),
             )
 
         if not (math.isfinite(self.window_min) and self.window_min > 0):
-            raise bad("hang_window_min", self.window_min, "a positive number of minutes")
+            raise bad("hang_window_min", self.window_min, _("a positive number of minutes"))
         if not (math.isfinite(self.util_pct) and 0 < self.util_pct <= 100):
-            raise bad("hang_util_pct", self.util_pct, "a percentage above 0 and at most 100")
+            raise bad("hang_util_pct", self.util_pct, _("a percentage above 0 and at most 100"))
         if not (math.isfinite(self.flat_pct) and 0 <= self.flat_pct <= 100):
-            raise bad("hang_flat_pct", self.flat_pct, "a percentage from 0 to 100")
+            raise bad("hang_flat_pct", self.flat_pct, _("a percentage from 0 to 100"))
         return self
 
 
@@ -211,39 +212,51 @@ class HangDetector:
         hung = self._machine(obs)
         if not hung or self._machine_since is None:
             self._suspected_at = None
-            return HangVerdict("none", "no GPU looks hung")
+            return HangVerdict("none", _("no GPU looks hung"))
         since = max(x for x in (self._machine_since, last_progress_s, last_user_s) if x is not None)
         cfg = self.config
         window_s = cfg.window_min * 60.0
         if t - since < window_s:
             self._suspected_at = None
-            flat = f"GPU {_list(hung)} flat at full utilization without progress for {fmt_min(t - since)}"
-            return HangVerdict(
-                "none", f"{flat} (a possible hang after {fmt_min(window_s)})", since, None, hung
+            flat = _("GPU {gpus} flat at full utilization without progress for {span}").format(
+                gpus=_list(hung), span=fmt_min(t - since)
             )
+            after = _("{flat} (a possible hang after {window})").format(flat=flat, window=fmt_min(window_s))
+            return HangVerdict("none", after, since, None, hung)
         if self._suspected_at is None:
             self._suspected_at = t
         stop_due = max(since + window_s, self._suspected_at) + self.warn_s
         what = self._describe(hung, t - since)
         if not cfg.stop:
-            return HangVerdict("suspected", f"{what}; not stopping (stop_on_hang is off)", since, None, hung)
+            off = _("{what}; not stopping (stop_on_hang is off)").format(what=what)
+            return HangVerdict("suspected", off, since, None, hung)
         if t >= stop_due:
-            return HangVerdict("stopping", f"stop: {what}", since, stop_due, hung)
-        return HangVerdict(
-            "suspected", f"{what}; stop in {fmt_min(stop_due - t)} (stop_on_hang)", since, stop_due, hung
-        )
+            return HangVerdict("stopping", _("stop: {what}").format(what=what), since, stop_due, hung)
+        soon = _("{what}; stop in {left} (stop_on_hang)").format(what=what, left=fmt_min(stop_due - t))
+        return HangVerdict("suspected", soon, since, stop_due, hung)
 
     def _describe(self, hung: tuple[int, ...], for_s: float) -> str:
         parts = []
         for i in hung[:2]:
             s = self._stretches[i]
             power = f"{s.power[0]:.0f}–{s.power[1]:.0f} W"
-            clock = "" if s.clock is None else f", SM clock {s.clock[0]:.0f}–{s.clock[1]:.0f} MHz"
+            clock = (
+                ""
+                if s.clock is None
+                else _(", SM clock {low:.0f}–{high:.0f} MHz").format(low=s.clock[0], high=s.clock[1])
+            )
             parts.append(f"GPU {i} {power}{clock}, {s.mem[1] / MIB:.0f} MiB")
-        return (
-            f"possible hang: {len(hung)} GPU{'s' if len(hung) > 1 else ''} at ≥{self.config.util_pct:g}% "
-            f"util with flat power, clock and memory and no progress (no watched file changed, no user) "
-            f"for {fmt_min(for_s)} ({'; '.join(parts)}{'; …' if len(hung) > 2 else ''})"
+        return ngettext(
+            "possible hang: {n} GPU at ≥{util:g}% util with flat power, clock and memory and no progress "
+            "(no watched file changed, no user) for {span} ({gpus})",
+            "possible hang: {n} GPUs at ≥{util:g}% util with flat power, clock and memory and no progress "
+            "(no watched file changed, no user) for {span} ({gpus})",
+            len(hung),
+        ).format(
+            n=len(hung),
+            util=self.config.util_pct,
+            span=fmt_min(for_s),
+            gpus="; ".join(parts) + ("; …" if len(hung) > 2 else ""),
         )
 
 

@@ -15,6 +15,7 @@ from gpuwise.errors import StorageError
 from gpuwise.idle.actions import Runner
 from gpuwise.idle.state import write_atomic
 from gpuwise.idle.unit import UNIT_NAME, render_unit
+from gpuwise.locale import _
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,9 @@ def write_unit(install: UnitInstall) -> None:
     try:
         write_atomic(install.target, install.text)
     except StorageError as exc:
-        exc.fix = f"run it as root (sudo), or pass --unit-dir DIR; --dry-run prints the unit. {exc.fix}"
+        exc.fix = _("run it as root (sudo), or pass --unit-dir DIR; --dry-run prints the unit. {fix}").format(
+            fix=exc.fix
+        )
         raise
 
 
@@ -64,7 +67,7 @@ def enable_unit(install: UnitInstall, runner: Runner, systemd_root: Path) -> boo
         res = runner.run(c, timeout_s=60)
         if not res.ok:
             raise StorageError(
-                f"{res.description} failed: {res.detail}",
-                fix="run it yourself as root, then check journalctl -u " + UNIT_NAME,
+                _("{command} failed: {detail}").format(command=res.description, detail=res.detail),
+                fix=_("run it yourself as root, then check journalctl -u {unit}").format(unit=UNIT_NAME),
             )
     return True

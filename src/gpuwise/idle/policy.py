@@ -59,6 +59,7 @@ from typing import Any, Literal
 
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample, Snapshot
+from gpuwise.locale import _, ngettext
 
 MIB = 1024**2
 MIN_GAP_S = 120.0
@@ -114,36 +115,47 @@ class PolicyConfig:
     def validate(self) -> PolicyConfig:
         def bad(name: str, value: float, want: str) -> ConfigError:
             return ConfigError(
-                f"idle option {name} = {value} is not valid",
-                why=f"it must be {want}",
-                fix=f"set {name} in the idle section of config.toml or on the command line to {want}",
+                _("idle option {name} = {value} is not valid").format(name=name, value=value),
+                why=_("it must be {want}").format(want=want),
+                fix=_(
+                    "set {name} in the idle section of config.toml or on the command line to {want}"
+                ).format(name=name, want=want),
             )
 
         for name in ("threshold_pct", "noise_floor_pct", "held_threshold_pct"):
             value = float(getattr(self, name))
             if not (math.isfinite(value) and 0 <= value <= 100):
-                raise bad(name, value, "a percentage from 0 to 100")
+                raise bad(name, value, _("a percentage from 0 to 100"))
         for name in ("window_min", "held_window_min", "max_gap_s"):
             if getattr(self, name) is None:
                 continue
             value = float(getattr(self, name))
             if not (math.isfinite(value) and value > 0):
-                raise bad(name, value, "a positive number")
+                raise bad(name, value, _("a positive number"))
         for name in ("warn_min", "mem_change_mib", "baseline_mem_mib"):
             value = float(getattr(self, name))
             if not (math.isfinite(value) and value >= 0):
-                raise bad(name, value, "zero or a positive number")
+                raise bad(name, value, _("zero or a positive number"))
         if self.warn_min >= self.window_min:
-            raise bad("warn_min", self.warn_min, f"shorter than window_min ({self.window_min:g})")
+            raise bad(
+                "warn_min",
+                self.warn_min,
+                _("shorter than window_min ({window:g})").format(window=self.window_min),
+            )
         return self
 
     def describe(self) -> str:
-        return (
-            f"util ≤ {self.threshold_pct:g}% "
-            f"(≤ {min(self.threshold_pct, self.held_threshold_pct):g}% on GPUs holding memory, "
-            f"≤ {self.noise_floor_pct:g}% display noise on GPUs without a job), "
-            f"memory steady within {self.mem_change_mib:g} MiB; window {self.window_min:g} min, "
-            f"{self.held_window_min:g} min while GPU memory is held or unknown"
+        return _(
+            "util ≤ {util:g}% (≤ {held_util:g}% on GPUs holding memory, ≤ {noise:g}% display noise on GPUs "
+            "without a job), memory steady within {mem:g} MiB; window {window:g} min, {held_window:g} min "
+            "while GPU memory is held or unknown"
+        ).format(
+            util=self.threshold_pct,
+            held_util=min(self.threshold_pct, self.held_threshold_pct),
+            noise=self.noise_floor_pct,
+            mem=self.mem_change_mib,
+            window=self.window_min,
+            held_window=self.held_window_min,
         )
 
 
@@ -297,47 +309,81 @@ def _view_gpu(sample: Sample, prev: int | str, cfg: PolicyConfig, floor: int | N
     gpu = f"GPU {sample.index}"
     active: list[str] = []
     if sample.lost:
-        return _GpuView([f"{gpu} lost (missing data counts as busy)"], f"{gpu} lost")
+        return _GpuView(
+            [_("{gpu} lost (missing data counts as busy)").format(gpu=gpu)], _("{gpu} lost").format(gpu=gpu)
+        )
     util = _reading(sample.util_gpu_pct)
     mem = _reading(sample.memory_used_bytes)
     n_compute = _compute_processes(sample)
     if isinstance(sample.processes, Failed):
-        active.append(f"{gpu} process list failed: {sample.processes.why} (missing data counts as busy)")
+        active.append(
+            _("{gpu} process list failed: {why} (missing data counts as busy)").format(
+                gpu=gpu, why=sample.processes.why
+            )
+        )
     held: str | None = None
     if n_compute:
-        held = f"{gpu}: {n_compute} compute process{'es' if n_compute > 1 else ''} holding memory"
+        held = ngettext(
+            "{gpu}: {n} compute process holding memory",
+            "{gpu}: {n} compute processes holding memory",
+            n_compute,
+        ).format(gpu=gpu, n=n_compute)
     elif mem is None:
-        held = f"{gpu}: memory used not reported"
+        held = _("{gpu}: memory used not reported").format(gpu=gpu)
     elif mem > cfg.baseline_mem_mib * MIB:
-        held = f"{gpu}: {mem / MIB:.0f} MiB used (above the {cfg.baseline_mem_mib:g} MiB baseline)"
+        held = _("{gpu}: {mem:.0f} MiB used (above the {baseline:g} MiB baseline)").format(
+            gpu=gpu, mem=mem / MIB, baseline=cfg.baseline_mem_mib
+        )
     elif floor is not None and mem > floor + cfg.mem_change_mib * MIB:
-        held = f"{gpu}: {mem / MIB:.0f} MiB used, {(mem - floor) / MIB:.0f} MiB above its lowest reading"
+        held = _("{gpu}: {mem:.0f} MiB used, {above:.0f} MiB above its lowest reading").format(
+            gpu=gpu, mem=mem / MIB, above=(mem - floor) / MIB
+        )
     threshold = min(cfg.threshold_pct, cfg.held_threshold_pct) if held else cfg.threshold_pct
     if util is None:
         why = sample.util_gpu_pct if isinstance(sample.util_gpu_pct, Failed | NotSupported) else "?"
-        active.append(f"{gpu} utilization {why} (missing data counts as busy)")
+        active.append(_("{gpu} utilization {why} (missing data counts as busy)").format(gpu=gpu, why=why))
     # display noise: only on a GPU that holds nothing beyond its own lowest reading (and the baseline)
     elif util > threshold and (held or util > cfg.noise_floor_pct):
         active.append(
-            f"{gpu} at {util:.0f}% util" + (" with memory held" if held and util <= cfg.threshold_pct else "")
+            _("{gpu} at {util:.0f}% util").format(gpu=gpu, util=util)
+            + (_(" with memory held") if held and util <= cfg.threshold_pct else "")
         )
     if isinstance(sample.memory_used_bytes, Failed):
-        active.append(f"{gpu} memory reading {sample.memory_used_bytes} (missing data counts as busy)")
+        active.append(
+            _("{gpu} memory reading {reading} (missing data counts as busy)").format(
+                gpu=gpu, reading=sample.memory_used_bytes
+            )
+        )
     if prev == "absent":
-        active.append(f"{gpu} is back after missing a read")
+        active.append(_("{gpu} is back after missing a read").format(gpu=gpu))
     elif prev == "new":
-        active.append(f"{gpu} appeared")
+        active.append(_("{gpu} appeared").format(gpu=gpu))
     elif prev == "unknown" and mem is not None:
-        active.append(f"{gpu} memory reported again ({mem / MIB:.0f} MiB)")
+        active.append(_("{gpu} memory reported again ({mem:.0f} MiB)").format(gpu=gpu, mem=mem / MIB))
     elif isinstance(prev, int) and mem is None:
-        active.append(f"{gpu} memory no longer reported (missing data counts as busy)")
+        active.append(_("{gpu} memory no longer reported (missing data counts as busy)").format(gpu=gpu))
     elif isinstance(prev, int) and mem is not None and abs(mem - prev) >= cfg.mem_change_mib * MIB:
-        active.append(f"{gpu} memory {prev / MIB:.0f} → {mem / MIB:.0f} MiB")
+        active.append(
+            _("{gpu} memory {before:.0f} → {after:.0f} MiB").format(
+                gpu=gpu, before=prev / MIB, after=mem / MIB
+            )
+        )
     return _GpuView(active, held)
 
 
 def fmt_min(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def _missing_text(missing: list[int]) -> str:
+    gpus = ", ".join(str(i) for i in missing)
+    return _("GPU {gpus} missing from this read (counts as busy)").format(gpus=gpus)
+
+
+def _signal_unknown_text(name: str, detail: str | None) -> str:
+    return _("{name} unknown: {detail} (counts as busy)").format(
+        name=name, detail=detail or _("could not be read")
+    )
 
 
 class IdlePolicy:
@@ -354,14 +400,16 @@ class IdlePolicy:
         activity: list[str] = []
         held: list[str] = []
         if st.last_ts is not None and t < st.last_ts:
-            activity.append("clock went backwards (counts as busy)")
+            activity.append(_("clock went backwards (counts as busy)"))
         elif st.last_ts is not None and t - st.last_ts > cfg.gap_limit_s:
             activity.append(
-                f"no data for {fmt_min(t - st.last_ts)} (gap > {cfg.gap_limit_s:g} s counts as busy)"
+                _("no data for {gap} (gap > {limit:g} s counts as busy)").format(
+                    gap=fmt_min(t - st.last_ts), limit=cfg.gap_limit_s
+                )
             )
         elif st.last_ts is None and st.last_activity_s is None:
-            activity.append("start of observation")
-        activity.extend(f"probe error: {e} (counts as busy)" for e in obs.errors)
+            activity.append(_("start of observation"))
+        activity.extend(_("probe error: {error} (counts as busy)").format(error=e) for e in obs.errors)
         seen: set[int] = set()
         new_mem: dict[int, int] = {}
         for sample in obs.samples:
@@ -394,20 +442,18 @@ class IdlePolicy:
         for i in missing:
             st.mem_floor_bytes[i] = 0  # as for a missing memory reading
         if missing:
-            activity.append(
-                "GPU " + ", ".join(str(i) for i in missing) + " missing from this read (counts as busy)"
-            )
-            held.append("a GPU is missing")
+            activity.append(_missing_text(missing))
+            held.append(_("a GPU is missing"))
         if not obs.samples and not obs.errors:
-            activity.append("no GPUs in this read (counts as busy)")
+            activity.append(_("no GPUs in this read (counts as busy)"))
         signal_marks: list[tuple[float, str]] = []
         for sig in obs.signals:
             if sig.state == "active":
-                activity.append(f"{sig.name}: {sig.detail or 'active'}")
+                activity.append(f"{sig.name}: {sig.detail or 'active'}")  # a bare state word: left as it is
             elif sig.state == "unknown":
-                activity.append(f"{sig.name} unknown: {sig.detail or 'could not be read'} (counts as busy)")
+                activity.append(_signal_unknown_text(sig.name, sig.detail))
             if sig.last_active_s is not None and math.isfinite(sig.last_active_s):
-                signal_marks.append((min(sig.last_active_s, t), f"{sig.name}: {sig.detail or 'activity'}"))
+                signal_marks.append((min(sig.last_active_s, t), f"{sig.name}: {sig.detail or _('activity')}"))
 
         # -- update evidence
         if activity:
@@ -478,21 +524,27 @@ class IdlePolicy:
     ) -> str:
         cfg, st = self.config, self.state
         n = len({s.index for s in obs.samples})  # a GPU read twice at one instant is still one GPU
-        gpus = f"all {n} GPUs" if n != 1 else "the GPU"
+        gpus = _("all {n} GPUs").format(n=n) if n != 1 else _("the GPU")
         if state == IdleState.BUSY:
-            more = f" (+{len(activity) - 3} more)" if len(activity) > 3 else ""
-            return "busy: " + "; ".join(activity[:3]) + more
+            more = _(" (+{n} more)").format(n=len(activity) - 3) if len(activity) > 3 else ""
+            return _("busy: {activity}{more}").format(activity="; ".join(activity[:3]), more=more)
         quiet = [s for s in obs.signals if s.state == "quiet"]
-        quiet_txt = "".join(f", {s.detail or 'no ' + s.name}" for s in quiet)
-        held_txt = f"GPU memory held ({held[0]})" if held else "no GPU memory held"
+        quiet_txt = "".join(", " + (s.detail or _("no {name}").format(name=s.name)) for s in quiet)
+        held_txt = _("GPU memory held ({why})").format(why=held[0]) if held else _("no GPU memory held")
         if held and len(held) > 1:
-            held_txt = f"GPU memory held on {len(held)} GPUs ({held[0]}, …)"
-        base = (
-            f"{gpus} idle (util ≤ {cfg.threshold_pct:g}%) for {fmt_min(idle_s)}, {held_txt}{quiet_txt}; "
-            f"last activity: {st.last_activity_cause}"
+            held_txt = _("GPU memory held on {n} GPUs ({why}, …)").format(n=len(held), why=held[0])
+        base = _("{gpus} idle (util ≤ {util:g}%) for {idle}, {held}{quiet}; last activity: {cause}").format(
+            gpus=gpus,
+            util=cfg.threshold_pct,
+            idle=fmt_min(idle_s),
+            held=held_txt,
+            quiet=quiet_txt,
+            cause=st.last_activity_cause,
         )
         if state == IdleState.STOPPING:
-            return f"stop: {base}; window {fmt_min(window_s)} reached"
+            return _("stop: {base}; window {window} reached").format(base=base, window=fmt_min(window_s))
         if state == IdleState.WARNING:
-            return f"warning: {base}; stop in {fmt_min(max(0.0, due - t))} unless activity resumes"
-        return f"idle candidate: {base}; window {fmt_min(window_s)}"
+            return _("warning: {base}; stop in {left} unless activity resumes").format(
+                base=base, left=fmt_min(max(0.0, due - t))
+            )
+        return _("idle candidate: {base}; window {window}").format(base=base, window=fmt_min(window_s))

@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuwise.locale import _
+
 MAX_FILES = 20_000  # a checkpoint tree is tens of files; a dataset directory is not what to watch
 
 
@@ -63,7 +65,7 @@ class WatchedPaths:
             newest, fingerprint = self._scan()
             self.problem = None
         except OSError as exc:
-            self.problem = f"cannot read a watched path: {exc.strerror or exc}"
+            self.problem = _("cannot read a watched path: {reason}").format(reason=exc.strerror or exc)
             self._changed_s = now
             self._fingerprint = None
             return now

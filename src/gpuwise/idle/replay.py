@@ -20,8 +20,10 @@ from gpuwise.gpu.sample import Sample
 from gpuwise.gpu.smi_csv import format_trace_time, iter_snapshot_groups, read_query_csv
 from gpuwise.idle.hang import HangConfig, HangDetector, last_user_activity
 from gpuwise.idle.policy import Decision, IdlePolicy, IdleState, Observation, PolicyConfig, fmt_min
+from gpuwise.locale import _
 
 # a recording shows no files, so a replay assumes none changed: hang verdicts are the worst case
+# (English; what is shown goes through _no_progress_note())
 NO_PROGRESS_NOTE = "a recording shows no files, so no progress is assumed"
 
 
@@ -192,10 +194,10 @@ def replay(
     end = observations[-1].timestamp_s if observations else None
     stopped = last is not None and (last.state == IdleState.STOPPING or hang_stop is not None)
     if last is not None:
-        close(last.timestamp_s, "stop" if stopped else "end of trace")
+        close(last.timestamp_s, "stop" if stopped else "end of trace")  # ids in the JSON: shown translated
     stop_at: float | None = None
     if last is None:
-        reason = "no stop: the trace holds no samples"
+        reason = _("no stop: the trace holds no samples")
     elif last.state == IdleState.STOPPING:
         stop_at, reason = last.timestamp_s, last.reason
     elif hang_stop is not None:
@@ -219,16 +221,26 @@ def replay(
 
 def _no_stop_reason(policy: IdlePolicy, last: Decision, max_idle: float) -> str:
     held = (
-        " that applies while GPU memory is held or not reported"
+        _(" that applies while GPU memory is held or not reported")
         if last.window_s > policy.config.window_s
         else ""
     )
-    return (
-        f"no stop: the longest idle stretch was {fmt_min(max_idle)}; "
-        f"at the end of the trace the machine had been idle {fmt_min(last.idle_s)} "
-        f"(last activity: {policy.state.last_activity_cause}), "
-        f"short of the {fmt_min(last.window_s)} window{held}"
+    return _(
+        "no stop: the longest idle stretch was {longest}; "
+        "at the end of the trace the machine had been idle {idle} "
+        "(last activity: {cause}), "
+        "short of the {window} window{held}"
+    ).format(
+        longest=fmt_min(max_idle),
+        idle=fmt_min(last.idle_s),
+        cause=policy.state.last_activity_cause,
+        window=fmt_min(last.window_s),
+        held=held,
     )
+
+
+def _no_progress_note() -> str:
+    return _("a recording shows no files, so no progress is assumed")
 
 
 def find_hangs(
@@ -244,7 +256,7 @@ def find_hangs(
 
     def close(end_s: float) -> None:
         if flagged is not None:
-            found.append(HangStretch(flagged[0], flagged[1], end_s, f"{flagged[2]}; {NO_PROGRESS_NOTE}"))
+            found.append(HangStretch(flagged[0], flagged[1], end_s, f"{flagged[2]}; {_no_progress_note()}"))
 
     for obs in observations:
         v = detector.observe(obs, last_progress_s=None, last_user_s=last_user_activity(obs))
@@ -256,7 +268,7 @@ def find_hangs(
             flagged = (v.since_s if v.since_s is not None else obs.timestamp_s, obs.timestamp_s, v.reason)
         if v.state == "stopping":
             close(obs.timestamp_s)
-            return tuple(found), (obs.timestamp_s, f"{v.reason}; {NO_PROGRESS_NOTE}")
+            return tuple(found), (obs.timestamp_s, f"{v.reason}; {_no_progress_note()}")
     if observations:
         close(observations[-1].timestamp_s)
     return tuple(found), None

@@ -17,6 +17,7 @@ from gpuwise.config import validate_section
 from gpuwise.errors import ConfigError, close_matches
 from gpuwise.idle.hang import HangConfig
 from gpuwise.idle.policy import PolicyConfig
+from gpuwise.locale import _
 
 # The stop actions: auto, every provider's own stop call (gpuwise.idle.providers.plan.STEPS, plus the
 # catalog's id "aliyun" for alibaba), shutdown and command.
@@ -80,52 +81,55 @@ class IdleSettings:
         if self.action not in ACTIONS:
             hint = close_matches(self.action, ACTIONS)
             raise ConfigError(
-                f"unknown idle action {self.action!r}" + (f". Did you mean {hint[0]!r}?" if hint else ""),
-                fix="use one of " + ", ".join(ACTIONS),
+                _unknown(_("unknown idle action {name}"), self.action, hint),
+                fix=_("use one of {choices}").format(choices=", ".join(ACTIONS)),
             )
         if self.action == "command" and not self.command:
             raise ConfigError(
-                "idle action 'command' needs a command", fix="pass --command 'CMD' or set command"
+                _("idle action 'command' needs a command"), fix=_("pass --command 'CMD' or set command")
             )
         # finite: `interval_s = inf` slept for ever, and a NaN threshold compares false, so
         # `process_cpu_pct = nan` made every busy GPU process look quiet
         if not (math.isfinite(self.interval_s) and self.interval_s > 0):
-            raise ConfigError(f"interval_s = {self.interval_s} is not valid", fix="use a positive number")
+            raise _invalid("interval_s", self.interval_s, _("use a positive number"))
         for name in ("process_cpu_pct", "process_io_kib_per_s"):
             value = float(getattr(self, name))
             if not (math.isfinite(value) and value >= 0):
-                raise ConfigError(f"{name} = {value} is not valid", fix="use zero or a positive number")
+                raise _invalid(name, value, _("use zero or a positive number"))
         price = self.price_usd_per_hour
         if price is not None and not (math.isfinite(price) and price >= 0):
-            raise ConfigError(
-                f"price_usd_per_hour = {price} is not valid",
-                fix="set [machine] price_usd_per_hour in config.toml to a number of USD per hour",
+            raise _invalid(
+                "price_usd_per_hour",
+                price,
+                _("set [machine] price_usd_per_hour in config.toml to a number of USD per hour"),
             )
         if self.policy.max_gap_s is not None and self.interval_s * 2 > self.policy.max_gap_s:
             raise ConfigError(
-                f"interval_s = {self.interval_s:g} is too long for max_gap_s = {self.policy.max_gap_s:g}",
-                why="every interval would count as a gap in the data, and a gap counts as busy",
-                fix="sample at least twice per max_gap_s (lower --interval-s or raise max_gap_s)",
+                _("interval_s = {interval:g} is too long for max_gap_s = {gap:g}").format(
+                    interval=self.interval_s, gap=self.policy.max_gap_s
+                ),
+                why=_("every interval would count as a gap in the data, and a gap counts as busy"),
+                fix=_("sample at least twice per max_gap_s (lower --interval-s or raise max_gap_s)"),
             )
         if not (math.isfinite(self.hook_timeout_s) and self.hook_timeout_s > 0):
-            raise ConfigError(f"hook_timeout_s = {self.hook_timeout_s} is not valid", fix="use seconds > 0")
+            raise _invalid("hook_timeout_s", self.hook_timeout_s, _("use seconds > 0"))
         for name in self.signals:
             if name not in SIGNALS:
                 hint = close_matches(name, SIGNALS)
                 raise ConfigError(
-                    f"unknown idle signal {name!r}" + (f". Did you mean {hint[0]!r}?" if hint else ""),
-                    fix="use some of " + ", ".join(SIGNALS),
+                    _unknown(_("unknown idle signal {name}"), name, hint),
+                    fix=_("use some of {choices}").format(choices=", ".join(SIGNALS)),
                 )
         if "jupyter" in self.signals and not self.jupyter_url:
             raise ConfigError(
-                "the jupyter signal needs jupyter_url",
-                fix="set jupyter_url in the idle section of config.toml",
+                _("the jupyter signal needs jupyter_url"),
+                fix=_("set jupyter_url in the idle section of config.toml"),
             )
         self._validate_stop()
         if self.webhook and not self.webhook.startswith(("http://", "https://")):
             raise ConfigError(
-                "webhook must be an http:// or https:// URL",
-                fix="correct webhook in the idle section of config.toml",
+                _("webhook must be an http:// or https:// URL"),
+                fix=_("correct webhook in the idle section of config.toml"),
             )
         self._validate_checks()
         return self
@@ -138,30 +142,32 @@ class IdleSettings:
                 argv = shlex.split(self.activity_command)
             except ValueError as exc:
                 raise ConfigError(
-                    f"activity_command cannot be split into words: {exc}",
-                    fix="close the quotes in activity_command in the idle section of config.toml",
+                    _("activity_command cannot be split into words: {reason}").format(reason=exc),
+                    fix=_("close the quotes in activity_command in the idle section of config.toml"),
                 ) from exc
             if not argv:
                 raise ConfigError(
-                    "activity_command is empty",
-                    fix="set activity_command to a command that exits 0 while the machine is in use",
+                    _("activity_command is empty"),
+                    fix=_("set activity_command to a command that exits 0 while the machine is in use"),
                 )
         if self.activity_url is not None and not self.activity_url.startswith(("http://", "https://")):
             raise ConfigError(
-                "activity_url must be an http:// or https:// URL",
-                fix="correct activity_url in the idle section of config.toml",
+                _("activity_url must be an http:// or https:// URL"),
+                fix=_("correct activity_url in the idle section of config.toml"),
             )
         if not (math.isfinite(self.activity_timeout_s) and self.activity_timeout_s > 0):
-            raise ConfigError(
-                f"activity_timeout_s = {self.activity_timeout_s} is not valid", fix="use seconds > 0"
-            )
+            raise _invalid("activity_timeout_s", self.activity_timeout_s, _("use seconds > 0"))
         if self.hang.stop and not self.watch_paths:
             raise ConfigError(
-                "stop_on_hang = true needs watch_paths",
-                why="a job is called hung only when none of its files changed, so without watched files "
-                "no hang is ever found and nothing would be stopped",
-                fix="set watch_paths in the idle section of config.toml to the job's log or checkpoint "
-                "directory",
+                _("stop_on_hang = true needs watch_paths"),
+                why=_(
+                    "a job is called hung only when none of its files changed, so without watched files "
+                    "no hang is ever found and nothing would be stopped"
+                ),
+                fix=_(
+                    "set watch_paths in the idle section of config.toml to the job's log or checkpoint "
+                    "directory"
+                ),
             )
 
     def _validate_stop(self) -> None:
@@ -169,23 +175,35 @@ class IdleSettings:
             if name not in FALLBACKS:
                 hint = close_matches(name, FALLBACKS)
                 raise ConfigError(
-                    f"unknown idle fallback {name!r}" + (f". Did you mean {hint[0]!r}?" if hint else ""),
-                    fix="use some of " + ", ".join(FALLBACKS),
+                    _unknown(_("unknown idle fallback {name}"), name, hint),
+                    fix=_("use some of {choices}").format(choices=", ".join(FALLBACKS)),
                 )
         if "command" in (self.fallback or ()) and not self.command:
-            raise ConfigError("idle fallback 'command' needs a command", fix="set command in [idle]")
+            raise ConfigError(_("idle fallback 'command' needs a command"), fix=_("set command in [idle]"))
         if isinstance(self.stop_attempts, bool) or not 1 <= self.stop_attempts <= 10:
-            raise ConfigError(f"stop_attempts = {self.stop_attempts} is not valid", fix="use 1 to 10")
+            raise _invalid("stop_attempts", self.stop_attempts, _("use 1 to 10"))
         if not (math.isfinite(self.stop_backoff_s) and 0 <= self.stop_backoff_s <= 3600):
-            raise ConfigError(f"stop_backoff_s = {self.stop_backoff_s} is not valid", fix="use 0 to 3600 s")
+            raise _invalid("stop_backoff_s", self.stop_backoff_s, _("use 0 to 3600 s"))
         if self.api_url and not self.api_url.startswith(("http://", "https://")):
-            raise ConfigError("api_url must be an http:// or https:// URL", fix="correct api_url in [idle]")
+            raise ConfigError(
+                _("api_url must be an http:// or https:// URL"), fix=_("correct api_url in [idle]")
+            )
         if self.action == "lambda" and not self.allow_terminate:
             raise ConfigError(
-                "idle action 'lambda' terminates the instance (Lambda has no stop)",
-                why="its local disk is deleted; only a persistent filesystem survives",
-                fix="set allow_terminate = true in [idle] if that is what you want",
+                _("idle action 'lambda' terminates the instance (Lambda has no stop)"),
+                why=_("its local disk is deleted; only a persistent filesystem survives"),
+                fix=_("set allow_terminate = true in [idle] if that is what you want"),
             )
+
+
+def _invalid(name: str, value: object, fix: str) -> ConfigError:
+    return ConfigError(_("{name} = {value} is not valid").format(name=name, value=value), fix=fix)
+
+
+def _unknown(message: str, name: str, hint: list[str]) -> str:
+    """`message` (with a {name} field) and, when there is a close match, the suggestion."""
+    text = message.format(name=repr(name))
+    return text + (_(". Did you mean {hint}?").format(hint=repr(hint[0])) if hint else "")
 
 
 def load_settings(sections: dict[str, dict[str, Any]]) -> IdleSettings:

@@ -33,6 +33,7 @@ from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Snapshot
 from gpuwise.idle.policy import Signal
 from gpuwise.idle.settings import IdleSettings
+from gpuwise.locale import _, ngettext
 
 
 class Gatherer(Protocol):
@@ -92,7 +93,7 @@ class GpuProcessActivity:
             pids.update(p.pid for p in s.processes if p.kind != "graphics")
         if not pids:
             self._prev.clear()
-            detail = "no GPU processes" if not unknown_lists else "GPU process list not reported"
+            detail = _("no GPU processes") if not unknown_lists else _("GPU process list not reported")
             return Signal(self.name, "quiet", detail)
         busy: list[str] = []
         seen: dict[int, tuple[float, ProcCounters]] = {}
@@ -109,18 +110,21 @@ class GpuProcessActivity:
             dt = now - prev[0]
             cpu = 100.0 * max(0.0, c.cpu_s - prev[1].cpu_s) / dt
             if cpu >= self.cpu_pct:
-                busy.append(f"pid {pid} at {cpu:.0f}% CPU")
+                busy.append(_("pid {pid} at {cpu:.0f}% CPU").format(pid=pid, cpu=cpu))
             elif c.io_chars is not None and prev[1].io_chars is not None:
                 kib_s = max(0, c.io_chars - prev[1].io_chars) / 1024 / dt
                 if kib_s >= self.io_kib_per_s:
-                    busy.append(f"pid {pid} doing {kib_s:.0f} KiB/s of I/O")
+                    busy.append(_("pid {pid} doing {rate:.0f} KiB/s of I/O").format(pid=pid, rate=kib_s))
         self._prev = seen
         n = len(pids)
-        what = f"{n} GPU process{'es' if n > 1 else ''}"
+        what = ngettext("{n} GPU process", "{n} GPU processes", n).format(n=n)
         if busy:
             return Signal(self.name, "active", f"{what}: " + ", ".join(busy))
-        note = f" ({hidden} not visible here)" if hidden else ""
-        return Signal(self.name, "quiet", f"{what} with CPU < {self.cpu_pct:g}% and little I/O{note}")
+        note = _(" ({n} not visible here)").format(n=hidden) if hidden else ""
+        quiet = _("{what} with CPU < {cpu:g}% and little I/O{note}").format(
+            what=what, cpu=self.cpu_pct, note=note
+        )
+        return Signal(self.name, "quiet", quiet)
 
 
 @dataclass(frozen=True)
@@ -146,24 +150,33 @@ class SshSessions:
         try:
             remote = [u for u in self.users() if u.host and u.host not in ("localhost", ":0", ":0.0")]
         except Exception as exc:
-            return Signal(self.name, "unknown", f"cannot list logins: {exc}")
+            return Signal(self.name, "unknown", _("cannot list logins: {reason}").format(reason=exc))
         if not remote:
-            return Signal(self.name, "quiet", "no SSH sessions")
+            return Signal(self.name, "quiet", _("no SSH sessions"))
         latest: float | None = None
         for u in remote:
             if not u.terminal:
-                return Signal(self.name, "active", f"SSH session of {u.user} without a terminal")
+                return Signal(
+                    self.name, "active", _("SSH session of {user} without a terminal").format(user=u.user)
+                )
             try:
                 t = self.tty_atime(u.terminal)
             except OSError:
-                return Signal(self.name, "unknown", f"cannot read the terminal of {u.user}'s SSH session")
+                unread = _("cannot read the terminal of {user}'s SSH session").format(user=u.user)
+                return Signal(self.name, "unknown", unread)
             latest = t if latest is None else max(latest, t)
         who = ", ".join(sorted({u.user for u in remote}))
-        ago = "" if latest is None else f", last input {max(0.0, now - latest) / 60:.0f} min ago"
+        ago = (
+            ""
+            if latest is None
+            else _(", last input {minutes:.0f} min ago").format(minutes=max(0.0, now - latest) / 60)
+        )
         return Signal(
             self.name,
             "quiet",
-            f"{len(remote)} SSH session{'s' if len(remote) > 1 else ''} ({who}{ago})",
+            ngettext("{n} SSH session ({who}{ago})", "{n} SSH sessions ({who}{ago})", len(remote)).format(
+                n=len(remote), who=who, ago=ago
+            ),
             last_active_s=latest,
         )
 
@@ -203,23 +216,27 @@ class JupyterKernels:
             kernels = self.fetch(self.url.rstrip("/") + "/api/kernels", headers, self.timeout_s)
         except (httpclient.HttpError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
-            return Signal(self.name, "unknown", f"Jupyter server did not answer: {reason}")
+            return Signal(
+                self.name, "unknown", _("Jupyter server did not answer: {reason}").format(reason=reason)
+            )
         if not isinstance(kernels, list):
-            return Signal(self.name, "unknown", "Jupyter /api/kernels did not return a list")
+            return Signal(self.name, "unknown", _("Jupyter /api/kernels did not return a list"))
         if not kernels:
-            return Signal(self.name, "quiet", "no Jupyter kernels")
+            return Signal(self.name, "quiet", _("no Jupyter kernels"))
         busy = [k for k in kernels if isinstance(k, dict) and k.get("execution_state") == "busy"]
         if busy:
-            return Signal(self.name, "active", f"{len(busy)} Jupyter kernel(s) busy")
+            return Signal(self.name, "active", _("{n} Jupyter kernel(s) busy").format(n=len(busy)))
         times = [_iso_to_epoch(str(k.get("last_activity", ""))) for k in kernels if isinstance(k, dict)]
         known = [t for t in times if t is not None]
         if len(known) < len(kernels):
-            return Signal(self.name, "unknown", "a Jupyter kernel without last_activity")
+            return Signal(self.name, "unknown", _("a Jupyter kernel without last_activity"))
         latest = max(known)
         return Signal(
             self.name,
             "quiet",
-            f"{len(kernels)} idle Jupyter kernel(s), last activity {max(0.0, now - latest) / 60:.0f} min ago",
+            _("{n} idle Jupyter kernel(s), last activity {minutes:.0f} min ago").format(
+                n=len(kernels), minutes=max(0.0, now - latest) / 60
+            ),
             last_active_s=latest,
         )
 
@@ -246,18 +263,24 @@ class GpuwiseRunJobs:
         try:
             files = sorted(self.run_dir.glob("*.pid")) if self.run_dir.is_dir() else []
         except OSError as exc:
-            return Signal(self.name, "unknown", f"cannot list {self.run_dir}: {exc.strerror}")
+            return Signal(
+                self.name,
+                "unknown",
+                _("cannot list {path}: {reason}").format(path=self.run_dir, reason=exc.strerror),
+            )
         live: list[str] = []
         for f in files:
             try:
                 pid = int(f.read_text(encoding="utf-8").split()[0])
             except (OSError, ValueError, IndexError):
-                return Signal(self.name, "unknown", f"unreadable pid file {f.name}")
+                return Signal(self.name, "unknown", _("unreadable pid file {name}").format(name=f.name))
             if self.alive(pid):
                 live.append(f"{f.stem} (pid {pid})")
         if live:
-            return Signal(self.name, "active", "gpuwise run job alive: " + ", ".join(live))
-        return Signal(self.name, "quiet", "no gpuwise run job")
+            return Signal(
+                self.name, "active", _("gpuwise run job alive: {jobs}").format(jobs=", ".join(live))
+            )
+        return Signal(self.name, "quiet", _("no gpuwise run job"))
 
 
 @dataclass
@@ -269,11 +292,15 @@ class KeepAliveFile:
         try:
             mtime = self.path.stat().st_mtime
         except FileNotFoundError:
-            return Signal(self.name, "quiet", f"keep-alive file {self.path} not touched")
+            return Signal(self.name, "quiet", _("keep-alive file {path} not touched").format(path=self.path))
         except OSError as exc:
-            return Signal(self.name, "unknown", f"cannot stat keep-alive file {self.path}: {exc.strerror}")
+            unread = _("cannot stat keep-alive file {path}: {reason}").format(
+                path=self.path, reason=exc.strerror
+            )
+            return Signal(self.name, "unknown", unread)
         ago = max(0.0, now - mtime) / 60
-        return Signal(self.name, "quiet", f"keep-alive touched {ago:.0f} min ago", last_active_s=mtime)
+        touched = _("keep-alive touched {minutes:.0f} min ago").format(minutes=ago)
+        return Signal(self.name, "quiet", touched, last_active_s=mtime)
 
 
 def gatherers_for(settings: IdleSettings, data_dir: Path) -> list[Gatherer]:
@@ -302,8 +329,8 @@ def _jupyter_token(token_file: str | None) -> str | None:
         return Path(token_file).expanduser().read_text(encoding="utf-8").strip()
     except OSError as exc:
         raise ConfigError(
-            f"cannot read jupyter_token_file {token_file}: {exc.strerror}",
-            fix="point jupyter_token_file at a file holding the Jupyter server's token",
+            _("cannot read jupyter_token_file {path}: {reason}").format(path=token_file, reason=exc.strerror),
+            fix=_("point jupyter_token_file at a file holding the Jupyter server's token"),
         ) from exc
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from gpuwise import files
 from gpuwise.errors import ConfigError, StorageError
+from gpuwise.locale import _
 from gpuwise.safe_read import parse_json
 
 STATE_VERSION = 1
@@ -145,7 +146,8 @@ def write_atomic(path: Path, text: str) -> None:
         files.write_atomic(path, text, private=True)
     except OSError as exc:
         raise StorageError(
-            f"cannot write {path}: {exc.strerror or exc}", fix="check that the directory is writable"
+            _("cannot write {path}: {reason}").format(path=path, reason=exc.strerror or exc),
+            fix=_("check that the directory is writable"),
         ) from exc
 
 

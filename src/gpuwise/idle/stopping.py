@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuwise.idle.providers.base import StopContext, StopStep
 from gpuwise.idle.providers.plan import STEPS, StepFailure, StopPlan, plan_steps, run_steps
+from gpuwise.locale import _
 
 if TYPE_CHECKING:
     from gpuwise.idle.daemon import IdleDaemon
@@ -74,22 +75,30 @@ def stop_machine(
     shown = " || ".join(step.description for step in plan.steps)
     if daemon.dry_run:
         log.warning("dry run: would stop now with: %s — %s", shown or "nothing", d.reason)
-        say.notify("stopping", d, action=shown, text=f"[dry run] would stop {daemon.host} now: {d.reason}")
+        say.notify(
+            "stopping",
+            d,
+            action=shown,
+            text=_("[dry run] would stop {host} now: {reason}").format(host=daemon.host, reason=d.reason),
+        )
         return StopReport(None, shown, plan.provider)
     if not plan.steps:
-        text = (
-            f"gpuwise idle: cannot stop {daemon.host}: {plan.note}, and no fallback is configured. "
+        text = _(
+            "gpuwise idle: cannot stop {host}: {note}, and no fallback is configured. "
             'It is still billing. Set [idle] action, or fallback = ["shutdown"]'
-        )
+        ).format(host=daemon.host, note=plan.note)
         log.error("%s", text)
         say.wall(text)
         say.notify("stop_failed", d, detail=plan.note, text=text)
         return StopReport(False, "no stop step", None)
     if still_up:
         log.warning("the machine is still up %g min after a successful stop call: trying again", retry_s / 60)
-    say.wall(f"gpuwise idle: stopping this machine now. {d.reason}")
+    say.wall(_("gpuwise idle: stopping this machine now. {reason}").format(reason=d.reason))
     say.notify(
-        "stopping", d, action=plan.steps[0].description, text=f"stopping {daemon.host} now: {d.reason}"
+        "stopping",
+        d,
+        action=plan.steps[0].description,
+        text=_("stopping {host} now: {reason}").format(host=daemon.host, reason=d.reason),
     )
     s = daemon.settings
     outcome = run_steps(
@@ -104,7 +113,8 @@ def stop_machine(
         return StopReport(False, shown, plan.provider)
     step = outcome.done
     log.warning("stopped with %s: %s", step.description, d.reason)
-    say.notify("stopped", d, action=step.description, text=f"stopped {daemon.host} ({step.description})")
+    stopped = _("stopped {host} ({step})").format(host=daemon.host, step=step.description)
+    say.notify("stopped", d, action=step.description, text=stopped)
     say.event(d, "stopped")
     return StopReport(True, step.description, plan.provider)
 
@@ -112,7 +122,7 @@ def stop_machine(
 def _say_warning(step: StopStep, d: Decision, say: StopNotices, host: str) -> None:
     if not step.warning:
         return
-    text = f"gpuwise idle WARNING: {step.warning}"
+    text = _("gpuwise idle WARNING: {warning}").format(warning=step.warning)
     log.warning("%s", text)
     say.wall(text)
     say.notify("stop_warning", d, action=step.description, warning=step.warning, text=f"{host}: {text}")
@@ -121,15 +131,14 @@ def _say_warning(step: StopStep, d: Decision, say: StopNotices, host: str) -> No
 def _say_failure(f: StepFailure, d: Decision, say: StopNotices, host: str, retry_s: float) -> None:
     detail = f.result.detail[-500:]
     if f.attempt < f.attempts:
-        then = f"trying again ({f.attempt + 1} of {f.attempts})"
+        then = _("trying again ({n} of {attempts})").format(n=f.attempt + 1, attempts=f.attempts)
     elif f.next_step is not None:
-        then = f"falling back to: {f.next_step.description}"
+        then = _("falling back to: {step}").format(step=f.next_step.description)
     else:
-        then = f"every stop call failed; trying again in {retry_s / 60:g} min"
-    text = (
-        f"gpuwise idle: the stop call FAILED ({f.step.description}: {detail}). This machine may still be "
-        f"billing. Now {then}"
-    )
+        then = _("every stop call failed; trying again in {minutes:g} min").format(minutes=retry_s / 60)
+    text = _(
+        "gpuwise idle: the stop call FAILED ({step}: {detail}). This machine may still be billing. Now {then}"
+    ).format(step=f.step.description, detail=detail, then=then)
     log.error("%s", text)
     say.wall(text)
     extra: dict[str, Any] = {"action": f.step.description, "attempt": f.attempt, "attempts": f.attempts}

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuwise.errors import ConfigError
+from gpuwise.locale import _
 
 UNIT_NAME = "gpuwise-idle.service"
 
@@ -43,7 +44,10 @@ def render_unit(exec_start: Sequence[str], config_dir: Path, data_dir: Path) -> 
     """The unit text for `exec_start` (an absolute program path and its arguments)."""
     for word in exec_start:
         if "\x00" in word:
-            raise ConfigError(f"the path {word!r} holds a NUL character", fix="install gpuwise elsewhere")
+            raise ConfigError(
+                _("the path {path} holds a NUL character").format(path=repr(word)),
+                fix=_("install gpuwise elsewhere"),
+            )
     command = " ".join(systemd_quote(w, exec_line=True) for w in exec_start)
     config = systemd_quote(f"GPUWISE_CONFIG_DIR={config_dir}", exec_line=False)
     data = systemd_quote(f"GPUWISE_DATA_DIR={data_dir}", exec_line=False)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from gpuwise import __version__
 from gpuwise.errors import ConfigError, UsageError
+from gpuwise.locale import _
 
 # written name -> template file in data/
 FILES: dict[str, str] = {
@@ -57,10 +58,12 @@ def name_from(directory: Path) -> str:
 def check_name(name: str) -> str:
     if not _NAME.fullmatch(name):
         raise ConfigError(
-            f"--name {name!r} is not a valid project name",
-            why="it names the Docker image and the SkyPilot task, which take lowercase letters, digits and "
-            "'-' only, starting with a letter, at most 63 characters",
-            fix=f"pass --name {name_from(Path(name or _DEFAULT_NAME))}",
+            _("--name {name} is not a valid project name").format(name=repr(name)),
+            why=_(
+                "it names the Docker image and the SkyPilot task, which take lowercase letters, digits and "
+                "'-' only, starting with a letter, at most 63 characters"
+            ),
+            fix=_("pass --name {name}").format(name=name_from(Path(name or _DEFAULT_NAME))),
         )
     return name
 
@@ -73,15 +76,15 @@ def render(template: str, name: str) -> str:
 def _check_directory(directory: Path, force: bool) -> None:
     if directory.exists() and not directory.is_dir():
         raise UsageError(
-            f"{directory} is not a directory",
-            why="gpuwise init writes a project's files into a folder",
-            fix="give the path of a new or empty folder",
+            _("{directory} is not a directory").format(directory=directory),
+            why=_("gpuwise init writes a project's files into a folder"),
+            fix=_("give the path of a new or empty folder"),
         )
     if not force and directory.is_dir() and any(directory.iterdir()):
         raise DirectoryNotEmptyError(
-            f"{directory} is not empty",
-            why="a new project is not mixed into existing files unless you ask for it",
-            fix="choose an empty directory or pass --force (existing files are kept, never overwritten)",
+            _("{directory} is not empty").format(directory=directory),
+            why=_("a new project is not mixed into existing files unless you ask for it"),
+            fix=_("choose an empty directory or pass --force (existing files are kept, never overwritten)"),
         )
 
 

@@ -42,6 +42,7 @@ from gpuwise.config import check_command_line, validate_section
 from gpuwise.errors import ConfigError
 from gpuwise.gpu import throttle
 from gpuwise.gpu.sample import Sample, Snapshot, value_or_none
+from gpuwise.locale import _
 from gpuwise.webhook import post_json
 
 log = logging.getLogger("gpuwise.monitor.alerts")
@@ -74,7 +75,9 @@ def alerts_config(section: dict[str, Any], source: str = "config") -> AlertsConf
     if isinstance(cfg.command, str):  # split now: an unclosed quote must not wait for the first alert
         check_command_line(cfg.command, f"{source}: alerts.command")
     if cfg.webhook_url is not None and urllib.parse.urlsplit(cfg.webhook_url).scheme not in ("http", "https"):
-        raise ConfigError(f"{source}: alerts.webhook_url must be an http:// or https:// URL")
+        raise ConfigError(
+            _("{source}: alerts.webhook_url must be an http:// or https:// URL").format(source=source)
+        )
     return cfg
 
 

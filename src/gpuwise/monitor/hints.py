@@ -16,6 +16,7 @@ from statistics import fmean
 
 from gpuwise.gpu import throttle
 from gpuwise.gpu.sample import Sample, Snapshot, value_or_none
+from gpuwise.locale import _
 from gpuwise.monitor.host import HostStats
 from gpuwise.monitor.rollup import IDLE_UTIL_PCT
 
@@ -119,18 +120,22 @@ def _input_bound(
         return []
     why = []
     if host_busy:
-        why.append(f"host CPU {cpu:.0f}%")
+        why.append(_("host CPU {pct:.0f}%").format(pct=cpu))
     if io_busy:
-        why.append(f"I/O wait {iowait:.0f}%")
+        why.append(_("I/O wait {pct:.0f}%").format(pct=iowait))
     return [
         Hint(
             "input_bound",
             index,
             "warn",
-            f"GPU {index} looks input-bound: it holds a job but is busy only {util:.0f}% "
-            "of the time while the host is saturated (data loading, decoding or I/O). "
-            "Try more data-loader workers, pinned memory, or faster storage.",
-            f"mean GPU util {util:.0f}% over {len(samples)} samples; " + ", ".join(why),
+            _(
+                "GPU {gpu} looks input-bound: it holds a job but is busy only {util:.0f}% "
+                "of the time while the host is saturated (data loading, decoding or I/O). "
+                "Try more data-loader workers, pinned memory, or faster storage."
+            ).format(gpu=index, util=util),
+            _("mean GPU util {util:.0f}% over {n} samples; {why}").format(
+                util=util, n=len(samples), why=", ".join(why)
+            ),
         )
     ]
 
@@ -154,11 +159,12 @@ def _throttled(index: int, samples: Sequence[Sample], th: HintThresholds) -> lis
             "throttled",
             index,
             _THROTTLE_SEVERITY[reason],
-            f"GPU {index} is throttled ({reason.replace('_', ' ')}): its clocks are held "
-            "below their maximum.",
-            f"{reason} active in {n} of {seen} samples"
-            + _fmt(" ; temperature ", value_or_none(last.temperature_c), " C")
-            + _fmt(" ; power ", value_or_none(last.power_draw_watts), " W"),
+            _("GPU {gpu} is throttled ({reason}): its clocks are held below their maximum.").format(
+                gpu=index, reason=reason.replace("_", " ")
+            ),
+            _("{reason} active in {n} of {seen} samples").format(reason=reason, n=n, seen=seen)
+            + _fmt(_(" ; temperature "), value_or_none(last.temperature_c), " C")
+            + _fmt(_(" ; power "), value_or_none(last.power_draw_watts), " W"),
         )
         for reason, n in sorted(counts.items())
         if seen and n / seen >= th.throttle_fraction and (reason != "sw_power_cap" or enough)
@@ -175,9 +181,11 @@ def _memory_nearly_full(index: int, last: Sample, th: HintThresholds) -> list[Hi
             "memory_nearly_full",
             index,
             "warn",
-            f"GPU {index} memory is {100 * used / total:.0f}% full: the next allocation may fail "
-            "(out of memory). Lower the batch size or enable activation checkpointing.",
-            f"{used / 2**30:.1f} of {total / 2**30:.1f} GiB used",
+            _(
+                "GPU {gpu} memory is {pct:.0f}% full: the next allocation may fail "
+                "(out of memory). Lower the batch size or enable activation checkpointing."
+            ).format(gpu=index, pct=100 * used / total),
+            _("{used:.1f} of {total:.1f} GiB used").format(used=used / 2**30, total=total / 2**30),
         )
     ]
 
@@ -199,9 +207,13 @@ def _pcie_below_max(index: int, last: Sample, th: HintThresholds) -> list[Hint]:
             "pcie_below_max",
             index,
             "warn",
-            f"GPU {index}'s PCIe link runs below its maximum under load; host-device copies "
-            "will be slower. Reseat the card or check the slot and BIOS settings.",
-            f"gen {gen} of {gen_max}, x{width} of x{width_max} at {last_util:.0f}% util",
+            _(
+                "GPU {gpu}'s PCIe link runs below its maximum under load; host-device copies "
+                "will be slower. Reseat the card or check the slot and BIOS settings."
+            ).format(gpu=index),
+            _("gen {gen} of {gen_max}, x{width} of x{width_max} at {util:.0f}% util").format(
+                gen=gen, gen_max=gen_max, width=width, width_max=width_max, util=last_util
+            ),
         )
     ]
 
@@ -214,18 +226,22 @@ def _encoder_bound(
     video = max((v for v in (enc, dec) if v is not None), default=None)
     if video is None or not video >= th.encoder_busy_pct:
         return []
-    which = "encoder" if enc is not None and enc == video else "decoder"
+    which = _("encoder") if enc is not None and enc == video else _("decoder")
     return [
         Hint(
             "encoder_bound",
             index,
             "info",
-            f"GPU {index} is busy with video work: its {which} (NVENC/NVDEC) is {video:.0f}% busy "
-            "while the GPU utilization reads "
-            + ("nothing" if util is None else f"{util:.0f}%")
-            + ". GPU utilization understates this load; the video engine is the bottleneck.",
-            f"mean {which} util {video:.0f}%, mean GPU util "
-            + ("unknown" if util is None else f"{util:.0f}%"),
+            _(
+                "GPU {gpu} is busy with video work: its {which} (NVENC/NVDEC) is {video:.0f}% busy "
+                "while the GPU utilization reads {util}. GPU utilization understates this load; "
+                "the video engine is the bottleneck."
+            ).format(
+                gpu=index, which=which, video=video, util=_("nothing") if util is None else f"{util:.0f}%"
+            ),
+            _("mean {which} util {video:.0f}%, mean GPU util {util}").format(
+                which=which, video=video, util=_("unknown") if util is None else f"{util:.0f}%"
+            ),
         )
     ]
 
@@ -245,10 +261,14 @@ def _idle_while_peers_busy(
             "gpu_idle_while_peers_busy",
             index,
             "warn",
-            f"GPU {index} is idle while GPU(s) {', '.join(map(str, busy))} work: a rank may "
-            "be stuck, or the job was started on fewer GPUs than the machine has "
-            "(check CUDA_VISIBLE_DEVICES and the launcher's --nproc_per_node).",
-            f"mean util GPU {index} {u:.0f}%; peers " + ", ".join(f"GPU {i} {known[i]:.0f}%" for i in busy),
+            _(
+                "GPU {gpu} is idle while GPU(s) {busy} work: a rank may "
+                "be stuck, or the job was started on fewer GPUs than the machine has "
+                "(check CUDA_VISIBLE_DEVICES and the launcher's --nproc_per_node)."
+            ).format(gpu=index, busy=", ".join(map(str, busy))),
+            _("mean util GPU {gpu} {util:.0f}%; peers {peers}").format(
+                gpu=index, util=u, peers=", ".join(f"GPU {i} {known[i]:.0f}%" for i in busy)
+            ),
         )
         for index, u in sorted(known.items())
         if u <= th.idle_util_pct

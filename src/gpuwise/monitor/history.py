@@ -20,6 +20,7 @@ from typing import Any
 
 from gpuwise.errors import StorageError
 from gpuwise.gpu.sample import Snapshot, value_or_none
+from gpuwise.locale import _
 from gpuwise.monitor.rollup import IDLE_UTIL_PCT, ensure_rollups, trim_rollups
 from gpuwise.sqlitedb import open_db
 
@@ -88,7 +89,7 @@ class HistoryStore:
             path,
             _SCHEMA,
             what="history",
-            fix="set GPUWISE_DATA_DIR to a writable directory, or run with --no-history",
+            fix=_("set GPUWISE_DATA_DIR to a writable directory, or run with --no-history"),
             synchronous_normal=True,
         )
         try:
@@ -96,8 +97,10 @@ class HistoryStore:
         except sqlite3.Error as exc:
             self._db.close()
             raise StorageError(
-                f"Cannot build the hourly rollups in the history database {path}: {exc}",
-                fix="set GPUWISE_DATA_DIR to a writable directory, or run with --no-history",
+                _("Cannot build the hourly rollups in the history database {path}: {reason}").format(
+                    path=path, reason=exc
+                ),
+                fix=_("set GPUWISE_DATA_DIR to a writable directory, or run with --no-history"),
             ) from exc
 
     def close(self) -> None:
@@ -136,7 +139,9 @@ class HistoryStore:
             with self._db:
                 self._db.executemany(sql, rows)
         except sqlite3.Error as exc:
-            raise StorageError(f"Cannot write the history database {self.path}: {exc}") from exc
+            raise StorageError(
+                _("Cannot write the history database {path}: {reason}").format(path=self.path, reason=exc)
+            ) from exc
 
     def prune(self, now_s: float, *, force: bool = False) -> int:
         """Delete rows older than the retention; cheap to call often (runs at most hourly). The hourly
@@ -151,7 +156,9 @@ class HistoryStore:
                 n += self._db.execute("DELETE FROM monitor_events WHERE ts < ?", (cutoff,)).rowcount
                 trim_rollups(self._db, cutoff)
         except sqlite3.Error as exc:
-            raise StorageError(f"Cannot prune the history database {self.path}: {exc}") from exc
+            raise StorageError(
+                _("Cannot prune the history database {path}: {reason}").format(path=self.path, reason=exc)
+            ) from exc
         return n
 
     def _read(self, sql: str, args: tuple[object, ...]) -> list[Any]:
@@ -159,8 +166,10 @@ class HistoryStore:
             return self._db.execute(sql, args).fetchall()
         except sqlite3.Error as exc:  # a damaged file, or one locked past the timeout
             raise StorageError(
-                f"Cannot read the history database {self.path}: {exc}",
-                fix="move the file aside (a new one is started) or set GPUWISE_DATA_DIR to another directory",
+                _("Cannot read the history database {path}: {reason}").format(path=self.path, reason=exc),
+                fix=_(
+                    "move the file aside (a new one is started) or set GPUWISE_DATA_DIR to another directory"
+                ),
             ) from exc
 
     def samples(self, since_s: float, until_s: float | None = None) -> list[SampleRow]:

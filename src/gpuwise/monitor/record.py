@@ -18,6 +18,7 @@ from gpuwise import files
 from gpuwise.errors import StorageError
 from gpuwise.gpu import throttle
 from gpuwise.gpu.sample import Failed, NotSupported, Sample, value_or_none
+from gpuwise.locale import _
 from gpuwise.monitor.host import HostStats
 
 NA = "[N/A]"
@@ -183,9 +184,13 @@ class Recorder:
             self._out.append(text)
         except OSError as exc:
             raise StorageError(
-                f"Cannot write the recording {self.path}: {exc.strerror or exc}",
-                why="the rows of this snapshot were not written; every earlier row is complete and kept",
-                fix="free space on that disk (or choose another --record path); recording resumes by itself",
+                _("Cannot write the recording {path}: {reason}").format(
+                    path=self.path, reason=exc.strerror or exc
+                ),
+                why=_("the rows of this snapshot were not written; every earlier row is complete and kept"),
+                fix=_(
+                    "free space on that disk (or choose another --record path); recording resumes by itself"
+                ),
             ) from exc
 
     def close(self) -> None:

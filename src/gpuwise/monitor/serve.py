@@ -20,6 +20,7 @@ from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Snapshot
 from gpuwise.idle.policy import IdlePolicy, PolicyConfig
 from gpuwise.idle.tracker import IdleTracker
+from gpuwise.locale import _
 from gpuwise.monitor.alerts import AlertDelivery, AlertEngine, AlertsConfig
 from gpuwise.monitor.exporter import ExporterServer, GpuCollector, make_registry
 from gpuwise.monitor.health import SamplerHealth, run_watched
@@ -100,13 +101,15 @@ def _bind(setup: ExporterSetup, collector: GpuCollector) -> ExporterServer:
         if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
             # the address, not the port, is wrong: a typo or an address of another machine
             raise ConfigError(
-                f"Cannot listen on {where}: {exc.strerror}",
-                why=f"{setup.host} is not an address of this machine",
-                fix="use --bind 127.0.0.1 (default), 0.0.0.0 (every interface) or an address `ip addr` lists",
+                _("Cannot listen on {where}: {reason}").format(where=where, reason=exc.strerror),
+                why=_("{host} is not an address of this machine").format(host=setup.host),
+                fix=_(
+                    "use --bind 127.0.0.1 (default), 0.0.0.0 (every interface) or an address `ip addr` lists"
+                ),
             ) from exc
         raise ConfigError(
-            f"Cannot listen on {where}: {exc.strerror}",
-            fix="choose another --port, or stop the program using it",
+            _("Cannot listen on {where}: {reason}").format(where=where, reason=exc.strerror),
+            fix=_("choose another --port, or stop the program using it"),
         ) from exc
 
 

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuwise.gpu.sample import Failed, Sample, Snapshot, value_or_none
+from gpuwise.locale import _
 from gpuwise.monitor.hints import Hint
 from gpuwise.monitor.history import HistorySummary
 from gpuwise.monitor.host import HostStats
@@ -61,16 +62,16 @@ def gpu_table(snapshot: Snapshot, util_history: Mapping[int, Sequence[float | No
     table = Table(expand=True, show_edge=False, pad_edge=False)
     # Wide terminals get one line per GPU; narrow ones wrap the name and the text columns.
     table.add_column("GPU", min_width=6)
-    table.add_column("util", no_wrap=True, min_width=17)
-    table.add_column("memory", overflow="fold", min_width=14)
-    table.add_column("recent util", no_wrap=True, max_width=30)
-    table.add_column("power / temp / clocks", overflow="fold")
-    table.add_column("throttle", overflow="fold")
+    table.add_column(_("util"), no_wrap=True, min_width=17)
+    table.add_column(_("memory"), overflow="fold", min_width=14)
+    table.add_column(_("recent util"), no_wrap=True, max_width=30)
+    table.add_column(_("power / temp / clocks"), overflow="fold")
+    table.add_column(_("throttle"), overflow="fold")
     for s in snapshot.samples:
         name = value_or_none(s.name) or "?"
         head = Text(f"GPU {s.index} ", style="bold") + Text(name)
         if s.lost:
-            table.add_row(head, Text("LOST", style="bold red"), "", "", "GPU does not answer", "")
+            table.add_row(head, Text(_("LOST"), style="bold red"), "", "", _("GPU does not answer"), "")
             continue
         util = value_or_none(s.util_gpu_pct)
         util_cell = bar(None if util is None else util / 100, 12) + Text(
@@ -88,14 +89,16 @@ def gpu_table(snapshot: Snapshot, util_history: Mapping[int, Sequence[float | No
         hist = (util_history or {}).get(s.index, [])
         spark = Text(sparkline(list(hist)[-30:]), style="cyan")
         power = f"{_r(s.power_draw_watts)}/{_r(s.power_limit_watts)} W  {_r(s.temperature_c)}°C  "
-        power += f"SM {_r(s.sm_clock_mhz)} MHz  mem {_r(s.memory_clock_mhz)} MHz"
+        power += _("SM {sm} MHz  mem {mem} MHz").format(sm=_r(s.sm_clock_mhz), mem=_r(s.memory_clock_mhz))
         enc = value_or_none(s.util_encoder_pct)
         dec = value_or_none(s.util_decoder_pct)
         if (enc or 0) > 0 or (dec or 0) > 0:
-            power += f"  enc {_r(s.util_encoder_pct)}% dec {_r(s.util_decoder_pct)}%"
+            power += _("  enc {enc}% dec {dec}%").format(
+                enc=_r(s.util_encoder_pct), dec=_r(s.util_decoder_pct)
+            )
         reasons = value_or_none(s.throttle_reasons)
         shown = [r for r in (reasons or ()) if r != "gpu_idle"]
-        throttle = Text(", ".join(shown) if shown else ("none" if reasons is not None else "n/a"))
+        throttle = Text(", ".join(shown) if shown else (_("none") if reasons is not None else "n/a"))
         if shown:
             throttle.stylize("yellow")
         table.add_row(head, util_cell, mem_cell, spark, power, throttle)
@@ -103,11 +106,11 @@ def gpu_table(snapshot: Snapshot, util_history: Mapping[int, Sequence[float | No
 
 
 def process_table(snapshot: Snapshot) -> Table | None:
-    table = Table(title="processes", expand=True, show_edge=False, pad_edge=False, title_justify="left")
+    table = Table(title=_("processes"), expand=True, show_edge=False, pad_edge=False, title_justify="left")
     table.add_column("GPU", justify="right")
     table.add_column("pid", justify="right")
-    table.add_column("name")
-    table.add_column("GPU memory", justify="right")
+    table.add_column(_("name"))
+    table.add_column(_("GPU memory"), justify="right")
     rows = 0
     for s in snapshot.samples:
         procs = value_or_none(s.processes)
@@ -120,7 +123,7 @@ def process_table(snapshot: Snapshot) -> Table | None:
 
 def host_line(host: HostStats | None) -> Text:
     if host is None:
-        return Text("host: n/a", style="dim")
+        return Text(_("host: n/a"), style="dim")
 
     def rate(v: float | None) -> str:
         return "n/a" if v is None else format_bytes(v) + "/s"
@@ -129,15 +132,25 @@ def host_line(host: HostStats | None) -> Text:
     if host.iowait_pct is not None:
         parts.append(f"iowait {host.iowait_pct:.0f}%")
     if host.memory_used_bytes is not None and host.memory_total_bytes:
-        parts.append(f"RAM {format_bytes(host.memory_used_bytes)}/{format_bytes(host.memory_total_bytes)}")
-    parts.append(f"disk r {rate(host.disk_read_bytes_per_s)} w {rate(host.disk_write_bytes_per_s)}")
-    parts.append(f"net rx {rate(host.net_rx_bytes_per_s)} tx {rate(host.net_tx_bytes_per_s)}")
-    return Text("host: " + "  ".join(parts))
+        parts.append(
+            _("RAM {used}/{total}").format(
+                used=format_bytes(host.memory_used_bytes), total=format_bytes(host.memory_total_bytes)
+            )
+        )
+    parts.append(
+        _("disk r {read} w {write}").format(
+            read=rate(host.disk_read_bytes_per_s), write=rate(host.disk_write_bytes_per_s)
+        )
+    )
+    parts.append(
+        _("net rx {rx} tx {tx}").format(rx=rate(host.net_rx_bytes_per_s), tx=rate(host.net_tx_bytes_per_s))
+    )
+    return Text(_("host: {readings}").format(readings="  ".join(parts)))
 
 
 def hints_panel(hints: Sequence[Hint]) -> Panel:
     if not hints:
-        body: RenderableType = Text("no bottleneck seen", style="green")
+        body: RenderableType = Text(_("no bottleneck seen"), style="green")
     else:
         lines = []
         for h in hints:
@@ -146,7 +159,7 @@ def hints_panel(hints: Sequence[Hint]) -> Panel:
                 Text(f"[{h.id}] ", style=style) + Text(h.message) + Text(f"  ({h.evidence})", style="dim")
             )
         body = Group(*lines)
-    return Panel(body, title="hints", title_align="left")
+    return Panel(body, title=_("hints"), title_align="left")
 
 
 def dashboard(
@@ -156,15 +169,18 @@ def dashboard(
     host: HostStats | None = None,
     hints: Sequence[Hint] = (),
     alerts: Sequence[str] = (),
-    title: str = "gpuwise monitor",
+    title: str | None = None,
 ) -> RenderableType:
     parts: list[RenderableType] = []
     when = max((s.timestamp_s for s in snapshot.samples), default=None)
     stamp = "" if when is None else datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     driver = value_or_none(snapshot.driver_version)
-    head = Text(title, style="bold") + Text(f"  {len(snapshot.samples)} GPU(s)  {stamp}")
+    count = len(snapshot.samples)
+    head = Text(title or "gpuwise monitor", style="bold") + Text(
+        _("  {n} GPU(s)  {stamp}").format(n=count, stamp=stamp)
+    )
     if driver:
-        head += Text(f"  driver {driver}")
+        head += Text(_("  driver {version}").format(version=driver))
     parts.append(head)
     for err in snapshot.errors:
         parts.append(Text(err, style="bold red"))
@@ -176,7 +192,7 @@ def dashboard(
     parts.append(host_line(host))
     if alerts:
         parts.append(
-            Panel(Group(*(Text(a, style="red") for a in alerts)), title="alerts", title_align="left")
+            Panel(Group(*(Text(a, style="red") for a in alerts)), title=_("alerts"), title_align="left")
         )
     parts.append(hints_panel(hints))
     return Group(*parts)
@@ -186,19 +202,22 @@ def history_view(summary: HistorySummary) -> RenderableType:
     fmt = "%Y-%m-%d %H:%M"
     since = datetime.fromtimestamp(summary.since_s, UTC).strftime(fmt)
     until = datetime.fromtimestamp(summary.until_s, UTC).strftime(fmt)
-    parts: list[RenderableType] = [Text(f"history {since} → {until} UTC", style="bold")]
+    parts: list[RenderableType] = [
+        Text(_("history {since} → {until} UTC").format(since=since, until=until), style="bold")
+    ]
     if not summary.gpus:
-        parts.append(Text("no samples in this window (was `gpuwise monitor` or `exporter` running?)"))
+        parts.append(Text(_("no samples in this window (was `gpuwise monitor` or `exporter` running?)")))
         return Group(*parts)
     table = Table(expand=True, show_edge=False)
-    for col in ("GPU", "samples", "util mean/max", "memory peak", "idle", "util over the window"):
-        table.add_column(col, no_wrap=col != "util over the window")
+    for col in ("GPU", _("samples"), _("util mean/max"), _("memory peak"), _("idle")):
+        table.add_column(col, no_wrap=True)
+    table.add_column(_("util over the window"), no_wrap=False)
     for g in summary.gpus:
         util = "n/a" if g.mean_util_pct is None else f"{g.mean_util_pct:.0f}% / {g.max_util_pct or 0:.0f}%"
         mem = "n/a" if g.memory_peak_bytes is None else format_bytes(g.memory_peak_bytes)
         if g.memory_total_bytes and g.memory_peak_bytes is not None:
-            mem += f" of {format_bytes(g.memory_total_bytes)}"
-        idle = format_duration(g.idle_seconds) + f" in {len(g.idle_stretches)} stretch(es)"
+            mem += _(" of {total}").format(total=format_bytes(g.memory_total_bytes))
+        idle = format_duration(g.idle_seconds) + _(" in {n} stretch(es)").format(n=len(g.idle_stretches))
         table.add_row(
             f"{g.gpu} {g.name or ''}",
             str(g.samples),
@@ -210,7 +229,9 @@ def history_view(summary: HistorySummary) -> RenderableType:
     parts.append(table)
     for g in summary.gpus:
         for hid, n in sorted(g.hints.items()):
-            parts.append(Text(f"GPU {g.gpu}: hint {hid} seen {n}×", style="yellow"))
+            parts.append(
+                Text(_("GPU {gpu}: hint {id} seen {n}×").format(gpu=g.gpu, id=hid, n=n), style="yellow")
+            )
         for a in g.alerts:
-            parts.append(Text(f"GPU {g.gpu}: alert {a}", style="red"))
+            parts.append(Text(_("GPU {gpu}: alert {alert}").format(gpu=g.gpu, alert=a), style="red"))
     return Group(*parts)

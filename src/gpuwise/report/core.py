@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpuwise.idle.state import compute_savings
+from gpuwise.locale import N_, _
 from gpuwise.report.figures import (
     costliest,
     iso,
@@ -23,17 +24,17 @@ from gpuwise.report.figures import (
 from gpuwise.report.rows import History, RunRow
 
 SCHEMA_VERSION = 1
-NOTHING_YET = "nothing recorded yet; start `gpuwise monitor` or `gpuwise run`"
+NOTHING_YET = N_("nothing recorded yet; start `gpuwise monitor` or `gpuwise run`")  # shown through _()
 LOW_UTIL_PCT = 50.0  # below this mean utilisation, a project's runs get a finding
 
-# monitor hint ids (gpuwise.monitor.hints) in plain words
+# monitor hint ids (gpuwise.monitor.hints) in plain words (translated where a finding names them)
 HINT_WORDS = {
-    "input_bound": "input-bound (the GPU waited while the host CPU was saturated)",
-    "throttled": "throttled (clocks held down by power or heat)",
-    "memory_nearly_full": "memory nearly full",
-    "pcie_below_max": "PCIe link below its maximum",
-    "encoder_bound": "video encoder/decoder-bound",
-    "gpu_idle_while_peers_busy": "one GPU idle while its peers worked",
+    "input_bound": N_("input-bound (the GPU waited while the host CPU was saturated)"),
+    "throttled": N_("throttled (clocks held down by power or heat)"),
+    "memory_nearly_full": N_("memory nearly full"),
+    "pcie_below_max": N_("PCIe link below its maximum"),
+    "encoder_bound": N_("video encoder/decoder-bound"),
+    "gpu_idle_while_peers_busy": N_("one GPU idle while its peers worked"),
 }
 
 
@@ -100,7 +101,8 @@ def _hint_text(hints: dict[str, int]) -> str:
     if not hints:
         return ""
     top = sorted(hints.items(), key=lambda kv: (-kv[1], kv[0]))[:2]
-    return "; monitor hints during them: " + ", ".join(f"{HINT_WORDS.get(k, k)} ({n}×)" for k, n in top)
+    words = ", ".join(f"{_(HINT_WORDS[k]) if k in HINT_WORDS else k} ({n}×)" for k, n in top)
+    return _("; monitor hints during them: {hints}").format(hints=words)
 
 
 def _project_findings(runs: Sequence[RunRow]) -> list[str]:
@@ -122,8 +124,16 @@ def _project_findings(runs: Sequence[RunRow]) -> list[str]:
             for r in rs
             if r.gpu_util_mean_pct is not None and r.cost_usd is not None
         )
-        money = f" ({_money(idle_cost)} of their cost paid for GPU time not used)" if idle_cost > 0 else ""
-        out.append(f"runs of project {name} used {util:.0f} % of their GPU-hours{money}{_hint_text(hints)}")
+        money = (
+            _(" ({cost} of their cost paid for GPU time not used)").format(cost=_money(idle_cost))
+            if idle_cost > 0
+            else ""
+        )
+        out.append(
+            _("runs of project {name} used {util} % of their GPU-hours{money}{hints}").format(
+                name=name, util=f"{util:.0f}", money=money, hints=_hint_text(hints)
+            )
+        )
     return out
 
 
@@ -134,34 +144,50 @@ def findings(report: dict[str, Any], runs: Sequence[RunRow]) -> list[str]:
         ratio = g["hours_ratio_median"]
         if ratio is not None and abs(ratio - 1) >= 0.1:
             out.append(
-                f"{g['task']} runs on {g['gpu']} took {ratio:.2f}× the planned hours (median of {g['runs']} "
-                "run(s)): `gpuwise report --save-calibration FILE` then `estimate --calibration FILE`"
+                _(
+                    "{task} runs on {gpu} took {ratio}× the planned hours (median of {runs} run(s)): "
+                    "`gpuwise report --save-calibration FILE` then `estimate --calibration FILE`"
+                ).format(task=g["task"], gpu=g["gpu"], ratio=f"{ratio:.2f}", runs=g["runs"])
             )
     u = report["utilization"]
     if u is not None and u["gpu_hours"]:
         idle_share = u["idle_gpu_hours"] / u["gpu_hours"]
         if idle_share >= 0.2:
             out.append(
-                f"{u['idle_gpu_hours']:,.1f} of {u['gpu_hours']:,.1f} sampled GPU-hours "
-                f"({idle_share:.0%}) were "
-                f"idle (utilization at or below {u['idle_util_pct']:.0f} %)"
-                + ("" if report["idle"]["found"] else ": `gpuwise idle install` stops a machine left idle")
+                _(
+                    "{idle} of {total} sampled GPU-hours ({share}) were idle "
+                    "(utilization at or below {pct} %)"
+                ).format(
+                    idle=f"{u['idle_gpu_hours']:,.1f}",
+                    total=f"{u['gpu_hours']:,.1f}",
+                    share=f"{idle_share:.0%}",
+                    pct=f"{u['idle_util_pct']:.0f}",
+                )
+                + ("" if report["idle"]["found"] else _(": `gpuwise idle install` stops a machine left idle"))
             )
         if u["unknown_util_gpu_hours"]:
             out.append(
-                f"{u['unknown_util_gpu_hours']:,.2f} sampled GPU-hours have no utilization reading (unknown)"
+                _("{hours} sampled GPU-hours have no utilization reading (unknown)").format(
+                    hours=f"{u['unknown_util_gpu_hours']:,.2f}"
+                )
             )
     unsampled = report["spend"]["totals"]["runs_without_util"] if report["spend"] else 0
     if unsampled:
         out.append(
-            f"{unsampled} run(s) have no utilization: nothing recorded samples while they ran "
-            "(`gpuwise monitor`, `gpuwise exporter` or `gpuwise idle run` record them)"
+            _(
+                "{n} run(s) have no utilization: nothing recorded samples while they ran "
+                "(`gpuwise monitor`, `gpuwise exporter` or `gpuwise idle run` record them)"
+            ).format(n=unsampled)
         )
     idle = report["idle"]
     if idle["found"] and idle["stops"]:
-        saved = "" if idle["saved_usd"] is None else f", saving {_money(idle['saved_usd'])}"
+        saved = (
+            "" if idle["saved_usd"] is None else _(", saving {cost}").format(cost=_money(idle["saved_usd"]))
+        )
         out.append(
-            f"gpuwise idle stopped the machine {idle['stops']} time(s): {idle['hours_off']:,.1f} h off{saved}"
+            _("gpuwise idle stopped the machine {stops} time(s): {hours} h off{saved}").format(
+                stops=idle["stops"], hours=f"{idle['hours_off']:,.1f}", saved=saved
+            )
         )
     return out
 

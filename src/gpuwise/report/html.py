@@ -15,7 +15,9 @@ import html
 import json
 from typing import Any
 
+from gpuwise.locale import N_, _, language
 from gpuwise.report.plan_html import PlotlyImporter, import_plotly, require_plotly
+from gpuwise.report.text import GROUP_TITLES as _GROUP_TITLES
 from gpuwise.units import format_run_hours, format_usd
 
 _CSS = """
@@ -61,15 +63,21 @@ def _e(x: object) -> str:
 
 
 def _pct(x: float | None) -> str:
-    return "unknown" if x is None else f"{x:.0f} %"
+    return _("unknown") if x is None else f"{x:.0f} %"
 
 
 def _ratio(x: float | None) -> str:
-    return "unknown" if x is None else f"{x:.2f}×"
+    return _("unknown") if x is None else f"{x:.2f}×"
 
 
 def _num(x: float | None) -> str:
-    return "unknown" if x is None else f"{x:,.1f}"
+    return _("unknown") if x is None else f"{x:,.1f}"
+
+
+def _th(*names: str, left: bool = False) -> str:
+    """Table heading cells, translated (`left`: text columns, aligned left)."""
+    cls = " class=l" if left else ""
+    return "".join(f"<th{cls}>{_(n)}</th>" for n in names)
 
 
 def _figures(r: dict[str, Any], go: Any) -> dict[str, Any]:
@@ -82,35 +90,37 @@ def _figures(r: dict[str, Any], go: Any) -> dict[str, Any]:
             go.Bar(x=[g["key"] for g in spend["by_month"]], y=[g["cost_usd"] for g in spend["by_month"]])
         )
         fig.update_layout(
-            title="Spend by month (USD, runs with a known cost)", xaxis={"type": "category"}, **layout
+            title=_("Spend by month (USD, runs with a known cost)"), xaxis={"type": "category"}, **layout
         )
         figs["chart-spend-month"] = fig
         fig = go.Figure(
             go.Bar(x=[g["key"] for g in spend["by_project"]], y=[g["cost_usd"] for g in spend["by_project"]])
         )
-        fig.update_layout(title="Spend by project (USD)", **layout)
+        fig.update_layout(title=_("Spend by project (USD)"), **layout)
         figs["chart-spend-project"] = fig
     util = r["utilization"]
     if util and util["by_day"]:
         days = [d["day"] for d in util["by_day"]]
         fig = go.Figure()
-        fig.add_trace(go.Bar(x=days, y=[d["gpu_hours"] for d in util["by_day"]], name="GPU-hours sampled"))
-        fig.add_trace(go.Bar(x=days, y=[d["idle_gpu_hours"] for d in util["by_day"]], name="of which idle"))
+        fig.add_trace(go.Bar(x=days, y=[d["gpu_hours"] for d in util["by_day"]], name=_("GPU-hours sampled")))
+        fig.add_trace(
+            go.Bar(x=days, y=[d["idle_gpu_hours"] for d in util["by_day"]], name=_("of which idle"))
+        )
         fig.add_trace(
             go.Bar(
-                x=days, y=[d["unknown_util_gpu_hours"] for d in util["by_day"]], name="of which no reading"
+                x=days, y=[d["unknown_util_gpu_hours"] for d in util["by_day"]], name=_("of which no reading")
             )
         )
         fig.add_trace(
             go.Scatter(
-                x=days, y=[d["util_mean_pct"] for d in util["by_day"]], name="mean utilization %", yaxis="y2",
-                mode="lines+markers", connectgaps=False,
+                x=days, y=[d["util_mean_pct"] for d in util["by_day"]], name=_("mean utilization %"),
+                yaxis="y2", mode="lines+markers", connectgaps=False,
             )
         )  # fmt: skip
         fig.update_layout(
-            title="GPU-hours per day and how busy they were (gaps: no reading)",
+            title=_("GPU-hours per day and how busy they were (gaps: no reading)"),
             xaxis={"type": "category"},
-            yaxis={"title": {"text": "GPU-hours"}},
+            yaxis={"title": {"text": _("GPU-hours")}},
             yaxis2={"title": {"text": "%"}, "overlaying": "y", "side": "right", "range": [0, 100]},
             barmode="group",
             legend={"orientation": "h", "y": -0.2},
@@ -122,17 +132,21 @@ def _figures(r: dict[str, Any], go: Any) -> dict[str, Any]:
         top = max(max(p["planned_hours"], p["actual_hours"]) for p in pva) * 1.1
         fig = go.Figure()
         fig.add_trace(
-            go.Scatter(x=[0, top], y=[0, top], mode="lines", name="as planned", line={"dash": "dot"})
+            go.Scatter(x=[0, top], y=[0, top], mode="lines", name=_("as planned"), line={"dash": "dot"})
         )
         fig.add_trace(
             go.Scatter(
                 x=[p["planned_hours"] for p in pva], y=[p["actual_hours"] for p in pva], mode="markers",
-                name="runs", text=[f"{p['run_id']} {p['task']} on {p['gpu']}" for p in pva],
+                name=_("runs"),
+                text=[
+                    _("{run_id} {task} on {gpu}").format(run_id=p["run_id"], task=p["task"], gpu=p["gpu"])
+                    for p in pva
+                ],
             )
         )  # fmt: skip
         fig.update_layout(
-            title="Planned vs actual hours", xaxis={"title": {"text": "planned h"}},
-            yaxis={"title": {"text": "actual h"}}, **layout,
+            title=_("Planned vs actual hours"), xaxis={"title": {"text": _("planned h")}},
+            yaxis={"title": {"text": _("actual h")}}, **layout,
         )  # fmt: skip
         figs["chart-planned"] = fig
     return {k: json.loads(v.to_json()) for k, v in figs.items()}
@@ -144,9 +158,11 @@ def _group_table(title: str, groups: list[dict[str, Any]]) -> str:
         f"<td>{format_usd(g['cost_usd'])}</td><td>{g['runs_without_cost']}</td><td>{_pct(g['util_mean_pct'])}</td></tr>"
         for g in groups
     )
+    heading = _("By {title}").format(title=_(_GROUP_TITLES.get(title, title)))
     return (
-        f"<div><h3>By {title}</h3><table><tr><th class=l>{title}</th><th>runs</th><th>GPU-h</th><th>cost</th>"
-        f"<th>no cost</th><th>busy</th></tr>{rows}</table></div>"
+        f"<div><h3>{heading}</h3><table><tr><th class=l>{_(_GROUP_TITLES.get(title, title))}</th>"
+        + _th(N_("runs"), N_("GPU-h"), N_("cost"), N_("no cost"), N_("busy"))
+        + f"</tr>{rows}</table></div>"
     )
 
 
@@ -159,9 +175,10 @@ def _runs_table(runs: list[dict[str, Any]]) -> str:
         for r in runs
     )
     return (
-        "<table><tr><th class=l>started (UTC)</th><th class=l>project</th><th class=l>run</th>"
-        "<th class=l>GPU</th>"
-        f"<th>hours</th><th>cost</th><th>busy</th><th>planned</th></tr>{rows}</table>"
+        "<table><tr>"
+        + _th(N_("started (UTC)"), N_("project"), N_("run"), N_("GPU"), left=True)
+        + _th(N_("hours"), N_("cost"), N_("busy"), N_("planned"))
+        + f"</tr>{rows}</table>"
     )
 
 
@@ -175,61 +192,88 @@ def _planned_table(runs: list[dict[str, Any]]) -> str:
         for p in runs
     )
     return (
-        "<table><tr><th class=l>run</th><th class=l>task</th><th class=l>GPU</th><th>planned</th>"
-        "<th>actual</th>"
-        f"<th>ratio</th><th>planned cost</th><th>actual cost</th></tr>{rows}</table>"
+        "<table><tr>"
+        + _th(N_("run"), N_("task"), N_("GPU"), left=True)
+        + _th(N_("planned"), N_("actual"), N_("ratio"), N_("planned cost"), N_("actual cost"))
+        + f"</tr>{rows}</table>"
     )
 
 
 def _notes(section: dict[str, Any] | None) -> str:
     if section is None:
         return ""
-    parts = [f"rests on: {_e(x)}" for x in section.get("rests_on", [])]
-    parts += [f"missing: {_e(x)}" for x in section.get("missing", [])]
+    parts = [_("rests on: {what}").format(what=_e(x)) for x in section.get("rests_on", [])]
+    parts += [_("missing: {what}").format(what=_e(x)) for x in section.get("missing", [])]
     return "".join(f"<p class=muted>{p}</p>" for p in parts)
 
 
 def _body(r: dict[str, Any], chart_ids: list[str]) -> str:
     w, s, u, i = r["window"], r["spend"], r["utilization"], r["idle"]
     charts = "".join(f"<div id={c} class=chart></div>" for c in chart_ids)
-    findings = "".join(f"<li>{_e(f)}</li>" for f in r["findings"]) or "<li>none</li>"
+    findings = "".join(f"<li>{_e(f)}</li>" for f in r["findings"]) or f"<li>{_('none')}</li>"
+    title = (
+        _("gpuwise report: project {project}").format(project=_e(w["project"]))
+        if w["project"]
+        else _("gpuwise report")
+    )
+    read = _e(", ".join(f"{k} = {v}" for k, v in r["inputs"].items() if v is not None))
     out = [
-        f"<h1>gpuwise report{': project ' + _e(w['project']) if w['project'] else ''}</h1>",
-        f"<p class=muted>{_e(w['since'])} .. {_e(w['until'])} (UTC). Read: "
-        + _e(", ".join(f"{k} = {v}" for k, v in r["inputs"].items() if v is not None))
+        f"<h1>{title}</h1>",
+        "<p class=muted>"
+        + _("{since} .. {until} (UTC). Read: {inputs}").format(
+            since=_e(w["since"]), until=_e(w["until"]), inputs=read
+        )
         + "</p>",
-        f"<h2>Findings</h2><ul>{findings}</ul>{charts}",
+        f"<h2>{_('Findings')}</h2><ul>{findings}</ul>{charts}",
     ]
     if s is not None:
         t = s["totals"]
         out.append(
-            f"<h2>Spend</h2><p>{format_usd(t['cost_usd'])} over {t['runs']} run(s), "
-            f"{_num(t['gpu_hours'])} GPU-h, "
-            f"busy {_pct(t['util_mean_pct'])}.</p>{_notes(s)}<div class=grid>"
+            f"<h2>{_('Spend')}</h2><p>"
+            + _("{cost} over {runs} run(s), {hours} GPU-h, busy {busy}.").format(
+                cost=format_usd(t["cost_usd"]),
+                runs=t["runs"],
+                hours=_num(t["gpu_hours"]),
+                busy=_pct(t["util_mean_pct"]),
+            )
+            + f"</p>{_notes(s)}<div class=grid>"
             + "".join(_group_table(k, s[f"by_{k}"]) for k in ("project", "gpu", "provider", "month"))
             + "</div>"
         )
     if u is not None:
         out.append(
-            f"<h2>GPU time (monitor samples)</h2><p>{_num(u['gpu_hours'])} GPU-h sampled, busy "
-            f"{_pct(u['util_mean_pct'])} of those with a reading; idle {_num(u['idle_gpu_hours'])} GPU-h; "
-            "no reading "
-            f"{_num(u['unknown_util_gpu_hours'])} GPU-h; machine {_num(u['machine_hours'])} h, "
-            f"{format_usd(u['machine_cost_usd'])}.</p>{_notes(u)}"
+            f"<h2>{_('GPU time (monitor samples)')}</h2><p>"
+            + _(
+                "{hours} GPU-h sampled, busy {busy} of those with a reading; idle {idle} GPU-h; "
+                "no reading {unknown} GPU-h; machine {machine} h, {cost}."
+            ).format(
+                hours=_num(u["gpu_hours"]),
+                busy=_pct(u["util_mean_pct"]),
+                idle=_num(u["idle_gpu_hours"]),
+                unknown=_num(u["unknown_util_gpu_hours"]),
+                machine=_num(u["machine_hours"]),
+                cost=format_usd(u["machine_cost_usd"]),
+            )
+            + f"</p>{_notes(u)}"
         )
-    saved = "unknown" if i["saved_usd"] is None else format_usd(i["saved_usd"])
+    saved = _("unknown") if i["saved_usd"] is None else format_usd(i["saved_usd"])
     out.append(
-        f"<h2>Idle stops</h2><p>{_e(i['stops'])} stop(s), {_num(i['hours_off'])} h off, saved {saved}.</p>"
+        f"<h2>{_('Idle stops')}</h2><p>"
+        + _("{stops} stop(s), {hours} h off, saved {saved}.").format(
+            stops=_e(i["stops"]), hours=_num(i["hours_off"]), saved=saved
+        )
+        + "</p>"
     )
     out.append(_notes(i) + "".join(f"<p class=muted>{_e(a)}</p>" for a in i["assumptions"]))
     months = sorted({(x["started_at"] or "")[:7] for x in r["costliest_runs"]} - {""})
     options = "".join(f"<option>{_e(m)}</option>" for m in months)
     out.append(
-        "<h2>Costliest runs</h2><p><label>Month: <select onchange='filterMonth(this.value)'>"
-        f"<option value=''>all</option>{options}</select></label></p>{_runs_table(r['costliest_runs'])}"
+        f"<h2>{_('Costliest runs')}</h2><p><label>{_('Month:')} <select onchange='filterMonth(this.value)'>"
+        f"<option value=''>{_('all')}</option>{options}</select></label></p>"
+        + _runs_table(r["costliest_runs"])
     )
     pva = r["planned_vs_actual"]
-    out.append(f"<h2>Planned vs actual</h2>{_notes(pva)}{_planned_table(pva['runs'])}")
+    out.append(f"<h2>{_('Planned vs actual')}</h2>{_notes(pva)}{_planned_table(pva['runs'])}")
     return "".join(out)
 
 
@@ -242,9 +286,10 @@ def render_report_html(report: dict[str, Any], importer: PlotlyImporter = import
     packed = base64.b64encode(gzip.compress(get_plotlyjs().encode("utf-8"), 9, mtime=0)).decode("ascii")
     data = json.dumps(figures).replace("</", "<\\/")
     return (
-        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        f"<!DOCTYPE html>\n<html lang={'zh-CN' if language() == 'zh' else 'en'}><head><meta charset=utf-8>"
         "<meta name=viewport content='width=device-width, initial-scale=1'>"
-        f"<title>gpuwise report</title><style>{_CSS}</style></head><body>{_body(report, list(figures))}"
+        f"<title>{_('gpuwise report')}</title><style>{_CSS}</style></head>"
+        f"<body>{_body(report, list(figures))}"
         f"<script id=report-figures type=application/json>{data}</script>"
         f"<script id=plotly-gz type=application/octet-stream>{packed}</script>"
         f"<script>{_LOADER}</script></body></html>\n"

@@ -15,12 +15,13 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from gpuwise.errors import UsageError
+from gpuwise.locale import N_, _, language
 from gpuwise.plan.currency import rounded as _money  # format_money, in plan --currency's currency
 from gpuwise.plan.models import Option, PlanResult
 from gpuwise.plan.output import OptionGroup, groups_with_picks, pick_lines
 
 _COLORS = {"on_demand": "#1f77b4", "spot": "#ff7f0e", "reserved": "#2ca02c"}
-_LABELS = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved"}
+_LABELS = {"on_demand": N_("on-demand"), "spot": N_("spot"), "reserved": N_("reserved")}  # shown through _()
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem; color: #222; }
@@ -50,26 +51,43 @@ def require_plotly(importer: PlotlyImporter = import_plotly) -> ModuleType:
         return importer()
     except ImportError as exc:
         raise UsageError(
-            "--html needs plotly, which is not installed",
-            why="plotly is an optional extra of gpuwise (the chart library is about half its installed size)",
+            _("--html needs plotly, which is not installed"),
+            why=_(
+                "plotly is an optional extra of gpuwise (the chart library is about half its installed size)"
+            ),
             fix="pip install 'gpuwise[html]'",
         ) from exc
+
+
+def _label(pricing: str) -> str:
+    """A pricing id (on_demand, spot, reserved) as the page names it."""
+    return _(_LABELS[pricing]) if pricing in _LABELS else pricing
+
+
+def _th(*names: str, left: bool = False) -> str:
+    """Table heading cells, translated (`left`: text columns, aligned left)."""
+    cls = " class=l" if left else ""
+    return "".join(f"<th{cls}>{_(n)}</th>" for n in names)
 
 
 def _hover(o: Option) -> str:
     parts = o.cost_breakdown_usd
     lines = [
         f"<b>{html.escape(o.provider)} {html.escape(o.instance_type)}</b>"
-        + (f" ×{o.nodes} nodes" if o.nodes > 1 else ""),
-        f"{html.escape(o.region)} · {_LABELS.get(o.pricing, o.pricing)} · "
-        f"{o.gpus_per_node * o.nodes}× {o.gpu}",
-        f"{o.hours:,.2f} h · total {_money(o.cost_usd)} · {_money(o.price_usd_per_hour)}/h",
-        "compute {} · storage {} · egress {} · interruptions {}".format(
-            *(_money(parts[k]) for k in ("compute", "storage", "egress", "interruption_overhead"))
+        + (_(" ×{n} nodes").format(n=o.nodes) if o.nodes > 1 else ""),
+        f"{html.escape(o.region)} · {_label(o.pricing)} · {o.gpus_per_node * o.nodes}× {o.gpu}",
+        _("{hours} h · total {cost} · {price}/h").format(
+            hours=f"{o.hours:,.2f}", cost=_money(o.cost_usd), price=_money(o.price_usd_per_hour)
+        ),
+        _("compute {compute} · storage {storage} · egress {egress} · interruptions {interruptions}").format(
+            compute=_money(parts["compute"]),
+            storage=_money(parts["storage"]),
+            egress=_money(parts["egress"]),
+            interruptions=_money(parts["interruption_overhead"]),
         ),
     ]
     if o.unknown_costs:
-        lines.append("unknown (counted $0): " + ", ".join(o.unknown_costs))
+        lines.append(_("unknown (counted $0): {parts}").format(parts=", ".join(o.unknown_costs)))
     return "<br>".join(lines)
 
 
@@ -86,7 +104,7 @@ def render_chart(options: Sequence[Option], importer: PlotlyImporter = import_pl
                 x=[o.hours for o in pts],
                 y=[o.cost_usd for o in pts],
                 mode="markers",
-                name=_LABELS[pricing],
+                name=_label(pricing),
                 marker={"color": _COLORS[pricing], "size": 7, "opacity": 0.6},
                 text=[_hover(o) for o in pts],
                 hovertemplate="%{text}<extra></extra>",
@@ -99,7 +117,7 @@ def render_chart(options: Sequence[Option], importer: PlotlyImporter = import_pl
                 x=[o.hours for o in front],
                 y=[o.cost_usd for o in front],
                 mode="lines+markers",
-                name="Pareto front (nothing both cheaper and faster)",
+                name=_("Pareto front (nothing both cheaper and faster)"),
                 line={"color": "#d62728", "width": 2, "shape": "hv"},
                 marker={"color": "#d62728", "size": 11, "symbol": "diamond"},
                 text=[_hover(o) for o in front],
@@ -109,9 +127,9 @@ def render_chart(options: Sequence[Option], importer: PlotlyImporter = import_pl
     positive = all(o.hours > 0 and o.cost_usd > 0 for o in options)
     axis = "log" if positive else "linear"
     fig.update_layout(
-        title="Total cost vs wall-clock time, every qualifying option",
-        xaxis={"title": {"text": "hours (wall clock, interruptions included)"}, "type": axis},
-        yaxis={"title": {"text": "total cost (USD)"}, "type": axis},
+        title=_("Total cost vs wall-clock time, every qualifying option"),
+        xaxis={"title": {"text": _("hours (wall clock, interruptions included)")}, "type": axis},
+        yaxis={"title": {"text": _("total cost (USD)")}, "type": axis},
         template="plotly_white",
         height=560,
         legend={"orientation": "h", "y": -0.15},
@@ -129,12 +147,16 @@ def _table(groups: Sequence[OptionGroup]) -> str:
     from gpuwise.plan.currency import symbol
 
     head = (
-        "<tr><th>#</th><th class=l>provider</th><th class=l>instance</th><th class=l>region</th>"
-        f"<th class=l>pricing</th><th>{symbol()}/h</th>"
-        "<th class=l>price date</th><th>hours</th><th>total</th>"
-        "<th>compute</th><th>start-up</th><th>storage</th><th>egress</th><th>interruptions</th>"
-        "<th class=l>unknown</th>"
-        "<th>headroom GiB</th><th class=l>bottleneck</th><th class=l>Pareto</th></tr>"
+        "<tr><th>#</th>"
+        + _th(N_("provider"), N_("instance"), N_("region"), N_("pricing"), left=True)
+        + f"<th>{symbol()}/h</th>"
+        + _th(N_("price date"), left=True)
+        + _th(N_("hours"), N_("total"), N_("compute"), N_("start-up"), N_("storage"), N_("egress"))
+        + _th(N_("interruptions"))
+        + _th(N_("unknown"), left=True)
+        + _th(N_("headroom GiB"))
+        + _th(N_("bottleneck"), N_("Pareto"), left=True)
+        + "</tr>"
     )
     rows = []
     for i, group in enumerate(groups, 1):
@@ -142,11 +164,14 @@ def _table(groups: Sequence[OptionGroup]) -> str:
         p = o.cost_breakdown_usd
         date_cell = o.price_as_of.isoformat()
         if not o.price_date_exact:
-            date_cell = (
-                f'<span class="warn" title="the source gives no date: collection date">{date_cell}?</span>'
-            )
+            no_date = _("the source gives no date: collection date")
+            date_cell = f'<span class="warn" title="{no_date}">{date_cell}?</span>'
         if o.price_over_limit:
-            date_cell = f'<span class="warn" title="over the stale limit">{date_cell} old</span>'
+            date_cell = (
+                f'<span class="warn" title="{_("over the stale limit")}">'
+                + _("{date} old").format(date=date_cell)
+                + "</span>"
+            )
         instance = html.escape(o.instance_type) + (f" ×{o.nodes}" if o.nodes > 1 else "")
         rows.append(
             f'<tr class="{"pareto" if o.pareto else ""}"><td>{i}</td>'
@@ -154,20 +179,25 @@ def _table(groups: Sequence[OptionGroup]) -> str:
             f"<td class=l>{instance}</td>"
             f'<td class=l title="{html.escape(", ".join(group.regions))}">'
             f"{html.escape(group.regions_text())}</td>"
-            f"<td class=l>{_LABELS.get(o.pricing, o.pricing)}</td><td>{_money(o.price_usd_per_hour)}</td>"
+            f"<td class=l>{_label(o.pricing)}</td><td>{_money(o.price_usd_per_hour)}</td>"
             f"<td class='l d'>{date_cell}</td><td>{o.hours:,.2f}</td><td><b>{_money(o.cost_usd)}</b></td>"
             f"<td>{_money(p['compute'])}</td><td>{_money(p.get('startup', 0.0))}</td>"
             f"<td>{_money(p['storage'])}</td><td>{_money(p['egress'])}</td>"
             f"<td>{_money(p['interruption_overhead'])}</td>"
             f"<td class=l>{html.escape(', '.join(o.unknown_costs)) or '–'}</td>"
             f"<td>{o.memory_capacity_gib - o.memory_per_gpu_gib:,.1f}</td>"
-            f"<td class=l>{html.escape(o.bottleneck)}</td><td class=l>{'yes' if o.pareto else ''}</td></tr>"
+            f"<td class=l>{html.escape(o.bottleneck)}</td>"
+            f"<td class=l>{_('yes') if o.pareto else ''}</td></tr>"
         )
     legend = (
-        "<p class=muted>Bold row number: on the Pareto front. A price date ending in ? is the date the data "
-        "was collected (the source gives none); old: over 90 days. Unknown: cost parts whose rate gpuwise "
-        "does not know, counted as $0. Headroom: GPU memory left per GPU. N regions: the same offer, "
-        "price and total in several regions, shown once (hover for all).</p>"
+        "<p class=muted>"
+        + _(
+            "Bold row number: on the Pareto front. A price date ending in ? is the date the data "
+            "was collected (the source gives none); old: over 90 days. Unknown: cost parts whose rate "
+            "gpuwise does not know, counted as $0. Headroom: GPU memory left per GPU. N regions: the same "
+            "offer, price and total in several regions, shown once (hover for all)."
+        )
+        + "</p>"
     )
     return f"<table>{head}{''.join(rows)}</table>{legend}"
 
@@ -182,7 +212,9 @@ def render_plan_html(
     importer: PlotlyImporter = import_plotly,
 ) -> str:
     """The whole page. `notes` are lines shown under the title (e.g. the smoke-test definition)."""
-    chart = render_chart(result.options, importer) if result.options else "<p>No option qualifies.</p>"
+    chart = (
+        render_chart(result.options, importer) if result.options else f"<p>{_('No option qualifies.')}</p>"
+    )
     rejected = "".join(
         f"<li>{html.escape(reason)}: {n}</li>"
         for reason, n in sorted(result.rejected.items(), key=lambda kv: -kv[1])
@@ -197,18 +229,21 @@ def render_plan_html(
     option_notes = "".join(f"<li>{html.escape(a)}</li>" for a in assumptions)
     header_notes = "".join(f"<p>{html.escape(n)}</p>" for n in notes)
     header_notes += "".join(f"<p><b>{html.escape(line)}</b></p>" for line in pick_lines(result, shown, picks))
+    none = f"<li>{_('none')}</li>"
     return (
-        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        f"<!DOCTYPE html>\n<html lang={'zh-CN' if language() == 'zh' else 'en'}><head><meta charset=utf-8>"
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>{header_notes}"
-        f"<p class=muted>Objective: {html.escape(result.objective)} · "
-        f"{len(result.options)} qualifying options of "
-        f"{result.considered} configurations considered. {html.escape(generated)}</p>"
+        "<p class=muted>"
+        + _(
+            "Objective: {objective} · {n} qualifying options of {considered} configurations considered."
+        ).format(objective=html.escape(result.objective), n=len(result.options), considered=result.considered)
+        + f" {html.escape(generated)}</p>"
         f"<div id=chart>{chart}</div>"
-        f"<h2>Top {min(top, len(shown))} choices (and the picks)</h2>{_table(shown)}"
-        f"<h2>Rejected configurations, by reason</h2><ul>{rejected or '<li>none</li>'}</ul>"
-        f"<h2>Price dates (newest per provider)</h2><ul>{sources}</ul>"
-        f"<h2>Assumptions</h2><ul>{plan_notes}</ul>"
-        f"<h2>Assumptions behind the listed options</h2><ul class=muted>{option_notes}</ul>"
+        f"<h2>{_('Top {n} choices (and the picks)').format(n=min(top, len(shown)))}</h2>{_table(shown)}"
+        f"<h2>{_('Rejected configurations, by reason')}</h2><ul>{rejected or none}</ul>"
+        f"<h2>{_('Price dates (newest per provider)')}</h2><ul>{sources}</ul>"
+        f"<h2>{_('Assumptions')}</h2><ul>{plan_notes}</ul>"
+        f"<h2>{_('Assumptions behind the listed options')}</h2><ul class=muted>{option_notes}</ul>"
         "</body></html>\n"
     )

@@ -22,6 +22,7 @@ from typing import Any
 
 from gpuwise.errors import ConfigError, StorageError
 from gpuwise.idle.state import load_state
+from gpuwise.locale import _
 from gpuwise.monitor.rollup import BUCKET_S, IDLE_UTIL_PCT, META_TABLE, ROLLUP_TABLE, rollups_current
 from gpuwise.report.rows import History, Planned, RunRow, SampleBucket
 
@@ -61,9 +62,11 @@ _PLAN_JOIN = " LEFT JOIN run_plans AS p ON p.ledger_id = l.id"
 
 def _damaged(path: Path, exc: sqlite3.Error) -> ConfigError:
     return ConfigError(
-        f"The history database {path} cannot be read: {exc}",
-        why="the file is damaged or is not an SQLite database (the report left it as it was)",
-        fix=f"move it aside (mv {path} {path}.damaged); gpuwise monitor and gpuwise run start a new one",
+        _("The history database {path} cannot be read: {error}").format(path=path, error=exc),
+        why=_("the file is damaged or is not an SQLite database (the report left it as it was)"),
+        fix=_(
+            "move it aside (mv {path} {path}.damaged); gpuwise monitor and gpuwise run start a new one"
+        ).format(path=path),
     )
 
 
@@ -75,7 +78,9 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
             db.execute(pragma)
         return db
     except sqlite3.OperationalError as exc:  # cannot open (permissions, a folder): not the file's content
-        raise StorageError(f"Cannot open the history database {path}: {exc}") from exc
+        raise StorageError(
+            _("Cannot open the history database {path}: {error}").format(path=path, error=exc)
+        ) from exc
     except sqlite3.DatabaseError as exc:  # "file is not a database": the header itself is wrong
         raise _damaged(path, exc) from exc
 
@@ -87,8 +92,8 @@ def _query(db: sqlite3.Connection, path: Path, sql: str, args: Sequence[Any] = (
         if "malformed" in str(exc) or "not a database" in str(exc):
             raise _damaged(path, exc) from exc
         raise StorageError(
-            f"Cannot read the history database {path}: {exc}",
-            fix="try again; if it persists, check the file's permissions",
+            _("Cannot read the history database {path}: {error}").format(path=path, error=exc),
+            fix=_("try again; if it persists, check the file's permissions"),
         ) from exc
     except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
         raise _damaged(path, exc) from exc

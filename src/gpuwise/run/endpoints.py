@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuwise.errors import ConfigError
+from gpuwise.locale import _
 
 # botocore's own default read timeout; s3fs lowers it to 15 s, after which a busy endpoint (MinIO on a small
 # box; moto in the benchmark) gets the same 64 MiB part, or the same multipart completion, sent again while
@@ -118,9 +119,13 @@ def credential_hint(url: str) -> str:
     """Where the credentials for `url` come from, for an "access denied" message (names, never values)."""
     provider = PROVIDERS.get(scheme_of(url))
     if provider is None:
-        return "check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE (or the provider's equivalent)"
+        return _(
+            "check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE (or the provider's equivalent)"
+        )
     first, second = provider.key_vars
-    return f"check {first[0]}/{first[1]} (or {second[0]}/{second[1]}) for {provider.name}"
+    return _("check {first} (or {second}) for {provider}").format(
+        first=f"{first[0]}/{first[1]}", second=f"{second[0]}/{second[1]}", provider=provider.name
+    )
 
 
 def scheme_of(url: str) -> str:
@@ -131,8 +136,10 @@ def _region(provider: Provider, region: str | None, env: Mapping[str, str]) -> s
     value = region or next((env[v] for v in provider.region_vars if env.get(v)), None)
     if value is not None and not _REGION.match(value):
         raise ConfigError(
-            f"--region {value!r} is not a {provider.name} region",
-            fix=f"give the bucket's region id, such as {provider.example_region}",
+            _("--region {value} is not a {provider} region").format(
+                value=repr(value), provider=provider.name
+            ),
+            fix=_("give the bucket's region id, such as {example}").format(example=provider.example_region),
         )
     return value
 
@@ -149,10 +156,11 @@ def provider_endpoint(
     if chosen_region is None:
         example = provider.endpoint_pattern.format(region=provider.example_region)
         raise ConfigError(
-            f"{provider.scheme}:// needs the bucket's region or endpoint",
-            why=f"{provider.name} has one endpoint per region",
-            fix=f"pass --region {provider.example_region} (or --endpoint-url {example}), "
-            f"or set {provider.region_vars[0]}",
+            _("{scheme}:// needs the bucket's region or endpoint").format(scheme=provider.scheme),
+            why=_("{provider} has one endpoint per region").format(provider=provider.name),
+            fix=_("pass --region {region} (or --endpoint-url {example}), or set {variable}").format(
+                region=provider.example_region, example=example, variable=provider.region_vars[0]
+            ),
         )
     return provider.endpoint_pattern.format(region=chosen_region), chosen_region
 
@@ -221,21 +229,25 @@ def open_filesystem(
     source = os.environ if env is None else env
     if "://" not in url:
         raise ConfigError(
-            f"--sync {url!r} is not a URL",
-            fix="give a URL such as file:///mnt/volume/ckpt, s3://bucket/prefix or cos://bucket-appid/prefix",
+            _("--sync {url} is not a URL").format(url=repr(url)),
+            fix=_(
+                "give a URL such as file:///mnt/volume/ckpt, s3://bucket/prefix or cos://bucket-appid/prefix"
+            ),
         )
     scheme = scheme_of(url)
     try:
         import fsspec
     except ImportError as exc:  # pragma: no cover - fsspec is a dependency of gpuwise
-        raise ConfigError("--sync needs fsspec", fix="pip install 'gpuwise[s3]'") from exc
+        raise ConfigError(_("--sync needs fsspec"), fix="pip install 'gpuwise[s3]'") from exc
     if scheme in PROVIDERS:
         provider = PROVIDERS[scheme]
         if not _has("s3fs"):
             if scheme == "oss" and _has("ossfs"):
                 return _ossfs(url, endpoint_url, region, source)
             raise ConfigError(
-                f"--sync {scheme}:// needs the s3fs package ({provider.name}'s S3-compatible API)",
+                _("--sync {scheme}:// needs the s3fs package ({provider}'s S3-compatible API)").format(
+                    scheme=scheme, provider=provider.name
+                ),
                 fix=f"pip install 'gpuwise[{provider.extra}]'",
             )
         fs = fsspec.filesystem("s3", **s3_options(scheme, endpoint_url, region, source))
@@ -243,15 +255,18 @@ def open_filesystem(
     backend = _BACKENDS.get(scheme)
     if backend is not None and not _has(backend[0]):
         raise ConfigError(
-            f"--sync {scheme}:// needs the {backend[0]} package", fix=f"pip install 'gpuwise[{backend[1]}]'"
+            _("--sync {scheme}:// needs the {package} package").format(scheme=scheme, package=backend[0]),
+            fix=f"pip install 'gpuwise[{backend[1]}]'",
         )
     options = s3_options(scheme, endpoint_url, region, source) if scheme in ("s3", "s3a") else {}
     try:
         fs, root = fsspec.core.url_to_fs(url, **options)
     except (ValueError, ImportError) as exc:
         raise ConfigError(
-            f"--sync {scheme}:// is not a storage gpuwise can write: {redact(str(exc), source)}",
-            fix=f"use {_SCHEMES_HELP}",
+            _("--sync {scheme}:// is not a storage gpuwise can write: {error}").format(
+                scheme=scheme, error=redact(str(exc), source)
+            ),
+            fix=_("use {schemes}").format(schemes=_SCHEMES_HELP),
         ) from exc
     protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
     return fs, str(root).rstrip("/"), protocol
@@ -264,7 +279,7 @@ def _ossfs(
     import fsspec
 
     if endpoint_url or region or not env.get("OSS_ENDPOINT"):
-        endpoint, _ = provider_endpoint(OSS_NATIVE, endpoint_url, region, env)
+        endpoint, _region = provider_endpoint(OSS_NATIVE, endpoint_url, region, env)
     else:
         endpoint = env["OSS_ENDPOINT"]  # ossfs's and Alibaba's tools' own variable for the native API
     options: dict[str, Any] = {"endpoint": endpoint, **_credentials(OSS, env)}

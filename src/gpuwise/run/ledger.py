@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwise.errors import StorageError
+from gpuwise.locale import _
 from gpuwise.run.planref import PlannedRun
 from gpuwise.sqlitedb import open_db
 from gpuwise.units import RunSpan
@@ -215,8 +216,8 @@ class LedgerStore:
         self._db = open_db(
             path,
             _SCHEMA,
-            what="ledger",
-            fix="set GPUWISE_DATA_DIR to a writable directory, or run with --no-ledger",
+            what=_("ledger"),
+            fix=_("set GPUWISE_DATA_DIR to a writable directory, or run with --no-ledger"),
         )
 
     def close(self) -> None:
@@ -229,9 +230,9 @@ class LedgerStore:
                 return int(cur.lastrowid or 0)
         except sqlite3.Error as exc:
             raise StorageError(
-                f"Cannot write the ledger {self.path}: {exc}",
-                why="the disk is full or another process holds the database locked",
-                fix="free space on that disk (or set GPUWISE_DATA_DIR elsewhere)",
+                _("Cannot write the ledger {path}: {error}").format(path=self.path, error=exc),
+                why=_("the disk is full or another process holds the database locked"),
+                fix=_("free space on that disk (or set GPUWISE_DATA_DIR elsewhere)"),
             ) from exc
 
     def start(self, r: RunStart) -> int:
@@ -318,7 +319,9 @@ class LedgerStore:
         try:
             rows = self._db.execute(sql + " ORDER BY started_at, id", args).fetchall()
         except sqlite3.Error as exc:
-            raise StorageError(f"Cannot read the ledger {self.path}: {exc}") from exc
+            raise StorageError(
+                _("Cannot read the ledger {path}: {error}").format(path=self.path, error=exc)
+            ) from exc
         return [
             LedgerEntry(
                 run_id=r[0],

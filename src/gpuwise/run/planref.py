@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuwise.errors import ConfigError
+from gpuwise.locale import N_, _
 
 PICKS = ("balanced", "cheapest", "fastest")
-_FIX = "give the output of `gpuwise plan WORKLOAD --json > plan.json`"
+_FIX = N_("give the output of `gpuwise plan WORKLOAD --json > plan.json`")
 
 
 @dataclass(frozen=True)
@@ -47,37 +48,50 @@ def _option_index(data: dict[str, Any], pick: str, source: str) -> int:
         row = int(pick)
         if not 1 <= row <= len(options):
             raise ConfigError(
-                f"--plan-pick {pick}: {source} has {len(options)} option(s)",
-                fix=f"use a row number from 1 to {len(options)}, or one of {', '.join(PICKS)}",
+                _("--plan-pick {pick}: {source} has {n} option(s)").format(
+                    pick=pick, source=source, n=len(options)
+                ),
+                fix=_("use a row number from 1 to {n}, or one of {picks}").format(
+                    n=len(options), picks=", ".join(PICKS)
+                ),
             )
         return row - 1
     if pick not in PICKS:
         raise ConfigError(
-            f"--plan-pick {pick!r} is neither a pick nor a row number",
-            fix=f"use {', '.join(PICKS)} or a row number of the plan's table",
+            _("--plan-pick {pick} is neither a pick nor a row number").format(pick=repr(pick)),
+            fix=_("use {picks} or a row number of the plan's table").format(picks=", ".join(PICKS)),
         )
     picks = data.get("picks")
     index = picks.get(pick) if isinstance(picks, dict) else None
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(options):
-        raise ConfigError(f"{source} has no {pick} pick", fix="choose a row with --plan-pick N")
+        raise ConfigError(
+            _("{source} has no {pick} pick").format(source=source, pick=pick),
+            fix=_("choose a row with --plan-pick N"),
+        )
     return index
 
 
 def planned_from_plan(data: Any, pick: str, source: str) -> PlannedRun:
     """The chosen option of a `gpuwise plan --json` document (`pick`: a pick's name or a 1-based row)."""
     if not isinstance(data, dict) or not isinstance(data.get("options"), list) or not data["options"]:
-        raise ConfigError(f"{source} is not a plan with options", fix=_FIX)
+        raise ConfigError(_("{source} is not a plan with options").format(source=source), fix=_(_FIX))
     option = data["options"][_option_index(data, pick, source)]
     if not isinstance(option, dict):
-        raise ConfigError(f"{source}: option {pick} is not an object", fix=_FIX)
+        raise ConfigError(
+            _("{source}: option {pick} is not an object").format(source=source, pick=pick), fix=_(_FIX)
+        )
     hours = _number(option.get("hours"))
     gpu = option.get("gpu")
     per_node = option.get("gpus_per_node")
     nodes = option.get("nodes", 1)
     if hours is None or not isinstance(gpu, str) or not gpu:
-        raise ConfigError(f"{source}: option {pick} has no hours or GPU", fix=_FIX)
+        raise ConfigError(
+            _("{source}: option {pick} has no hours or GPU").format(source=source, pick=pick), fix=_(_FIX)
+        )
     if not isinstance(per_node, int) or not isinstance(nodes, int) or per_node < 1 or nodes < 1:
-        raise ConfigError(f"{source}: option {pick} has no GPU count", fix=_FIX)
+        raise ConfigError(
+            _("{source}: option {pick} has no GPU count").format(source=source, pick=pick), fix=_(_FIX)
+        )
     workload = data.get("workload")
     workload = workload if isinstance(workload, dict) else {}
     currency = option.get("currency", "USD")

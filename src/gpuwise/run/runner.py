@@ -27,7 +27,7 @@ from types import FrameType
 
 from gpuwise.errors import GpuwiseError, StorageError, UsageError
 from gpuwise.idle.providers.metadata import MetadataEndpoints
-from gpuwise.locale import child_environment
+from gpuwise.locale import _, child_environment
 from gpuwise.run.manifest import Candidate, newest, run_id_from
 from gpuwise.run.store import CheckpointStore, scan_local
 from gpuwise.run.syncer import Syncer, SyncStats
@@ -77,22 +77,25 @@ def resolve_executable(command: tuple[str, ...], env: Mapping[str, str]) -> str:
     """The program's path, or UsageError (exit 2) naming the fix."""
     if not command:
         raise UsageError(
-            "No command to run", fix="put the command after `--`: gpuwise run -- python train.py"
+            _("No command to run"), fix=_("put the command after `--`: gpuwise run -- python train.py")
         )
     prog = command[0]
     if os.sep in prog:
         if not Path(prog).is_file():
-            raise UsageError(f"Command {prog!r} does not exist", fix="check the path")
+            raise UsageError(
+                _("Command {command} does not exist").format(command=repr(prog)), fix=_("check the path")
+            )
         if not os.access(prog, os.X_OK):
             raise UsageError(
-                f"Command {prog!r} is not executable", fix=f"chmod +x {prog}, or run it via its interpreter"
+                _("Command {command} is not executable").format(command=repr(prog)),
+                fix=_("chmod +x {command}, or run it via its interpreter").format(command=prog),
             )
         return prog
     found = shutil.which(prog, path=env.get("PATH", os.defpath))
     if found is None:
         raise UsageError(
-            f"Command {prog!r} not found on PATH",
-            fix="check the spelling, activate the environment that has it, or give its full path",
+            _("Command {command} not found on PATH").format(command=repr(prog)),
+            fix=_("check the spelling, activate the environment that has it, or give its full path"),
         )
     return found
 
@@ -178,8 +181,10 @@ class Supervisor:
             self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(
-                f"Cannot create the checkpoint directory {self.checkpoint_dir}: {exc.strerror}",
-                fix="give a --checkpoint-dir on a writable disk",
+                _("Cannot create the checkpoint directory {path}: {error}").format(
+                    path=self.checkpoint_dir, error=exc.strerror
+                ),
+                fix=_("give a --checkpoint-dir on a writable disk"),
             ) from exc
 
     def _child_env(self, resumed: str | None) -> dict[str, str]:
@@ -208,7 +213,10 @@ class Supervisor:
             return subprocess.Popen([exe, *self.opts.command[1:]], env=env, start_new_session=True)
         except OSError as exc:
             raise UsageError(
-                f"Cannot start {self.opts.command[0]!r}: {exc.strerror}", fix="check the command"
+                _("Cannot start {command}: {error}").format(
+                    command=repr(self.opts.command[0]), error=exc.strerror
+                ),
+                fix=_("check the command"),
             ) from exc
 
     def _install_signal_handlers(self, pgid: int) -> Callable[[int, FrameType | None], None]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from gpuwise.errors import StorageError
+from gpuwise.locale import _
 from gpuwise.run.digest import FileDigest, sent_whole
 
 
@@ -65,7 +66,7 @@ class S3Uploader:
 
     def upload(self, path: Path, target: str, streams: int) -> FileDigest:
         """Upload `path` to `target` ("bucket/key"); its digest, of exactly the bytes sent."""
-        bucket, _, key = target.partition("/")
+        bucket, _slash, key = target.partition("/")
         with path.open("rb") as fh:
             before = os.fstat(fh.fileno())
             if sent_whole(before.st_size, self.part_bytes):
@@ -75,9 +76,9 @@ class S3Uploader:
         after = path.stat()
         if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
             raise StorageError(
-                f"{path} changed while it was uploaded",
-                why="something wrote to a checkpoint already marked complete",
-                fix="nothing: gpuwise uploads it again on its next pass",
+                _("{path} changed while it was uploaded").format(path=path),
+                why=_("something wrote to a checkpoint already marked complete"),
+                fix=_("nothing: gpuwise uploads it again on its next pass"),
             )
         return digest
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwise.errors import StorageError
+from gpuwise.locale import N_, _
 from gpuwise.run.digest import PART_BYTES, READ_BYTES, FileDigest, digest_file, etag_matches, sha256_of
 from gpuwise.run.endpoints import credential_hint, open_filesystem, redact
 from gpuwise.run.manifest import (
@@ -118,32 +119,33 @@ def storage_error(action: str, url: str, exc: BaseException) -> StorageError:
     """A third-party storage failure as one clear message (credentials redacted)."""
     text = redact(f"{type(exc).__name__}: {exc}")
     name = type(exc).__name__
+    action = _(action)  # marked with N_() where it is named
     if (
         isinstance(exc, PermissionError)
         or name in ("NoCredentialsError", "PartialCredentialsError")
         or any(w in text.lower() for w in _AUTH_WORDS)
     ):
         return StorageError(
-            f"Cannot {action} {url}: access denied ({text})",
-            why="the credentials are missing, wrong or lack permission for this bucket",
+            _("Cannot {action} {url}: access denied ({error})").format(action=action, url=url, error=text),
+            why=_("the credentials are missing, wrong or lack permission for this bucket"),
             fix=credential_hint(url),
         )
     if isinstance(exc, FileNotFoundError):
         return StorageError(
-            f"Cannot {action} {url}: not found ({text})",
-            why="the bucket or path does not exist",
-            fix="create the bucket, or correct the --sync URL",
+            _("Cannot {action} {url}: not found ({error})").format(action=action, url=url, error=text),
+            why=_("the bucket or path does not exist"),
+            fix=_("create the bucket, or correct the --sync URL"),
         )
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         return StorageError(
-            f"Cannot {action} {url}: no space left on the device",
-            why="the local disk is full",
-            fix="free space (or point --checkpoint-dir at a larger disk) and run again",
+            _("Cannot {action} {url}: no space left on the device").format(action=action, url=url),
+            why=_("the local disk is full"),
+            fix=_("free space (or point --checkpoint-dir at a larger disk) and run again"),
         )
     return StorageError(
-        f"Cannot {action} {url}: {text}",
-        why="the storage endpoint is unreachable or answered with an error",
-        fix="check the URL, --endpoint-url and the network; gpuwise retries uploads while the job runs",
+        _("Cannot {action} {url}: {error}").format(action=action, url=url, error=text),
+        why=_("the storage endpoint is unreachable or answered with an error"),
+        fix=_("check the URL, --endpoint-url and the network; gpuwise retries uploads while the job runs"),
     )
 
 
@@ -189,7 +191,7 @@ class CheckpointStore:
 
     def checkpoints(self, run_id: str | None = None) -> list[Manifest]:
         """Every complete checkpoint (manifest present and every file listed at its size), oldest first."""
-        with self._translated("list"):
+        with self._translated(N_("list")):
             self.fs.invalidate_cache()
             base = self._path(run_id) if run_id else self.root
             try:
@@ -234,9 +236,12 @@ class CheckpointStore:
         """Upload every file, verify each, then write the manifest. Returns the manifest."""
         files = ckpt.files()
         if not files:
-            raise StorageError(f"Checkpoint {ckpt.path} has no files", fix="check what the job wrote there")
+            raise StorageError(
+                _("Checkpoint {path} has no files").format(path=ckpt.path),
+                fix=_("check what the job wrote there"),
+            )
         part_streams = max(1, PARTS_IN_FLIGHT // min(self.workers, len(files)))
-        with self._translated("upload to"), ThreadPoolExecutor(max_workers=self.workers) as pool:
+        with self._translated(N_("upload to")), ThreadPoolExecutor(max_workers=self.workers) as pool:
             futures = [
                 pool.submit(self._upload_one, run_id, ckpt.name, rel, p, part_streams) for rel, p in files
             ]
@@ -272,9 +277,11 @@ class CheckpointStore:
         size = int(info.get("size") or 0)
         if size != digest.size_bytes:
             raise StorageError(
-                f"Upload of {target} is {size} bytes, the local file {digest.size_bytes}",
-                why="the upload was cut short or the file changed while it was uploaded",
-                fix="nothing: gpuwise uploads it again on its next pass",
+                _("Upload of {target} is {size} bytes, the local file {local}").format(
+                    target=target, size=size, local=digest.size_bytes
+                ),
+                why=_("the upload was cut short or the file changed while it was uploaded"),
+                fix=_("nothing: gpuwise uploads it again on its next pass"),
             )
         etag = info.get("ETag") or info.get("etag")
         ok = etag_matches(str(etag), digest) if etag else None
@@ -282,9 +289,9 @@ class CheckpointStore:
             ok = self._remote_sha256(target) == digest.sha256
         if not ok:
             raise StorageError(
-                f"Upload of {target} does not match the local file's checksum",
-                why="the file changed while it was uploaded, or the bytes were damaged on the way",
-                fix="nothing: gpuwise uploads it again on its next pass",
+                _("Upload of {target} does not match the local file's checksum").format(target=target),
+                why=_("the file changed while it was uploaded, or the bytes were damaged on the way"),
+                fix=_("nothing: gpuwise uploads it again on its next pass"),
             )
 
     def _remote_sha256(self, target: str) -> str:
@@ -310,16 +317,16 @@ class CheckpointStore:
     def verify(self, m: Manifest) -> list[str]:
         """Read every file back and compare its SHA-256 with the manifest. Returns the problems."""
         problems: list[str] = []
-        with self._translated("verify"):
+        with self._translated(N_("verify")):
             for f in m.files:
                 target = self._path(m.run_id, m.name, f.path)
                 try:
                     got = self._remote_sha256(target)
                 except FileNotFoundError:
-                    problems.append(f"{f.path} missing")
+                    problems.append(_("{path} missing").format(path=f.path))
                     continue
                 if got != f.sha256:
-                    problems.append(f"{f.path} checksum differs")
+                    problems.append(_("{path} checksum differs").format(path=f.path))
         return problems
 
     def download(self, m: Manifest, dest_dir: Path) -> Path:
@@ -329,16 +336,20 @@ class CheckpointStore:
         try:
             dest_dir.mkdir(parents=True, exist_ok=True)
             partial.mkdir(exist_ok=True)
-            with self._translated("download from"):
+            with self._translated(N_("download from")):
                 for f in m.files:
                     local = partial / f.path
                     local.parent.mkdir(parents=True, exist_ok=True)
                     self.fs.get_file(self._path(m.run_id, m.name, f.path), str(local))
                     if sha256_of(local) != f.sha256:
                         raise StorageError(
-                            f"Downloaded {m.name}/{f.path} does not match its manifest's checksum",
-                            why="the remote copy was damaged or changed after it was uploaded",
-                            fix=f"run `gpuwise checkpoints verify {self.url}` and resume from another one",
+                            _("Downloaded {name}/{path} does not match its manifest's checksum").format(
+                                name=m.name, path=f.path
+                            ),
+                            why=_("the remote copy was damaged or changed after it was uploaded"),
+                            fix=_(
+                                "run `gpuwise checkpoints verify {url}` and resume from another one"
+                            ).format(url=self.url),
                         )
             for f in m.files:  # the checkpoint keeps its own time, so "newest" means the same everywhere
                 os.utime(partial / f.path, (m.created_at, m.created_at))
@@ -351,7 +362,7 @@ class CheckpointStore:
                 (partial / m.name).replace(final)
             os.utime(final, (m.created_at, m.created_at))
         except OSError as exc:
-            raise storage_error("download to", str(dest_dir), exc) from exc
+            raise storage_error(N_("download to"), str(dest_dir), exc) from exc
         finally:
             if partial.exists():
                 shutil.rmtree(partial, ignore_errors=True)
@@ -359,7 +370,7 @@ class CheckpointStore:
 
     def delete(self, m: Manifest) -> None:
         """Manifest first (so the checkpoint stops being listed), then its files."""
-        with self._translated("delete from"):
+        with self._translated(N_("delete from")):
             self.fs.rm_file(self._path(m.run_id, m.name, MANIFEST_NAME))
             with contextlib.suppress(FileNotFoundError):
                 self.fs.rm(self._path(m.run_id, m.name), recursive=True)

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gpuwise.errors import ConfigError, close_matches
+from gpuwise.locale import _
 from gpuwise.workload.diffusion_arch import (
     DiffusionArch,
     denoiser_macs,
@@ -78,14 +79,18 @@ class DiffusionSpec(BaseModel):
     def _sides(cls, value: int | list[int] | None) -> int | list[int] | None:
         sides = [value] if isinstance(value, int) else value or []
         if isinstance(value, list) and len(value) != 2:
-            raise ValueError(f"resolution is one side or [width, height], got {len(value)} numbers")
+            raise ValueError(
+                _("resolution is one side or [width, height], got {n} numbers").format(n=len(value))
+            )
         for side in sides:
             if not 64 <= side <= 8192:
-                raise ValueError(f"resolution sides are 64-8192 pixels, got {side}")
+                raise ValueError(_("resolution sides are 64-8192 pixels, got {side}").format(side=side))
             if side % 8:
                 raise ValueError(
-                    f"resolution {side} is not a multiple of 8: the VAE downsamples 8×, so trainers crop "
-                    f"or bucket to multiples of 8 (write {side - side % 8} or {side - side % 8 + 8})"
+                    _(
+                        "resolution {side} is not a multiple of 8: the VAE downsamples 8×, so trainers crop "
+                        "or bucket to multiples of 8 (write {lower} or {upper})"
+                    ).format(side=side, lower=side - side % 8, upper=side - side % 8 + 8)
                 )
         return value
 
@@ -145,23 +150,32 @@ def _check_fp8(train: dict[str, Any], spec: DiffusionSpec, source: str) -> None:
     caption embeddings cannot train the text encoders."""
     if spec.train_text_encoder and spec.cache_text_embeddings:
         raise ConfigError(
-            f"Workload file {source}: train_text_encoder needs the text encoders on the GPU, but "
-            "cache_text_embeddings = true removes them",
-            fix="set one of them to false (kohya caches text encoder outputs only for U-Net-only training)",
+            _(
+                "Workload file {source}: train_text_encoder needs the text encoders on the GPU, but "
+                "cache_text_embeddings = true removes them"
+            ).format(source=source),
+            fix=_(
+                "set one of them to false (kohya caches text encoder outputs only for U-Net-only training)"
+            ),
         )
     if not spec.fp8_base:
         return
     if train.get("method") == "full":
         raise ConfigError(
-            f'Workload file {source}: fp8_base keeps a frozen base in FP8, but method = "full" trains every '
-            "weight",
-            fix='use method = "lora" with fp8_base = true, or remove fp8_base',
+            _(
+                'Workload file {source}: fp8_base keeps a frozen base in FP8, but method = "full" '
+                "trains every "
+                "weight"
+            ).format(source=source),
+            fix=_('use method = "lora" with fp8_base = true, or remove fp8_base'),
         )
     if train.get("method") == "qlora" or "base_precision" in train:
         raise ConfigError(
-            f'Workload file {source}: fp8_base and a 4/8-bit base (method = "qlora" or base_precision) '
-            "both set the frozen base's storage",
-            fix='choose one: fp8_base = true with method = "lora", or remove fp8_base',
+            _(
+                'Workload file {source}: fp8_base and a 4/8-bit base (method = "qlora" or base_precision) '
+                "both set the frozen base's storage"
+            ).format(source=source),
+            fix=_('choose one: fp8_base = true with method = "lora", or remove fp8_base'),
         )
 
 
@@ -172,20 +186,29 @@ def _no_architecture(name: object, source: str) -> None:
         close = diffusion_arch(hint[0]) if hint else None
         found = close.name if close is not None else None
         raise ConfigError(
-            f"Workload file {source}: [diffusion] needs a diffusion architecture, and preset {name!r} is not "
-            "one" + (f" (did you mean {found!r}?)" if found else ""),
-            why="the [diffusion] section describes training SD 1.5, SDXL, SD3 or Flux",
-            fix="write [model] preset = one of "
-            + ", ".join(repr(n) for n in names)
-            + ", or remove the [diffusion] section for a language model",
+            _(
+                "Workload file {source}: [diffusion] needs a diffusion architecture, and preset {name} "
+                "is not one"
+            ).format(source=source, name=repr(name))
+            + (_(" (did you mean {name}?)").format(name=repr(found)) if found else ""),
+            why=_("the [diffusion] section describes training SD 1.5, SDXL, SD3 or Flux"),
+            fix=_(
+                "write [model] preset = one of {names}, or remove the [diffusion] section for a "
+                "language model"
+            ).format(names=", ".join(repr(n) for n in names)),
         )
     raise ConfigError(
-        f"Workload file {source}: [diffusion] needs [model] preset = a diffusion architecture",
-        why='a model given by params and flops_per_sample (kind = "diffusion") has no architecture to size '
-        "its text encoders, VAE and activations from",
-        fix="write [model] preset = one of "
-        + ", ".join(repr(n) for n in names)
-        + ', or remove [diffusion] and keep kind = "diffusion" with params + flops_per_sample',
+        _("Workload file {source}: [diffusion] needs [model] preset = a diffusion architecture").format(
+            source=source
+        ),
+        why=_(
+            'a model given by params and flops_per_sample (kind = "diffusion") has no architecture to size '
+            "its text encoders, VAE and activations from"
+        ),
+        fix=_(
+            "write [model] preset = one of {names}, "
+            'or remove [diffusion] and keep kind = "diffusion" with params + flops_per_sample'
+        ).format(names=", ".join(repr(n) for n in names)),
     )
 
 
@@ -201,10 +224,12 @@ def _misspelt(name: str, source: str) -> None:
     if found is None or close_matches(name, preset_names()):
         return  # unknown everywhere, or closer to a language model: the preset error says it
     raise ConfigError(
-        f"Workload file {source}: key 'model.preset': unknown preset {name!r} (did you mean {found.name!r}?)",
-        fix="use one of the diffusion architectures: "
-        + ", ".join(diffusion_names())
-        + " (`gpuwise presets` lists every preset)",
+        _("Workload file {source}: key 'model.preset': unknown preset {name} (did you mean {found}?)").format(
+            source=source, name=repr(name), found=repr(found.name)
+        ),
+        fix=_(
+            "use one of the diffusion architectures: {names} (`gpuwise presets` lists every preset)"
+        ).format(names=", ".join(diffusion_names())),
     )
 
 
@@ -212,30 +237,39 @@ def _check_belongs(data: dict[str, Any], arch: DiffusionArch, source: str) -> No
     """Keys that describe another kind of job get their diffusion counterpart named."""
     if data.get("task") == "inference":
         raise ConfigError(
-            f"Workload file {source}: preset {arch.name!r} is a diffusion model; image generation "
-            '(task = "inference") is not modelled from its preset',
-            why="the diffusion presets size training and fine-tuning",
-            fix='use task = "finetune" or "train" with [train], or give kind = "diffusion" with params and '
-            "flops_per_sample (forward FLOPs × sampling steps per image) instead of the preset",
+            _(
+                "Workload file {source}: preset {name} is a diffusion model; image generation "
+                '(task = "inference") is not modelled from its preset'
+            ).format(source=source, name=repr(arch.name)),
+            why=_("the diffusion presets size training and fine-tuning"),
+            fix=_(
+                'use task = "finetune" or "train" with [train], or give kind = "diffusion" with params and '
+                "flops_per_sample (forward FLOPs × sampling steps per image) instead of the preset"
+            ),
         )
     model = data.get("model")
     extra = sorted(k for k in model if k != "preset") if isinstance(model, dict) else []
     if extra:
         raise ConfigError(
-            f"Workload file {source}: [model] {', '.join(extra)} do not belong with diffusion preset "
-            f"{arch.name!r}",
-            why="the preset fixes the architecture: its denoiser, text encoders and VAE",
-            fix=f"remove {', '.join(extra)} from [model]; set the resolution and caching in [diffusion]",
+            _("Workload file {source}: [model] {keys} do not belong with diffusion preset {name}").format(
+                source=source, keys=", ".join(extra), name=repr(arch.name)
+            ),
+            why=_("the preset fixes the architecture: its denoiser, text encoders and VAE"),
+            fix=_("remove {keys} from [model]; set the resolution and caching in [diffusion]").format(
+                keys=", ".join(extra)
+            ),
         )
     train = data.get("train")
     if isinstance(train, dict):
         for key, instead in _NOT_FOR_DIFFUSION.items():
             if key in train:
                 raise ConfigError(
-                    f"Workload file {source}: key 'train.{key}' does not belong to a diffusion workload "
-                    f"({arch.name})",
-                    why=f"instead, a diffusion workload uses {instead}",
-                    fix=f"remove '{key}' from [train]",
+                    _(
+                        "Workload file {source}: key 'train.{key}' does not belong to a diffusion "
+                        "workload ({name})"
+                    ).format(source=source, key=key, name=arch.name),
+                    why=_("instead, a diffusion workload uses {instead}").format(instead=instead),
+                    fix=_("remove '{key}' from [train]").format(key=key),
                 )
 
 
@@ -247,8 +281,10 @@ def _validate(section: dict[str, Any], source: str) -> DiffusionSpec:
         loc = ".".join(str(p) for p in err.get("loc", ()))
         msg = str(err.get("msg", "")).removeprefix("Value error, ")
         raise ConfigError(
-            f"Workload file {source}: key 'diffusion.{loc}': {msg} (got {err.get('input')!r})",
-            fix="correct the value (`gpuwise schema workload` lists every key, its type and its default)",
+            _("Workload file {source}: key 'diffusion.{loc}': {msg} (got {got})").format(
+                source=source, loc=loc, msg=msg, got=repr(err.get("input"))
+            ),
+            fix=_("correct the value (`gpuwise schema workload` lists every key, its type and its default)"),
         ) from exc
 
 
@@ -262,10 +298,16 @@ def _fill_defaults(spec: DiffusionSpec, arch: DiffusionArch, source: str) -> Dif
     for side in spec.width_height:
         if side % step:
             raise ConfigError(
-                f"Workload file {source}: key 'diffusion.resolution': {side} is not a multiple of {step} "
-                f"for {arch.name}",
-                why=f"{arch.name} packs 2×2 latent patches after the VAE's 8× downsampling",
-                fix=f"write {side - side % step} or {side - side % step + step}",
+                _(
+                    "Workload file {source}: key 'diffusion.resolution': {side} is not a multiple of "
+                    "{step} for {name}"
+                ).format(source=source, side=side, step=step, name=arch.name),
+                why=_("{name} packs 2×2 latent patches after the VAE's 8× downsampling").format(
+                    name=arch.name
+                ),
+                fix=_("write {lower} or {upper}").format(
+                    lower=side - side % step, upper=side - side % step + step
+                ),
             )
     return spec
 
@@ -275,16 +317,22 @@ def _amount(train: dict[str, Any], spec: DiffusionSpec, source: str) -> dict[str
     if spec.steps is None:
         if "samples" not in train:
             raise ConfigError(
-                f"Workload file {source}: a diffusion workload needs how many images it trains on",
-                fix="give [train] samples (images per epoch, with epochs) or [diffusion] steps "
-                "(optimizer steps of global_batch images)",
+                _("Workload file {source}: a diffusion workload needs how many images it trains on").format(
+                    source=source
+                ),
+                fix=_(
+                    "give [train] samples (images per epoch, with epochs) or [diffusion] steps "
+                    "(optimizer steps of global_batch images)"
+                ),
             )
         return train
     if "samples" in train or "epochs" in train:
         raise ConfigError(
-            f"Workload file {source}: give [diffusion] steps or [train] samples (with epochs), not both",
-            why="each says how many images the job trains on",
-            fix="remove one of them",
+            _(
+                "Workload file {source}: give [diffusion] steps or [train] samples (with epochs), not both"
+            ).format(source=source),
+            why=_("each says how many images the job trains on"),
+            fix=_("remove one of them"),
         )
     batch = train.get("global_batch", train.get("micro_batch"))
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:

@@ -19,8 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from gpuwise.errors import ConfigError
+from gpuwise.locale import _
 
-_FIX = "point hf_config at the model's config.json as published on its Hugging Face page (a local copy)"
+
+def _fix() -> str:
+    return _(
+        "point hf_config at the model's config.json as published on its Hugging Face page (a local copy)"
+    )
+
+
 _DECODER_FAMILIES = {
     "llama": "llama",
     "mistral": "llama",
@@ -123,18 +130,23 @@ class _Reader:
             if value is not None:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise ConfigError(
-                        f"config.json {self.source}: field '{name}' must be a whole number ≥ 0, "
-                        f"got {value!r}",
-                        fix=_FIX,
+                        _(
+                            "config.json {source}: field '{name}' must be a whole number ≥ 0, got {got}"
+                        ).format(source=self.source, name=name, got=repr(value)),
+                        fix=_fix(),
                     )
                 self.used.append(name)
                 return value
         if default is not None:
             return default
         raise ConfigError(
-            f"config.json {self.source}: a {self.model_type} config needs '{names[0]}', which is missing",
-            why="gpuwise counts the parameters from the architecture; without this field it cannot",
-            fix=f"use the complete config.json, or give the value in [model] (the file has no {names[0]!r})",
+            _("config.json {source}: a {model_type} config needs '{name}', which is missing").format(
+                source=self.source, model_type=self.model_type, name=names[0]
+            ),
+            why=_("gpuwise counts the parameters from the architecture; without this field it cannot"),
+            fix=_(
+                "use the complete config.json, or give the value in [model] (the file has no {name})"
+            ).format(name=repr(names[0])),
         )
 
     def flag(self, name: str, default: bool) -> bool:
@@ -143,7 +155,10 @@ class _Reader:
             return default
         if not isinstance(value, bool):
             raise ConfigError(
-                f"config.json {self.source}: field '{name}' must be true or false, got {value!r}", fix=_FIX
+                _("config.json {source}: field '{name}' must be true or false, got {got}").format(
+                    source=self.source, name=name, got=repr(value)
+                ),
+                fix=_fix(),
             )
         self.used.append(name)
         return value
@@ -153,11 +168,13 @@ def load_hf_config(path: Path) -> dict[str, Any]:
     """Read a config.json (bounded: gpuwise.safe_read); a file that is not a JSON object is a ConfigError."""
     from gpuwise.safe_read import load_json
 
-    data = load_json(path, what="config.json", fix=_FIX)
+    data = load_json(path, what="config.json", fix=_fix())
     if not isinstance(data, dict):
         raise ConfigError(
-            f"config.json {path}: expected a JSON object of architecture fields, got {type(data).__name__}",
-            fix=_FIX,
+            _("config.json {path}: expected a JSON object of architecture fields, got {type}").format(
+                path=path, type=type(data).__name__
+            ),
+            fix=_fix(),
         )
     return data
 
@@ -172,9 +189,11 @@ def model_type_of(data: dict[str, Any], source: str) -> str:
     if model_type not in _DECODER_FAMILIES:
         known = ", ".join(sorted(_DECODER_FAMILIES))
         raise ConfigError(
-            f"config.json {source}: model_type {data.get('model_type')!r} is not a family gpuwise can read",
-            why=f"gpuwise reads: {known}",
-            fix="describe the model with params, layers, hidden and heads in [model] instead of hf_config",
+            _("config.json {source}: model_type {model_type} is not a family gpuwise can read").format(
+                source=source, model_type=repr(data.get("model_type"))
+            ),
+            why=_("gpuwise reads: {known}").format(known=known),
+            fix=_("describe the model with params, layers, hidden and heads in [model] instead of hf_config"),
         )
     return model_type
 

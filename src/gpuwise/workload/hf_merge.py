@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwise.errors import ConfigError
+from gpuwise.locale import _
 
 
 def merge_hf_config(data: dict[str, Any], source: str) -> dict[str, Any]:
@@ -24,14 +25,16 @@ def merge_hf_config(data: dict[str, Any], source: str) -> dict[str, Any]:
     name = model["hf_config"]
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(
-            f"Workload file {source}: key 'model.hf_config' must be a path (a string), got {name!r}",
-            fix='write e.g. hf_config = "models/llama-3-8b/config.json" (relative to the workload file)',
+            _("Workload file {source}: key 'model.hf_config' must be a path (a string), got {got}").format(
+                source=source, got=repr(name)
+            ),
+            fix=_('write e.g. hf_config = "models/llama-3-8b/config.json" (relative to the workload file)'),
         )
     if "preset" in model:
         raise ConfigError(
-            f"Workload file {source}: [model] gives both preset and hf_config",
-            why="each describes the whole architecture; gpuwise would not know which to believe",
-            fix="keep one of them (keys written beside it still override what it gives)",
+            _("Workload file {source}: [model] gives both preset and hf_config").format(source=source),
+            why=_("each describes the whole architecture; gpuwise would not know which to believe"),
+            fix=_("keep one of them (keys written beside it still override what it gives)"),
         )
     path = Path(name).expanduser()
     if not path.is_absolute():

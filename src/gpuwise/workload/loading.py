@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gpuwise.errors import ConfigError, NotFoundError, close_matches
+from gpuwise.locale import _
 from gpuwise.workload.diffusion import USER_KEYS as _DIFFUSION_KEYS
 from gpuwise.workload.diffusion import DiffusionSpec, merge_diffusion
 from gpuwise.workload.hf_merge import merge_hf_config
@@ -100,9 +101,10 @@ def _check_keys(data: dict[str, Any], source: str) -> None:
         if key in _SECTIONS:
             if not isinstance(value, dict):
                 raise ConfigError(
-                    f"Workload file {source}: key '{key}' must be a table [{key}], "
-                    f"got {type(value).__name__}",
-                    fix=f"write it as a section: [{key}] followed by key = value lines",
+                    _("Workload file {source}: key '{key}' must be a table [{key}], got {type}").format(
+                        source=source, key=key, type=type(value).__name__
+                    ),
+                    fix=_("write it as a section: [{key}] followed by key = value lines").format(key=key),
                 )
             special = {"model": _MODEL_USER_KEYS, "measured": _MEASURED_KEYS, "diffusion": _DIFFUSION_KEYS}
             allowed = special.get(key, list(_SECTIONS[key].model_fields))
@@ -117,26 +119,32 @@ def _unknown(source: str, path: str, allowed: list[str], section: str = "") -> N
         home, key = HF_KEYS[leaf]
         write = _HF_VALUE_HINT.get(leaf, f"{key} = …")
         same = leaf == key
+        if not same:
+            message = _(
+                "Workload file {source}: key '{path}' is a Hugging Face config/training-argument name, "
+                "not a workload key"
+            )
+            fix = _("move it: under [{home}] write {write} (the value of {leaf}); remove '{path}'")
+        elif section:
+            message = _("Workload file {source}: key '{path}' belongs in [{home}], not [{section}]")
+            fix = _("move it: under [{home}] write {write}")
+        else:
+            message = _("Workload file {source}: key '{path}' belongs in [{home}], not the top level")
+            fix = _("move it: under [{home}] write {write}")
         raise ConfigError(
-            f"Workload file {source}: key '{path}' "
-            + (
-                f"belongs in [{home}], not {'[' + section + ']' if section else 'the top level'}"
-                if same
-                else "is a Hugging Face config/training-argument name, not a workload key"
-            ),
-            why=f"gpuwise reads '{key}' from the [{home}] section",
-            fix=f"move it: under [{home}] write {write}"
-            + ("" if same else f" (the value of {leaf}); remove '{path}'"),
+            message.format(source=source, path=path, home=home, section=section),
+            why=_("gpuwise reads '{key}' from the [{home}] section").format(key=key, home=home),
+            fix=fix.format(home=home, write=write, leaf=leaf, path=path),
         )
     hint = close_matches(leaf, allowed)
-    where = f"[{section}]" if section else "the top level"
-    message = f"Workload file {source}: unknown key '{path}'"
+    where = f"[{section}]" if section else _("the top level")
+    message = _("Workload file {source}: unknown key '{path}'").format(source=source, path=path)
     if hint:
-        message += f" (did you mean '{(section + '.') if section else ''}{hint[0]}'?)"
+        message += _(" (did you mean '{key}'?)").format(key=f"{(section + '.') if section else ''}{hint[0]}")
     raise ConfigError(
         message,
-        why=f"keys allowed in {where}: " + ", ".join(allowed),
-        fix="correct or remove the key (`gpuwise schema workload` lists every key)",
+        why=_("keys allowed in {where}: {keys}").format(where=where, keys=", ".join(allowed)),
+        fix=_("correct or remove the key (`gpuwise schema workload` lists every key)"),
     )
 
 
@@ -149,16 +157,24 @@ def _merge_preset(data: dict[str, Any], source: str) -> dict[str, Any]:
     name = model["preset"]
     if not isinstance(name, str):
         raise ConfigError(
-            f"Workload file {source}: key 'model.preset' must be a string, got {type(name).__name__}",
-            fix='write e.g. preset = "llama-3-8b" (gpuwise lists presets in the error for an unknown name)',
+            _("Workload file {source}: key 'model.preset' must be a string, got {type}").format(
+                source=source, type=type(name).__name__
+            ),
+            fix=_(
+                'write e.g. preset = "llama-3-8b" (gpuwise lists presets in the error for an unknown name)'
+            ),
         )
     try:
         base = get_preset(name)
     except NotFoundError as exc:
-        hint = f" (did you mean {' or '.join(repr(m) for m in exc.matches)}?)" if exc.matches else ""
+        hint = ""
+        if exc.matches:
+            hint = _(" (did you mean {names}?)").format(names=_(" or ").join(repr(m) for m in exc.matches))
         raise ConfigError(
-            f"Workload file {source}: key 'model.preset': unknown preset {name!r}{hint}",
-            fix="use one of: " + ", ".join(sorted(_preset_names())),
+            _("Workload file {source}: key 'model.preset': unknown preset {name}{hint}").format(
+                source=source, name=repr(name), hint=hint
+            ),
+            fix=_("use one of: {names}").format(names=", ".join(sorted(_preset_names()))),
         ) from exc
     merged = {**base, **model}
     merged["preset"] = base.get("preset", name)
@@ -176,26 +192,31 @@ def _describe_error(err: dict[str, Any]) -> tuple[str, str]:
     typ = err.get("type", "")
     msg = str(err.get("msg", "")).removeprefix("Value error, ")
     given = err.get("input")
+    got = repr(given)
+    ctx = err.get("ctx", {})
     if typ == "missing":
-        return loc, "is required but missing"
+        return loc, _("is required but missing")
     if typ == "literal_error":
-        expected = err.get("ctx", {}).get("expected", "")
-        return loc, f"must be one of {expected}, got {given!r}"
+        return loc, _("must be one of {expected}, got {got}").format(
+            expected=ctx.get("expected", ""), got=got
+        )
     if typ in ("int_parsing", "int_type", "int_from_float"):
-        return loc, f"must be a whole number, got {given!r}"
+        return loc, _("must be a whole number, got {got}").format(got=got)
     if typ in ("float_parsing", "float_type"):
-        return loc, f"must be a number, got {given!r}"
+        return loc, _("must be a number, got {got}").format(got=got)
     if typ in ("bool_parsing", "bool_type"):
-        return loc, f"must be true or false, got {given!r}"
+        return loc, _("must be true or false, got {got}").format(got=got)
     if typ in ("string_type",):
-        return loc, f"must be a string, got {given!r}"
+        return loc, _("must be a string, got {got}").format(got=got)
     if typ in ("list_type",):
-        return loc, f'must be a list, e.g. ["a", "b"], got {given!r}'
+        return loc, _('must be a list, e.g. ["a", "b"], got {got}').format(got=got)
     if typ == "greater_than":
-        return loc, f"must be greater than {err.get('ctx', {}).get('gt')}, got {given!r}"
+        return loc, _("must be greater than {limit}, got {got}").format(limit=ctx.get("gt"), got=got)
     if typ == "greater_than_equal":
-        return loc, f"must be at least {err.get('ctx', {}).get('ge')}, got {given!r}"
-    return loc, f"{msg}" + (f" (got {given!r})" if typ != "value_error" and given is not None else "")
+        return loc, _("must be at least {limit}, got {got}").format(limit=ctx.get("ge"), got=got)
+    if typ != "value_error" and given is not None:
+        return loc, msg + _(" (got {got})").format(got=got)
+    return loc, msg
 
 
 def parse_workload(data: dict[str, Any], source: str) -> Workload:
@@ -213,11 +234,13 @@ def parse_workload(data: dict[str, Any], source: str) -> Workload:
         problems = []
         for err in exc.errors()[:5]:
             loc, what = _describe_error(dict(err))
-            problems.append((f"key '{loc}' " if loc else "") + what)
-        more = f"; and {len(exc.errors()) - 5} more" if len(exc.errors()) > 5 else ""
+            problems.append((_("key '{key}' ").format(key=loc) if loc else "") + what)
+        more = _("; and {n} more").format(n=len(exc.errors()) - 5) if len(exc.errors()) > 5 else ""
         raise ConfigError(
-            f"Workload file {source}: " + "; ".join(problems) + more,
-            fix="correct the value (`gpuwise schema workload` lists every key, its type and its default)",
+            _("Workload file {source}: {problems}").format(
+                source=source, problems="; ".join(problems) + more
+            ),
+            fix=_("correct the value (`gpuwise schema workload` lists every key, its type and its default)"),
         ) from exc
 
 
@@ -228,7 +251,7 @@ def load_workload(path: Path) -> Workload:
 
     data = load_toml(
         path,
-        what="Workload file",
-        fix="correct the file (TOML: key = value, [section], strings in quotes; see examples/)",
+        what=_("Workload file"),
+        fix=_("correct the file (TOML: key = value, [section], strings in quotes; see examples/)"),
     )
     return parse_workload(data, str(path))

@@ -26,16 +26,21 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gpuwise.errors import ConfigError
+from gpuwise.locale import _
 
 Bound = Literal["compute", "memory_bandwidth", "unknown"]
 MeasuredPrecision = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, validate_default=True)
 
-RESULT_FIX = (
-    "point [measured] result at the JSON that `gpuwise bench task --units N -- CMD …` wrote on a GPU machine "
-    "(its path is relative to the workload file)"
-)
+
+def result_fix() -> str:
+    """The fix for a measurement file that cannot be used (in the current language)."""
+    return _(
+        "point [measured] result at the JSON that `gpuwise bench task --units N -- CMD …` wrote on a "
+        "GPU machine "
+        "(its path is relative to the workload file)"
+    )
 
 
 class Measurement(BaseModel):
@@ -96,8 +101,10 @@ class MeasuredSpec(BaseModel):
 USER_KEYS = [k for k in MeasuredSpec.model_fields if k != "measurement"]
 
 
-def _bad(source: str, what: str, fix: str = RESULT_FIX) -> ConfigError:
-    return ConfigError(f"Measurement file {source}: {what}", fix=fix)
+def _bad(source: str, what: str, fix: str | None = None) -> ConfigError:
+    return ConfigError(
+        _("Measurement file {source}: {what}").format(source=source, what=what), fix=fix or result_fix()
+    )
 
 
 def _number(section: dict[str, Any], key: str, source: str, *, positive: bool = False) -> float | None:
@@ -105,11 +112,11 @@ def _number(section: dict[str, Any], key: str, source: str, *, positive: bool = 
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _bad(source, f"'{key}' must be a finite number, got {value!r}")
+        raise _bad(source, _("'{key}' must be a finite number, got {got}").format(key=key, got=repr(value)))
     if positive and value <= 0:
-        raise _bad(source, f"'{key}' must be greater than 0, got {value!r}")
+        raise _bad(source, _("'{key}' must be greater than 0, got {got}").format(key=key, got=repr(value)))
     if value < 0:
-        raise _bad(source, f"'{key}' cannot be negative, got {value!r}")
+        raise _bad(source, _("'{key}' cannot be negative, got {got}").format(key=key, got=repr(value)))
     return float(value)
 
 
@@ -123,7 +130,7 @@ def _text(section: dict[str, Any], key: str) -> str | None:
 def parse_measurement(data: Any, source: str) -> Measurement:
     """A bench-task result (already parsed JSON) as a `Measurement`; ConfigError naming `source` otherwise."""
     if not isinstance(data, dict) or not isinstance(data.get("task"), dict):
-        raise _bad(source, "is not a bench task result (no 'task' object)")
+        raise _bad(source, _("is not a bench task result (no 'task' object)"))
     raw_machine = data.get("machine")
     machine: dict[str, Any] = raw_machine if isinstance(raw_machine, dict) else {}
     task: dict[str, Any] = data["task"]
@@ -132,33 +139,42 @@ def parse_measurement(data: Any, source: str) -> Measurement:
     if isinstance(problems, list) and problems:
         raise _bad(
             source,
-            "is an incomplete measurement: " + "; ".join(str(p) for p in problems),
-            fix="fix what it says and run `gpuwise bench task` again",
+            _("is an incomplete measurement: {problems}").format(
+                problems="; ".join(str(p) for p in problems)
+            ),
+            fix=_("fix what it says and run `gpuwise bench task` again"),
         )
     if gpu is None and _text(machine, "gpu_name"):
         raise _bad(
             source,
-            f"its GPU {_text(machine, 'gpu_name')!r} is not one gpuwise knows ('machine.gpu' is null): there "
-            "is no datasheet figure to scale from",
-            fix="measure on a GPU that `gpuwise catalog gpus` lists",
+            _(
+                "its GPU {name} is not one gpuwise knows ('machine.gpu' is null): there "
+                "is no datasheet figure to scale from"
+            ).format(name=repr(_text(machine, "gpu_name"))),
+            fix=_("measure on a GPU that `gpuwise catalog gpus` lists"),
         )
     if gpu is None:
         raise _bad(
             source,
-            "was measured without a GPU ('machine.gpu' is null): there is nothing to scale to other GPUs",
-            fix="run `gpuwise bench task` again on a machine with an NVIDIA GPU gpuwise recognises",
+            _("was measured without a GPU ('machine.gpu' is null): there is nothing to scale to other GPUs"),
+            fix=_("run `gpuwise bench task` again on a machine with an NVIDIA GPU gpuwise recognises"),
         )
     spu = _number(task, "seconds_per_unit", source, positive=True)
     if spu is None:
-        raise _bad(source, "has no 'task.seconds_per_unit'")
+        raise _bad(source, _("has no 'task.seconds_per_unit'"))
     bound = task.get("bound", "unknown")
     if bound not in ("compute", "memory_bandwidth", "unknown"):
-        raise _bad(source, f"'task.bound' must be compute, memory_bandwidth or unknown, got {bound!r}")
+        raise _bad(
+            source,
+            _("'task.bound' must be compute, memory_bandwidth or unknown, got {got}").format(got=repr(bound)),
+        )
     gpus = machine.get("gpus", 1)
     if isinstance(gpus, list):  # a list of GPUs rather than a count
         gpus = len(gpus)
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise _bad(source, f"'machine.gpus' must be a whole number of at least 1, got {gpus!r}")
+        raise _bad(
+            source, _("'machine.gpus' must be a whole number of at least 1, got {got}").format(got=repr(gpus))
+        )
     return Measurement(
         source=source,
         gpu=gpu,
@@ -192,12 +208,16 @@ def attach_measurement(data: dict[str, Any], source: str) -> dict[str, Any]:
     path = Path(result).expanduser()
     if not path.is_absolute():
         path = Path(source).parent / path
-    parsed = parse_measurement(load_json(path, what="Measurement file", fix=RESULT_FIX), str(path))
+    parsed = parse_measurement(load_json(path, what=_("Measurement file"), fix=result_fix()), str(path))
     unit = section.get("unit")
     if isinstance(unit, str) and parsed.unit is not None and unit.strip() != parsed.unit.strip():
         raise ConfigError(
-            f"Workload file {source}: key 'measured.unit' is {unit!r} but {path} measured {parsed.unit!r}",
-            why="the job's units must be the unit the time per unit was measured in",
-            fix=f'write unit = "{parsed.unit}" and give units in {parsed.unit}, or measure the task again',
+            _("Workload file {source}: key 'measured.unit' is {unit} but {path} measured {measured}").format(
+                source=source, unit=repr(unit), path=path, measured=repr(parsed.unit)
+            ),
+            why=_("the job's units must be the unit the time per unit was measured in"),
+            fix=_('write unit = "{unit}" and give units in {unit}, or measure the task again').format(
+                unit=parsed.unit
+            ),
         )
     return {**data, "measured": {**section, "measurement": parsed}}

@@ -11,6 +11,7 @@ from importlib import resources
 from typing import Any
 
 from gpuwise.errors import NotFoundError
+from gpuwise.locale import _
 
 
 @cache
@@ -39,10 +40,10 @@ def get_preset(name: str) -> dict[str, Any]:
     key = _aliases().get(name.strip().lower())
     if key is None:
         raise NotFoundError(
-            "model preset",
+            _("model preset"),
             name,
             list(_aliases()),
-            fix="use a bundled preset or give params, layers, hidden, heads",
+            fix=_("use a bundled preset or give params, layers, hidden, heads"),
         )
     row = {k: v for k, v in _table()[key].items() if k != "aliases"}
     row["preset"] = key

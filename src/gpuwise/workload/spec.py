@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gpuwise.locale import _
 from gpuwise.workload.diffusion import DiffusionSpec
 from gpuwise.workload.measured import MeasuredSpec
 from gpuwise.workload.speech import check_inference, check_model
@@ -68,7 +69,7 @@ _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, validate_default=
 
 def _finite(value: float | None) -> float | None:
     if value is not None and not math.isfinite(value):
-        raise ValueError("must be a finite number (not inf or nan)")
+        raise ValueError(_("must be a finite number (not inf or nan)"))
     return value
 
 
@@ -121,23 +122,32 @@ class ModelSpec(BaseModel):
             missing = [k for k in ("params", "layers", "hidden", "heads") if getattr(self, k) is None]
             if missing:
                 raise ValueError(
-                    "a transformer needs params, layers, hidden and heads (or a preset); missing: "
-                    + ", ".join(missing)
+                    _(
+                        "a transformer needs params, layers, hidden and heads (or a preset); missing: {keys}"
+                    ).format(keys=", ".join(missing))
                 )
         else:
             missing = [k for k in ("params", "flops_per_sample") if getattr(self, k) is None]
             if missing:
                 raise ValueError(
-                    f'kind = "{self.kind}" needs params and flops_per_sample; missing: ' + ", ".join(missing)
+                    _('kind = "{kind}" needs params and flops_per_sample; missing: {keys}').format(
+                        kind=self.kind, keys=", ".join(missing)
+                    )
                 )
         if self.experts_per_token > self.experts:
             raise ValueError(
-                f"experts_per_token ({self.experts_per_token}) cannot exceed experts ({self.experts})"
+                _("experts_per_token ({per_token}) cannot exceed experts ({experts})").format(
+                    per_token=self.experts_per_token, experts=self.experts
+                )
             )
         if self.active_params is not None and self.params is not None and self.active_params > self.params:
-            raise ValueError("active_params cannot exceed params")
+            raise ValueError(_("active_params cannot exceed params"))
         if self.heads is not None and self.kv_heads is not None and self.heads % self.kv_heads:
-            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+            raise ValueError(
+                _("heads ({heads}) must be a multiple of kv_heads ({kv_heads})").format(
+                    heads=self.heads, kv_heads=self.kv_heads
+                )
+            )
         check_model(self)
         return self
 
@@ -237,31 +247,39 @@ class TrainSpec(BaseModel):
     @model_validator(mode="after")
     def _one_amount(self) -> TrainSpec:
         if (self.tokens is None) == (self.samples is None):
-            raise ValueError("give exactly one of tokens or samples")
+            raise ValueError(_("give exactly one of tokens or samples"))
         if self.avg_tokens is not None and self.seq_len is not None and self.avg_tokens > self.seq_len:
             raise ValueError(
-                f"avg_tokens ({self.avg_tokens:g}) cannot exceed seq_len ({self.seq_len}): samples are "
-                "truncated to seq_len; give the mean length after truncation, or raise seq_len"
+                _(
+                    "avg_tokens ({avg_tokens}) cannot exceed seq_len ({seq_len}): samples are "
+                    "truncated to seq_len; give the mean length after truncation, or raise seq_len"
+                ).format(avg_tokens=f"{self.avg_tokens:g}", seq_len=self.seq_len)
             )
         if self.base_precision is not None and self.method == "full":
             raise ValueError(
-                'base_precision is for LoRA (method = "lora"); full fine-tuning trains every weight'
+                _('base_precision is for LoRA (method = "lora"); full fine-tuning trains every weight')
             )
         if self.offload == "optimizer+params" and self.sharding not in ("zero3", "fsdp"):
             raise ValueError(
-                'offload = "optimizer+params" offloads sharded parameters: it needs sharding = "zero3" or '
-                '"fsdp" (DeepSpeed offload_param and FSDP cpu_offload shard first); for ZeRO-1/2 write '
-                'offload = "optimizer"'
+                _(
+                    'offload = "optimizer+params" offloads sharded parameters: it needs sharding = '
+                    '"zero3" or "fsdp" (DeepSpeed offload_param and FSDP cpu_offload shard first); '
+                    'for ZeRO-1/2 write offload = "optimizer"'
+                )
             )
         if self.offload == "optimizer" and self.sharding == "none":
             raise ValueError(
-                'offload = "optimizer" is DeepSpeed ZeRO-Offload: it needs sharding = "zero1", "zero2" or '
-                '"zero3" (also on one GPU)'
+                _(
+                    'offload = "optimizer" is DeepSpeed ZeRO-Offload: it needs sharding = "zero1", '
+                    '"zero2" or "zero3" (also on one GPU)'
+                )
             )
         if self.method == "qlora" and self.base_precision not in (None, "nf4"):
             raise ValueError(
-                f'method = "qlora" means a NF4 base; for a {self.base_precision} base write '
-                f'method = "lora" with base_precision = "{self.base_precision}"'
+                _(
+                    'method = "qlora" means a NF4 base; for a {precision} base write '
+                    'method = "lora" with base_precision = "{precision}"'
+                ).format(precision=self.base_precision)
             )
         return self
 
@@ -352,15 +370,15 @@ class InferenceSpec(BaseModel):
         rate = self.target_output_tokens_per_s is not None or self.duration_hours is not None
         if self.audio_hours is not None:
             if self.requests is not None or rate:
-                raise ValueError("give audio_hours alone: not with requests or a target rate")
+                raise ValueError(_("give audio_hours alone: not with requests or a target rate"))
             return self
         if self.requests is not None and rate:
             raise ValueError(
-                "give either requests or target_output_tokens_per_s with duration_hours, not both"
+                _("give either requests or target_output_tokens_per_s with duration_hours, not both")
             )
         if self.requests is None and (self.target_output_tokens_per_s is None or self.duration_hours is None):
             raise ValueError(
-                "give exactly one of requests or (target_output_tokens_per_s with duration_hours)"
+                _("give exactly one of requests or (target_output_tokens_per_s with duration_hours)")
             )
         return self
 
@@ -408,10 +426,14 @@ def _no_latency_targets(c: Constraints, what: str, fix: str) -> None:
     constrain nothing."""
     keys = [k for k in ("max_latency_s", "max_ttft_s") if getattr(c, k) is not None]
     if keys:
-        raise ValueError(
-            f"[constraints] {' and '.join(keys)} {'is' if len(keys) == 1 else 'are'} for serving a "
-            f'transformer (task = "inference"), not {what}; {fix}'
+        message = (
+            _('[constraints] {keys} is for serving a transformer (task = "inference"), not {what}; {fix}')
+            if len(keys) == 1
+            else _(
+                '[constraints] {keys} are for serving a transformer (task = "inference"), not {what}; {fix}'
+            )
         )
+        raise ValueError(message.format(keys=_(" and ").join(keys), what=what, fix=fix))
 
 
 class Workload(BaseModel):
@@ -435,48 +457,52 @@ class Workload(BaseModel):
     def _sections(self) -> Workload:
         if self.task == "measured":
             if self.measured is None:
-                raise ValueError('task = "measured" needs a [measured] section (result, units)')
+                raise ValueError(_('task = "measured" needs a [measured] section (result, units)'))
             extra = [s for s in ("model", "train", "inference") if getattr(self, s) is not None]
             if extra:
                 raise ValueError(
-                    'task = "measured" takes [measured], not '
-                    + ", ".join(f"[{s}]" for s in extra)
-                    + ": the measurement stands in for the model"
+                    _(
+                        'task = "measured" takes [measured], not {sections}: '
+                        "the measurement stands in for the model"
+                    ).format(sections=", ".join(f"[{s}]" for s in extra))
                 )
             _no_latency_targets(
-                self.constraints, 'task = "measured"', "remove it, or bound the run with deadline_hours"
+                self.constraints, 'task = "measured"', _("remove it, or bound the run with deadline_hours")
             )
             return self
         if self.measured is not None:
-            raise ValueError(f'[measured] is for task = "measured", not "{self.task}"')
+            raise ValueError(_('[measured] is for task = "measured", not "{task}"').format(task=self.task))
         if self.model is None:
-            raise ValueError(f'task = "{self.task}" needs a [model] section')
+            raise ValueError(_('task = "{task}" needs a [model] section').format(task=self.task))
         if self.task in ("train", "finetune"):
             if self.train is None:
-                raise ValueError(f'task = "{self.task}" needs a [train] section')
+                raise ValueError(_('task = "{task}" needs a [train] section').format(task=self.task))
             if self.inference is not None:
-                raise ValueError(f'task = "{self.task}" takes [train], not [inference]')
+                raise ValueError(_('task = "{task}" takes [train], not [inference]').format(task=self.task))
             if self.model.kind == "transformer" and self.train.seq_len is None:
-                raise ValueError("[train] seq_len is required for a transformer")
+                raise ValueError(_("[train] seq_len is required for a transformer"))
             if self.model.kind != "transformer" and self.train.method != "full" and self.diffusion is None:
-                raise ValueError(f'method = "{self.train.method}" is for transformers; use "full"')
+                raise ValueError(
+                    _('method = "{method}" is for transformers; use "full"').format(method=self.train.method)
+                )
             _no_latency_targets(
                 self.constraints,
-                f'task = "{self.task}": a training job has no per-request latency',
-                "remove it, or bound the run with deadline_hours",
+                _('task = "{task}": a training job has no per-request latency').format(task=self.task),
+                _("remove it, or bound the run with deadline_hours"),
             )
         else:
             if self.inference is None:
-                raise ValueError('task = "inference" needs an [inference] section')
+                raise ValueError(_('task = "inference" needs an [inference] section'))
             if self.train is not None:
-                raise ValueError('task = "inference" takes [inference], not [train]')
+                raise ValueError(_('task = "inference" takes [inference], not [train]'))
             check_inference(self.model, self.inference)
             if self.model.kind != "transformer":
                 _no_latency_targets(
                     self.constraints,
-                    f'kind = "{self.model.kind}": gpuwise models per-request latency only for token '
-                    "generation",
-                    "remove it, or bound the run with deadline_hours",
+                    _('kind = "{kind}": gpuwise models per-request latency only for token generation').format(
+                        kind=self.model.kind
+                    ),
+                    _("remove it, or bound the run with deadline_hours"),
                 )
         return self
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpuwise.locale import _
+
 if TYPE_CHECKING:
     from gpuwise.workload.spec import InferenceSpec, ModelSpec
 
@@ -31,25 +33,38 @@ def check_model(m: ModelSpec) -> None:
     if enc is None:
         given = [k for k in ("encoder_tokens", "decoder_max_tokens", *speech) if getattr(m, k) is not None]
         if given:
-            raise ValueError(
-                f"{', '.join(given)} {'describes' if len(given) == 1 else 'describe'} an encoder-decoder "
-                "model: give encoder_layers too (how many of the layers are the encoder; Whisper large-v3: "
-                '32 of 64), or use a preset such as "whisper-large-v3"'
+            message = (
+                _(
+                    "{keys} describes an encoder-decoder model: give encoder_layers too (how many of the "
+                    "layers are the encoder; Whisper large-v3: 32 of 64), or use a preset such as "
+                    '"whisper-large-v3"'
+                )
+                if len(given) == 1
+                else _(
+                    "{keys} describe an encoder-decoder model: give encoder_layers too (how many of the "
+                    "layers are the encoder; Whisper large-v3: 32 of 64), or use a preset such as "
+                    '"whisper-large-v3"'
+                )
             )
+            raise ValueError(message.format(keys=", ".join(given)))
         return
     if m.kind != "transformer":
-        raise ValueError(f'encoder_layers is for transformers, not kind = "{m.kind}"')
+        raise ValueError(_('encoder_layers is for transformers, not kind = "{kind}"').format(kind=m.kind))
     if m.layers is not None and enc >= m.layers:
         raise ValueError(
-            f"encoder_layers ({enc}) must be less than layers ({m.layers}): layers counts the encoder and "
-            "the decoder together (T5-base: layers = 24, encoder_layers = 12)"
+            _(
+                "encoder_layers ({enc}) must be less than layers ({layers}): layers counts the encoder and "
+                "the decoder together (T5-base: layers = 24, encoder_layers = 12)"
+            ).format(enc=enc, layers=m.layers)
         )
     if m.experts > 1:
-        raise ValueError("encoder-decoder mixture-of-experts models are not modelled: leave experts at 1")
+        raise ValueError(_("encoder-decoder mixture-of-experts models are not modelled: leave experts at 1"))
     if speech and (m.audio_window_s is None or m.encoder_tokens is None):
         raise ValueError(
-            "a speech encoder needs audio_window_s and encoder_tokens together (Whisper: 30 s of audio "
-            "become 1500 encoder positions)"
+            _(
+                "a speech encoder needs audio_window_s and encoder_tokens together (Whisper: 30 s of audio "
+                "become 1500 encoder positions)"
+            )
         )
 
 
@@ -64,22 +79,38 @@ def check_inference(m: ModelSpec, inf: InferenceSpec) -> None:
     if inf.overlap_s:
         audio.append("overlap_s")
     if audio and not is_speech(m):
-        what = "an encoder-decoder text model" if m.encoder_layers is not None else "not a speech model"
-        raise ValueError(
-            f"{', '.join(audio)} {'needs' if len(audio) == 1 else 'need'} a speech model, and this one is "
-            f'{what} (no audio_window_s): use a speech preset (e.g. preset = "whisper-large-v3"), a Whisper '
-            "hf_config, or give the model's "
-            "encoder_layers, encoder_tokens and audio_window_s; for text give requests instead"
+        what = _("an encoder-decoder text model") if m.encoder_layers is not None else _("not a speech model")
+        message = (
+            _(
+                "{keys} needs a speech model, and this one is "
+                '{what} (no audio_window_s): use a speech preset (e.g. preset = "whisper-large-v3"), a '
+                "Whisper "
+                "hf_config, or give the model's "
+                "encoder_layers, encoder_tokens and audio_window_s; for text give requests instead"
+            )
+            if len(audio) == 1
+            else _(
+                "{keys} need a speech model, and this one is "
+                '{what} (no audio_window_s): use a speech preset (e.g. preset = "whisper-large-v3"), a '
+                "Whisper "
+                "hf_config, or give the model's "
+                "encoder_layers, encoder_tokens and audio_window_s; for text give requests instead"
+            )
         )
+        raise ValueError(message.format(keys=", ".join(audio), what=what))
     if inf.engine is not None and m.encoder_layers is None:
         raise ValueError(
-            "engine is modelled for encoder-decoder models (T5, Whisper) only: decoder-only serving is "
-            "estimated with vLLM-class CUDA graphs already; remove engine"
+            _(
+                "engine is modelled for encoder-decoder models (T5, Whisper) only: decoder-only serving is "
+                "estimated with vLLM-class CUDA graphs already; remove engine"
+            )
         )
     if inf.beams > 1 and m.encoder_layers is None:
         raise ValueError(
-            "beams is modelled for encoder-decoder models (T5, Whisper) only; remove it (decoder-only "
-            "serving is estimated with greedy or sampled decoding)"
+            _(
+                "beams is modelled for encoder-decoder models (T5, Whisper) only; remove it (decoder-only "
+                "serving is estimated with greedy or sampled decoding)"
+            )
         )
     if not is_speech(m):
         if m.encoder_layers is not None:
@@ -89,20 +120,26 @@ def check_inference(m: ModelSpec, inf: InferenceSpec) -> None:
     window = inf.window_s if inf.window_s is not None else model_window
     if window > model_window:
         raise ValueError(
-            f"window_s = {window:g} is longer than the {model_window:g} s the model's encoder takes: longer "
-            f"audio is cut into windows of at most {model_window:g} s (Hugging Face's pipeline: "
-            f"chunk_length_s ≤ {model_window:g}); write window_s = {model_window:g} or less"
+            _(
+                "window_s = {window} is longer than the {model_window} s the model's encoder takes: longer "
+                "audio is cut into windows of at most {model_window} s (Hugging Face's pipeline: "
+                "chunk_length_s ≤ {model_window}); write window_s = {model_window} or less"
+            ).format(window=f"{window:g}", model_window=f"{model_window:g}")
         )
     if inf.overlap_s >= window:
         raise ValueError(
-            f"overlap_s ({inf.overlap_s:g}) must be less than window_s ({window:g}): each window must bring "
-            "new audio (Hugging Face's default: window 30, overlap 10 = stride_length_s 5 on each side)"
+            _(
+                "overlap_s ({overlap}) must be less than window_s ({window}): each window must bring "
+                "new audio (Hugging Face's default: window 30, overlap 10 = stride_length_s 5 on each side)"
+            ).format(overlap=f"{inf.overlap_s:g}", window=f"{window:g}")
         )
     if inf.audio_hours is None and inf.requests is None:
         raise ValueError(
-            "a speech model's amount of work is audio_hours (hours of audio to transcribe) or requests "
-            "(clips of at most one window each), not a target rate of output tokens; write e.g. "
-            "audio_hours = 100"
+            _(
+                "a speech model's amount of work is audio_hours (hours of audio to transcribe) or requests "
+                "(clips of at most one window each), not a target rate of output tokens; write e.g. "
+                "audio_hours = 100"
+            )
         )
     _check_decoder_room(m, inf, prompt_is_encoder=False)
 
@@ -113,9 +150,12 @@ def _check_decoder_room(m: ModelSpec, inf: InferenceSpec, *, prompt_is_encoder: 
     if cap is not None and decoded > cap:
         what = "output_tokens" if prompt_is_encoder else "prompt_tokens + output_tokens"
         raise ValueError(
-            f"{what} = {decoded} is more than the decoder's {cap} positions (decoder_max_tokens): one window "
-            f"of speech decodes at most {cap} tokens (about 100-150 for 30 s of English speech); lower "
-            "output_tokens, or shorten window_s"
+            _(
+                "{what} = {decoded} is more than the decoder's {cap} positions (decoder_max_tokens): "
+                "one window "
+                "of speech decodes at most {cap} tokens (about 100-150 for 30 s of English speech); lower "
+                "output_tokens, or shorten window_s"
+            ).format(what=what, decoded=decoded, cap=cap)
         )
 
 

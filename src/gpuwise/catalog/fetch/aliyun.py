@@ -42,6 +42,7 @@ from gpuwise.catalog.fetch.common import (
     with_memory_variant,
 )
 from gpuwise.errors import ConfigError
+from gpuwise.locale import _
 
 CLOUD = "Alibaba Cloud"
 ENV_NAMES = ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET")
@@ -91,7 +92,7 @@ def _gpu_types(api: Api, warnings: FetchWarnings) -> dict[str, FetchedRow]:
     """GPU instance types by id, as region-less rows (prices and places are filled per region)."""
     found: dict[str, FetchedRow] = {}
     token = ""
-    for _ in range(1000):  # bounded: 100 000 types is far beyond any cloud's list
+    for _page in range(1000):  # bounded: 100 000 types is far beyond any cloud's list
         params: dict[str, Any] = {"MaxResults": _PAGE, "MinimumGPUAmount": 1}
         if token:
             params["NextToken"] = token
@@ -242,8 +243,8 @@ class SdkApi:
             from aliyunsdkcore.client import AcsClient
         except ImportError as exc:
             raise ConfigError(
-                "The Alibaba Cloud SDK is not installed",
-                fix="pip install 'gpuwise[aliyun]' (it installs aliyun-python-sdk-core)",
+                _("The Alibaba Cloud SDK is not installed"),
+                fix=_("pip install 'gpuwise[aliyun]' (it installs aliyun-python-sdk-core)"),
             ) from exc
         self._client = AcsClient(key_id, secret, _HOME_REGION)
 

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from gpuwise.catalog.specs import canonical_gpu_name
 from gpuwise.errors import CatalogError, ConfigError, NotFoundError
+from gpuwise.locale import _
 
 CSV_COLUMNS = (
     "InstanceType",
@@ -109,10 +110,19 @@ def credentials(env: Mapping[str, str], names: tuple[str, str], *, cloud: str, d
     The values are never put in a message."""
     missing = [n for n in names if not env.get(n, "").strip()]
     if missing:
+        message = (
+            _("No {cloud} credentials: {names} is not set")
+            if len(missing) == 1
+            else _("No {cloud} credentials: {names} are not set")
+        )
         raise ConfigError(
-            f"No {cloud} credentials: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set",
-            why=f"`gpuwise catalog fetch` asks {cloud}'s API with your own account's access key",
-            fix=f"export {names[0]}=… and {names[1]}=… (an access key with read-only access; see {doc})",
+            message.format(cloud=cloud, names=_(" and ").join(missing)),
+            why=_("`gpuwise catalog fetch` asks {cloud}'s API with your own account's access key").format(
+                cloud=cloud
+            ),
+            fix=_("export {first}=… and {second}=… (an access key with read-only access; see {doc})").format(
+                first=names[0], second=names[1], doc=doc
+            ),
         )
     return env[names[0]].strip(), env[names[1]].strip()
 
@@ -130,13 +140,15 @@ def check_regions(asked: Iterable[str], known: Iterable[str], *, cloud: str) -> 
     for region in wanted:
         if region not in known_list:
             raise NotFoundError(
-                "region",
+                _("region"),
                 region,
                 known_list,
-                why=f"{cloud}'s region list (asked just now with your credentials) does not have it",
-                fix="use a region id as the cloud spells it: "
-                + ", ".join(known_list[:12])
-                + (" …" if len(known_list) > 12 else ""),
+                why=_("{cloud}'s region list (asked just now with your credentials) does not have it").format(
+                    cloud=cloud
+                ),
+                fix=_("use a region id as the cloud spells it: {names}").format(
+                    names=", ".join(known_list[:12]) + (" …" if len(known_list) > 12 else "")
+                ),
             )
     return list(dict.fromkeys(wanted))
 
@@ -166,9 +178,9 @@ def for_each_region(
         answered.append(region)
     if not answered:
         raise CatalogError(
-            f"No {cloud} region answered; nothing was written",
-            why="; ".join(warnings.lines[:3]) or "no region to ask",
-            fix="check the network and the regions asked (--region), then run the fetch again",
+            _("No {cloud} region answered; nothing was written").format(cloud=cloud),
+            why="; ".join(warnings.lines[:3]) or _("no region to ask"),
+            fix=_("check the network and the regions asked (--region), then run the fetch again"),
         )
     return FetchResult(
         provider=provider,
@@ -185,16 +197,18 @@ def api_failure(cloud: str, exc: ApiError) -> ConfigError | CatalogError:
     if exc.auth:
         return auth_error(cloud, exc)
     return CatalogError(
-        f"{cloud}'s API failed: {exc}; nothing was written",
-        fix="check the network and run the fetch again (a busy API answers later)",
+        _("{cloud}'s API failed: {error}; nothing was written").format(cloud=cloud, error=exc),
+        fix=_("check the network and run the fetch again (a busy API answers later)"),
     )
 
 
 def auth_error(cloud: str, exc: ApiError) -> ConfigError:
     return ConfigError(
-        f"{cloud} refused the credentials ({exc.code or exc})",
-        why="the access key is wrong, disabled, or lacks read access to the instance and price APIs",
-        fix=f"check the key in the environment and grant it read-only access to {cloud}'s compute API",
+        _("{cloud} refused the credentials ({code})").format(cloud=cloud, code=exc.code or exc),
+        why=_("the access key is wrong, disabled, or lacks read access to the instance and price APIs"),
+        fix=_(
+            "check the key in the environment and grant it read-only access to {cloud}'s compute API"
+        ).format(cloud=cloud),
     )
 
 

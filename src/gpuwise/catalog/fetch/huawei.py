@@ -40,6 +40,7 @@ from gpuwise.catalog.fetch.common import (
     with_memory_variant,
 )
 from gpuwise.errors import ConfigError
+from gpuwise.locale import _
 
 CLOUD = "Huawei Cloud"
 ENV_NAMES = ("HUAWEICLOUD_SDK_AK", "HUAWEICLOUD_SDK_SK")
@@ -208,8 +209,8 @@ class SdkApi:
             import huaweicloudsdkcore  # noqa: F401
         except ImportError as exc:
             raise ConfigError(
-                "The Huawei Cloud SDK is not installed",
-                fix="pip install 'gpuwise[huawei]' (huaweicloudsdkcore, -iam, -ecs and -bss)",
+                _("The Huawei Cloud SDK is not installed"),
+                fix=_("pip install 'gpuwise[huawei]' (huaweicloudsdkcore, -iam, -ecs and -bss)"),
             ) from exc
         self._ak, self._sk = ak, sk
         self._projects: dict[str, str] = {}

@@ -37,6 +37,7 @@ from gpuwise.catalog.fetch.common import (
     number,
 )
 from gpuwise.errors import ConfigError
+from gpuwise.locale import _
 
 CLOUD = "Tencent Cloud"
 ENV_NAMES = ("TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY")
@@ -165,8 +166,8 @@ class SdkApi:
             from tencentcloud.common import credential
         except ImportError as exc:
             raise ConfigError(
-                "The Tencent Cloud SDK is not installed",
-                fix="pip install 'gpuwise[tencent]' (it installs tencentcloud-sdk-python-common)",
+                _("The Tencent Cloud SDK is not installed"),
+                fix=_("pip install 'gpuwise[tencent]' (it installs tencentcloud-sdk-python-common)"),
             ) from exc
         self._credential = credential.Credential(secret_id, secret_key)
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from gpuwise import httpclient
 from gpuwise.idle.actions import ActionResult, Runner
+from gpuwise.locale import _
 
 # Each stop call: 3 tries on 429/5xx/connection errors, 2 s then 4 s apart (jittered); 30 s per try.
 STOP_RETRY = httpclient.Retry(attempts=3, backoff_s=2.0, max_backoff_s=30.0)
@@ -133,8 +134,8 @@ def need_credential(
 ) -> Credential:
     found = find_credential(ctx, env_names, files, keys)
     if found is None:
-        where = " or ".join([*env_names, *("~/" + f for f in files)])
-        raise StopError(f"no {provider} API key: set {where}")
+        where = _(" or ").join([*env_names, *("~/" + f for f in files)])
+        raise StopError(_("no {provider} API key: set {where}").format(provider=provider, where=where))
     return found
 
 

@@ -13,6 +13,7 @@ from gpuwise.idle.providers import hyperstack, lambdalabs, paperspace, runpod, t
 from gpuwise.idle.providers.base import StopContext, find_credential
 from gpuwise.idle.providers.metadata import MetadataEndpoints
 from gpuwise.idle.providers.plan import ALIASES, identify, plan_steps
+from gpuwise.locale import _
 
 # provider -> (environment variables, files under the home folder, keys in those files)
 CREDENTIALS: dict[str, tuple[Sequence[str], Sequence[str], Sequence[str]]] = {
@@ -52,12 +53,15 @@ def credentials_for(provider: str, ctx: StopContext) -> tuple[bool, str]:
     if provider in CLIS:
         program = CLIS[provider]
         path = ctx.runner.which(program)
-        return (True, f"{program} CLI at {path}") if path else (False, f"{program} CLI not found on PATH")
+        if path:
+            return True, _("{program} CLI at {path}").format(program=program, path=path)
+        return False, _("{program} CLI not found on PATH").format(program=program)
     env, files, keys = CREDENTIALS[provider]
     found = find_credential(ctx, env, files, keys)
     if found is None:
-        return False, "missing: set " + " or ".join([*env, *("~/" + f for f in files)])
-    return True, f"found in {found.source}"
+        where = _(" or ").join([*env, *("~/" + f for f in files)])
+        return False, _("missing: set {where}").format(where=where)
+    return True, _("found in {source}").format(source=found.source)
 
 
 def check_machine(
@@ -78,5 +82,5 @@ def check_machine(
         return MachineCheck(None, None, {}, steps, None, False)
     ok, where = credentials_for(found.provider, ctx)
     if found.provider == "lambda" and not ctx.allow_terminate:
-        ok, where = False, where + "; allow_terminate is not set"
+        ok, where = False, where + _("; allow_terminate is not set")
     return MachineCheck(found.provider, found.how, found.ids, steps, where, ok)

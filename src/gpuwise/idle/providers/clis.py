@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from gpuwise.idle.actions import SHUTDOWN_ARGV, stop_argv
 from gpuwise.idle.providers.base import StopContext, StopStep, cli_step
+from gpuwise.locale import _
 
 # Whether `shutdown -h now` from inside the guest ends the compute billing, where a source says so.
 # AWS: instance-initiated shutdown stops an EBS-backed instance by default (EC2 user guide, "Change the
@@ -45,12 +46,20 @@ def nebius_step(ident: Mapping[str, str], ctx: StopContext) -> StopStep:
 def shutdown_step(ctx: StopContext, provider: str | None) -> StopStep:
     """`shutdown -h now`, with a loud warning unless a source says it ends the billing on `provider`."""
     stops = SHUTDOWN_STOPS_BILLING.get(provider or "")
-    where = f"on {provider}" if provider else "on a machine whose provider was not identified"
+    where = (
+        _("on {provider}").format(provider=provider)
+        if provider
+        else _("on a machine whose provider was not identified")
+    )
     warning = ""
     if stops is False:
-        warning = f"shutdown -h now does NOT end the billing {where}: the machine stays allocated"
+        warning = _("shutdown -h now does NOT end the billing {where}: the machine stays allocated").format(
+            where=where
+        )
     elif stops is None:
-        warning = f"shutdown -h now is not known to end the billing {where}; check the provider's console"
+        warning = _(
+            "shutdown -h now is not known to end the billing {where}; check the provider's console"
+        ).format(where=where)
     step = cli_step("shutdown", list(SHUTDOWN_ARGV), ctx)
     step.stops_billing, step.warning = stops, warning
     return step

@@ -26,6 +26,7 @@ from gpuwise.idle.providers.base import (
     find_credential,
     http_step_call,
 )
+from gpuwise.locale import _
 
 API = "https://ecs.{region}.myhuaweicloud.com"
 
@@ -65,7 +66,7 @@ def step(ident: Mapping[str, str], ctx: StopContext) -> StopStep:
         ak = find_credential(ctx, ["HUAWEICLOUD_SDK_AK"])
         sk = find_credential(ctx, ["HUAWEICLOUD_SDK_SK"])
         if ak is None or sk is None:
-            raise StopError("no Huawei Cloud credentials: set HUAWEICLOUD_SDK_AK and HUAWEICLOUD_SDK_SK")
+            raise StopError(_("no Huawei Cloud credentials: set HUAWEICLOUD_SDK_AK and HUAWEICLOUD_SDK_SK"))
         headers = {
             "Content-Type": "application/json",
             "Host": urlsplit(url).netloc,

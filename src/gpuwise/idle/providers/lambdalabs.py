@@ -22,11 +22,12 @@ from gpuwise.idle.providers.base import (
     http_step_call,
     need_credential,
 )
+from gpuwise.locale import N_, _
 
 API = "https://cloud.lambdalabs.com/api/v1"
 ENV = ("LAMBDA_API_KEY",)
 FILES = (".lambda_cloud/lambda_keys",)
-WARNING = (
+WARNING = N_(
     "Lambda has no stop: gpuwise idle TERMINATES instance {id}. Its local disk is deleted for good; only a "
     "persistent filesystem attached to it survives"
 )
@@ -38,12 +39,12 @@ def step(ident: Mapping[str, str], ctx: StopContext) -> StopStep:
 
     def call() -> ActionResult:
         if not ctx.allow_terminate:
-            raise StopError("Lambda can only terminate: set allow_terminate = true in [idle] to allow it")
+            raise StopError(_("Lambda can only terminate: set allow_terminate = true in [idle] to allow it"))
         key = need_credential(ctx, "Lambda", ENV, FILES, ["api_key"])
         headers = {"Authorization": f"Bearer {key.value}", "Content-Type": "application/json"}
         body = json.dumps({"instance_ids": [instance]}).encode()
         return http_step_call(ctx, "POST", url, headers=headers, body=body, secrets=[key.value])
 
     return api_step(
-        "lambda", f"Lambda: terminate instance {instance}", call, warning=WARNING.format(id=instance)
+        "lambda", f"Lambda: terminate instance {instance}", call, warning=_(WARNING).format(id=instance)
     )

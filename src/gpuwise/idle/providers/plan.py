@@ -17,6 +17,7 @@ from gpuwise.idle.actions import ActionResult
 from gpuwise.idle.providers import clis, huawei, hyperstack, lambdalabs, paperspace, runpod, tencent, vast
 from gpuwise.idle.providers.base import StopContext, StopStep
 from gpuwise.idle.providers.metadata import IDENTITY, MORE_IDENTITY, MetadataEndpoints, MetadataError
+from gpuwise.locale import _
 
 StepBuilder = Callable[[Mapping[str, str], StopContext], StopStep]
 
@@ -88,8 +89,11 @@ def _failing(action: str, why: str) -> StopStep:
 def _provider_step(provider: str, ctx: StopContext, endpoints: MetadataEndpoints) -> tuple[StopStep, str]:
     found = identify(provider, ctx, endpoints)
     if found is None:
-        where = "its metadata service did not answer" if provider in METADATA else "set [idle] instance_id"
-        return _failing(provider, f"cannot identify this {provider} instance: {where}"), "not identified"
+        where = (
+            _("its metadata service did not answer") if provider in METADATA else _("set [idle] instance_id")
+        )
+        why = _("cannot identify this {provider} instance: {where}").format(provider=provider, where=where)
+        return _failing(provider, why), _("not identified")
     return STEPS[provider](found.ids, ctx), f"{provider} instance {found.ids} (from {found.how})"
 
 
@@ -112,7 +116,11 @@ def plan_steps(
     elif action == "auto":
         found = identify(None, ctx, endpoints)
         if found is None:
-            primary, note, provider = [], "no provider identified (no platform variable, no metadata)", None
+            primary, note, provider = (
+                [],
+                _("no provider identified (no platform variable, no metadata)"),
+                None,
+            )
         else:
             provider = found.provider
             primary = [STEPS[provider](found.ids, ctx)]

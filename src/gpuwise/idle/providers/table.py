@@ -1,12 +1,15 @@
 """What each stop action does to the bill and to the disk, how gpuwise finds the instance, and what it needs:
 the data behind `gpuwise idle providers`. Every line restates the provider's own documentation, cited in the
-provider's module (or in `clis`); "not documented" is said where no source was found.
+provider's module (or in `clis`); "not documented" is said where no source was found. The sentences are
+marked with N_(): the JSON keeps them in English, `gpuwise idle providers` shows them in the user's language.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from gpuwise.locale import N_
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,6 @@ class ProviderAction:
         return asdict(self)
 
 
-_META = "the cloud's metadata service"
 _ID = '[idle] action = "{a}" and [idle] instance_id'
 
 PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
@@ -34,10 +36,10 @@ PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
         "REST POST /v1/pods/{id}/stop",
         True,
         True,
-        "GPU billing ends; the volume disk is billed as storage",
-        "volume disk kept; container disk reset",
-        "RUNPOD_POD_ID (set in every pod)",
-        "RUNPOD_API_KEY (set in every pod) or ~/.runpod/config.toml",
+        N_("GPU billing ends; the volume disk is billed as storage"),
+        N_("volume disk kept; container disk reset"),
+        N_("RUNPOD_POD_ID (set in every pod)"),
+        N_("RUNPOD_API_KEY (set in every pod) or ~/.runpod/config.toml"),
         "runpod",
     ),
     ProviderAction(
@@ -45,21 +47,21 @@ PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
         "PUT /api/v0/instances/{id}/ state=stopped",
         True,
         True,
-        "GPU billing ends; storage stays billed",
-        "kept (restart needs the host's GPUs free)",
-        "VAST_CONTAINERLABEL (set in every instance), or CONTAINER_ID beside VAST_ variables",
-        "VAST_API_KEY, CONTAINER_API_KEY or ~/.config/vastai/vast_api_key",
+        N_("GPU billing ends; storage stays billed"),
+        N_("kept (restart needs the host's GPUs free)"),
+        N_("VAST_CONTAINERLABEL (set in every instance), or CONTAINER_ID beside VAST_ variables"),
+        N_("VAST_API_KEY, CONTAINER_API_KEY or ~/.config/vastai/vast_api_key"),
         "vast",
     ),
     ProviderAction(
         "lambda",
-        "POST /api/v1/instance-operations/terminate (no stop exists)",
+        N_("POST /api/v1/instance-operations/terminate (no stop exists)"),
         True,
         False,
-        "billing ends: the instance is TERMINATED",
-        "LOST, except a persistent filesystem",
+        N_("billing ends: the instance is TERMINATED"),
+        N_("LOST, except a persistent filesystem"),
         _ID.format(a="lambda"),
-        "allow_terminate = true; LAMBDA_API_KEY or ~/.lambda_cloud/lambda_keys",
+        N_("allow_terminate = true; LAMBDA_API_KEY or ~/.lambda_cloud/lambda_keys"),
         "lambda",
     ),
     ProviderAction(
@@ -67,8 +69,8 @@ PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
         "PATCH /v1/machines/{id}/stop",
         True,
         True,
-        "compute billing ends; storage stays billed",
-        "kept",
+        N_("compute billing ends; storage stays billed"),
+        N_("kept"),
         _ID.format(a="paperspace"),
         "PAPERSPACE_API_KEY",
         "paperspace",
@@ -78,10 +80,10 @@ PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
         "jl pause <id> --yes",
         True,
         True,
-        "GPU billing ends; storage stays billed",
-        "kept",
+        N_("GPU billing ends; storage stays billed"),
+        N_("kept"),
         _ID.format(a="jarvislabs"),
-        "the jl CLI (pip install jarvislabs) with JL_API_KEY or `jl setup`",
+        N_("the jl CLI (pip install jarvislabs) with JL_API_KEY or `jl setup`"),
         "jarvislabs",
     ),
     ProviderAction(
@@ -89,10 +91,10 @@ PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
         "nebius compute instance stop --id <id>",
         True,
         True,
-        "VM billing ends; disks stay billed (a shutdown from inside keeps billing)",
-        "kept",
+        N_("VM billing ends; disks stay billed (a shutdown from inside keeps billing)"),
+        N_("kept"),
         _ID.format(a="nebius"),
-        "the nebius CLI, configured (nebius profile create)",
+        N_("the nebius CLI, configured (nebius profile create)"),
         "nebius",
     ),
     ProviderAction(
@@ -100,8 +102,8 @@ PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
         "GET /v1/core/virtual-machines/{id}/hibernate",
         True,
         True,
-        "hibernated: only the saved root disk and public IP are billed (a stopped VM is billed in full)",
-        "root disk saved; the ephemeral disk is lost",
+        N_("hibernated: only the saved root disk and public IP are billed (a stopped VM is billed in full)"),
+        N_("root disk saved; the ephemeral disk is lost"),
         _ID.format(a="hyperstack"),
         "HYPERSTACK_API_KEY",
         "hyperstack",
@@ -111,10 +113,10 @@ PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
         "CVM StopInstances, StoppedMode=STOP_CHARGING",
         True,
         True,
-        "CPU, memory and GPU billing end on pay-as-you-go instances that support it; disks stay billed",
-        "kept",
-        _META + " (metadata.tencentyun.com)",
-        "TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY or ~/.tencentcloud/credentials",
+        N_("CPU, memory and GPU billing end on pay-as-you-go instances that support it; disks stay billed"),
+        N_("kept"),
+        N_("the cloud's metadata service (metadata.tencentyun.com)"),
+        N_("TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY or ~/.tencentcloud/credentials"),
         "tencent",
     ),
     ProviderAction(
@@ -122,9 +124,12 @@ PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
         "ECS batch stop (os-stop, SOFT)",
         True,
         True,
-        "vCPU and memory billing end for pay-per-use flavors without local disks or FPGAs; disks stay billed",
-        "kept",
-        _META + " (OpenStack meta_data.json)",
+        N_(
+            "vCPU and memory billing end for pay-per-use flavors without local disks or FPGAs; "
+            "disks stay billed"
+        ),
+        N_("kept"),
+        N_("the cloud's metadata service (OpenStack meta_data.json)"),
         "HUAWEICLOUD_SDK_AK/HUAWEICLOUD_SDK_SK",
         "huawei",
     ),
@@ -133,10 +138,10 @@ PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
         "aws ec2 stop-instances",
         True,
         True,
-        "instance billing ends; EBS stays billed",
-        "EBS kept; instance store lost",
-        _META + " (IMDSv2)",
-        "the aws CLI, configured",
+        N_("instance billing ends; EBS stays billed"),
+        N_("EBS kept; instance store lost"),
+        N_("the cloud's metadata service (IMDSv2)"),
+        N_("the aws CLI, configured"),
         "aws",
     ),
     ProviderAction(
@@ -144,10 +149,10 @@ PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
         "gcloud compute instances stop",
         True,
         True,
-        "VM billing ends; disks stay billed",
-        "persistent disks kept; local SSD lost",
-        _META,
-        "the gcloud CLI, configured",
+        N_("VM billing ends; disks stay billed"),
+        N_("persistent disks kept; local SSD lost"),
+        N_("the cloud's metadata service"),
+        N_("the gcloud CLI, configured"),
         "gcp",
     ),
     ProviderAction(
@@ -155,10 +160,10 @@ PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
         "az vm deallocate",
         True,
         True,
-        "compute billing ends (deallocated, not just stopped)",
-        "managed disks kept; the temporary disk is lost",
-        _META + " (IMDS)",
-        "the az CLI, logged in",
+        N_("compute billing ends (deallocated, not just stopped)"),
+        N_("managed disks kept; the temporary disk is lost"),
+        N_("the cloud's metadata service (IMDS)"),
+        N_("the az CLI, logged in"),
         "azure",
     ),
     ProviderAction(
@@ -166,20 +171,20 @@ PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
         "aliyun ecs StopInstance --StoppedMode StopCharging",
         True,
         True,
-        "vCPU, memory and GPU billing end on pay-as-you-go instances that support it; disks stay billed",
-        "kept",
-        _META,
-        "the aliyun CLI, configured",
+        N_("vCPU, memory and GPU billing end on pay-as-you-go instances that support it; disks stay billed"),
+        N_("kept"),
+        N_("the cloud's metadata service"),
+        N_("the aliyun CLI, configured"),
         "alibaba",
     ),
     ProviderAction(
         "command",
-        "your own command ([idle] command)",
+        N_("your own command ([idle] command)"),
         None,
         None,
-        "whatever your command does",
-        "whatever your command does",
-        'never (chosen with action = "command")',
+        N_("whatever your command does"),
+        N_("whatever your command does"),
+        N_('never (chosen with action = "command")'),
         "[idle] command",
         "command",
     ),
@@ -188,11 +193,13 @@ PROVIDER_ACTIONS: tuple[ProviderAction, ...] = (
         "shutdown -h now",
         None,
         True,
-        "ends compute billing on AWS and GCP only; keeps billing on Azure, Nebius, Hyperstack; not "
-        "documented elsewhere (a warning says so before it runs)",
-        "kept",
-        "the fallback when no provider is identified",
-        "root (or a sudo rule for shutdown)",
+        N_(
+            "ends compute billing on AWS and GCP only; keeps billing on Azure, Nebius, Hyperstack; not "
+            "documented elsewhere (a warning says so before it runs)"
+        ),
+        N_("kept"),
+        N_("the fallback when no provider is identified"),
+        N_("root (or a sudo rule for shutdown)"),
         "shutdown",
     ),
 )

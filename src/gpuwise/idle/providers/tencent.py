@@ -30,6 +30,7 @@ from gpuwise.idle.providers.base import (
     http_step_call,
     mask,
 )
+from gpuwise.locale import _
 
 API = "https://cvm.tencentcloudapi.com"
 SERVICE = "cvm"
@@ -74,8 +75,10 @@ def _credentials(ctx: StopContext) -> tuple[str, str]:
     skey = find_credential(ctx, ["TENCENTCLOUD_SECRET_KEY"], FILES, ["secret_key"])
     if sid is None or skey is None:
         raise StopError(
-            "no Tencent Cloud credentials: set TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY, "
-            "or secret_id and secret_key in ~/.tencentcloud/credentials"
+            _(
+                "no Tencent Cloud credentials: set TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY, "
+                "or secret_id and secret_key in ~/.tencentcloud/credentials"
+            )
         )
     return sid.value, skey.value
 
