@@ -100,9 +100,15 @@ _PATHLIKE = re.compile(r"\S*[/\\_.=:<>\[\]{}$@#]\S*")  # paths, file names, ids,
 _WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
 
 
-def english_runs(text: str, *, words: int = 3) -> list[str]:
+def english_runs(text: str, *, words: int = 3, quoted: tuple[str, ...] = ()) -> list[str]:
     """Runs of `words`+ plain English words left once code, options, names and allowed terms are removed:
-    what a Chinese screen should not contain."""
+    what a Chinese screen should not contain. A run that is part of one of the `quoted` strings (bundled
+    data shown as it is, see DATA_KEYS) is not counted."""
+    exempt = [run for q in quoted for run in _runs(q, 1)]
+    return [run for run in _runs(text, words) if not any(run in e for e in exempt)]
+
+
+def _runs(text: str, words: int) -> list[str]:
     found: list[str] = []
     for line in text.splitlines():
         bare_line = _OPTION.sub(" | ", _BACKTICKS.sub(" | ", line))
@@ -118,3 +124,19 @@ def english_runs(text: str, *, words: int = 3) -> list[str]:
                 found.append(" ".join(run))
             run = []
     return found
+
+
+# Bundled reference data shown as it is, in the language it was published in: the titles of the datasheets
+# and papers a figure cites, and the spec table's notes on them. Exempt from the heuristic on the screens
+# that show them (the strings come from the same command's --json).
+DATA_KEYS = frozenset({"source", "notes"})
+
+
+def data_strings(value: object) -> list[str]:
+    """Every string under a DATA_KEYS key of a JSON document."""
+    if isinstance(value, dict):
+        found = [v for k, v in value.items() if k in DATA_KEYS and isinstance(v, str)]
+        return found + [s for v in value.values() for s in data_strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in data_strings(v)]
+    return []

@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 import pytest
-from locale_support import REPO, english_runs, gpuwise, zh_environment
+from locale_support import REPO, data_strings, english_runs, gpuwise, zh_environment
 
 from gpuwise.locale import build
 from gpuwise.locale.catalog import read_po_files
@@ -61,13 +61,13 @@ def _long_msgids() -> list[str]:
     return [e.msgid for e in entries if any(e.msgstr) and len(e.msgid.split()) >= 3 and "{" not in e.msgid]
 
 
-def _untranslated(screens: dict[str, str]) -> list[str]:
+def _untranslated(screens: dict[str, str], quoted: tuple[str, ...] = ()) -> list[str]:
     msgids = [(m, _flat(m)) for m in _long_msgids()]
     found: list[str] = []
     for name, text in screens.items():
         flat = _flat(text)
         found += [f"{name}: catalog msgid shown in English: {m[:70]!r}" for m, f in msgids if f in flat]
-        found += [f"{name}: English words: {run!r}" for run in english_runs(text)]
+        found += [f"{name}: English words: {run!r}" for run in english_runs(text, quoted=quoted)]
     return found
 
 
@@ -129,7 +129,12 @@ def test_the_plan_is_in_chinese(sample_screens: dict[str, str]) -> None:
 
 
 def test_no_output_is_left_in_english(sample_screens: dict[str, str]) -> None:
-    found = _untranslated(sample_screens)
+    quoted: list[str] = []
+    for args in (["catalog", "gpus", "--json"], ["presets", "--json"]):  # their cited sources and notes
+        done = gpuwise(*args)
+        assert done.returncode == 0, done.stderr
+        quoted += data_strings(json.loads(done.stdout))
+    found = _untranslated(sample_screens, tuple(quoted))
     assert not found, f"{len(found)} untranslated pieces of output:\n" + "\n".join(found)
 
 
@@ -137,3 +142,7 @@ def test_the_heuristic_can_fail() -> None:
     assert english_runs("峰值显存 does not fit on this GPU") == ["does not fit on this"]
     assert english_runs("显存放不下 — the model does not fit") == ["the model does not fit"]
     assert english_runs("运行 `gpuwise plan --top 3` 查看 H100 80 GiB, aws, JSON") == []
+    quoted = ("Hopper architecture whitepaper, appendix (nvidia.com)",)
+    assert english_runs("来源： architecture whitepaper appendix", quoted=quoted) == []
+    assert english_runs("来源： architecture whitepaper appendix") == ["architecture whitepaper appendix"]
+    assert english_runs("来源： the datasheet says so", quoted=quoted) == ["the datasheet says so"]
