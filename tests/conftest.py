@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -91,3 +91,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"skipped, but GPUWISE_REQUIRE_ALL=1 forbids skips: {reason}"
+
+
+@pytest.fixture(autouse=True)
+def _english_after_each_test() -> Iterator[None]:
+    """A test that switches gpuwise to Chinese (main(["--lang", "zh", ...]), use_language) does not leave
+    the next test speaking it, nor LANGUAGE set in this process's environment."""
+    yield
+    from gpuwise.locale import use_language
+
+    use_language("en")

@@ -13,6 +13,9 @@ Every error carries three parts, rendered by the CLI as one paragraph: what happ
 why it probably happened (`why`) and what to do (`fix`, printed after "To fix:"). Adapters translate
 third-party exceptions with ``raise … from exc`` so the cause survives under ``--debug``.
 
+The render speaks the language gpuwise speaks (gpuwise.locale, a leaf too); in Chinese its sentences end
+with "。" and are not separated by spaces.
+
 Must not import anything outside the standard library.
 """
 
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+
+from gpuwise.locale import _, language
 
 
 class GpuwiseError(Exception):
@@ -35,6 +40,8 @@ class GpuwiseError(Exception):
 
     def render(self) -> str:
         """One paragraph: what, why, and "To fix: …"."""
+        if language() != "en":
+            return self._render_cjk()
         # A message may end with a question ("Did you mean 'H100'?") or a listing that ends its line:
         # keep those as they are rather than add a full stop.
         message = self.message
@@ -48,6 +55,29 @@ class GpuwiseError(Exception):
         for part in parts[1:]:
             text += part if text.endswith("\n") else " " + part
         return text
+
+    def _render_cjk(self) -> str:
+        """The paragraph in Chinese: a translated sentence ends with "。" and needs no space before the next
+        one; a sentence still in English (not translated yet) keeps its English stop and spacing."""
+        pieces = [self.message]
+        if self.why:
+            pieces.append(self.why)
+        if self.fix:
+            pieces.append(_("To fix: {fix}").format(fix=self.fix.rstrip(".。")))
+        text = ""
+        for piece in pieces:
+            cjk = _has_cjk(piece)
+            ended = piece.endswith(("?", "？", "\n", "!", "！"))
+            sentence = piece if ended else piece.rstrip(".。") + ("。" if cjk else ".")
+            if text and not text.endswith("\n") and not (cjk and _has_cjk(text[-1])):
+                text += " "
+            text += sentence
+        return text
+
+
+def _has_cjk(text: str) -> bool:
+    """Whether `text` holds a CJK ideograph or full-width punctuation (a translated sentence)."""
+    return any("\u3000" <= c <= "\u9fff" or "\uff00" <= c <= "\uffef" for c in text)
 
 
 class UsageError(GpuwiseError):
@@ -67,9 +97,18 @@ class NotFoundError(UsageError):
         self.kind = kind
         self.name = name
         self.matches = close_matches(name, choices)
-        message = f"Unknown {kind} {name!r}"
-        if self.matches:
-            message += ". Did you mean " + " or ".join(repr(m) for m in self.matches) + "?"
+        if language() == "en":
+            message = f"Unknown {kind} {name!r}"
+            if self.matches:
+                message += ". Did you mean " + " or ".join(repr(m) for m in self.matches) + "?"
+        else:
+            names = f" {_('or')} ".join(repr(m) for m in self.matches)
+            template = (
+                _("Unknown {kind} {name}. Did you mean {names}?")
+                if self.matches
+                else _("Unknown {kind} {name}")
+            )
+            message = template.format(kind=kind, name=repr(name), names=names)
         super().__init__(message, why=why, fix=fix)
 
 

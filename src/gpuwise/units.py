@@ -10,7 +10,7 @@ import math
 import re
 from datetime import date, datetime
 
-from gpuwise.locale import _
+from gpuwise.locale import _, language
 
 KIB = 1024
 MIB = 1024**2
@@ -116,6 +116,10 @@ def format_hours(hours: float) -> str:
 
 def format_money(amount: float, currency: str = "USD") -> str:
     """$1,234.56 for USD; '1,234.56 CNY' for anything else (never converted)."""
+    if language() != "en":  # the locale's signs (US$, ¥) with the same digits
+        from gpuwise.locale.formats import format_money as localized
+
+        return localized(amount, currency, "rounded" if currency == "USD" else "cents")
     if currency == "USD":
         if abs(amount) < 10:
             return f"${amount:,.2f}"
@@ -128,6 +132,10 @@ def format_usd(x: float | None) -> str:
     Dollars with enough digits that small totals differ: $1,234 · $12.34 · $0.0123."""
     if x is None or math.isnan(x):
         return "?"
+    if language() != "en":  # the locale's sign (US$) with the same digits
+        from gpuwise.locale.formats import format_money as localized
+
+        return localized(x, "USD", "significant")
     if abs(x) >= 1000:
         return f"${x:,.0f}"
     if abs(x) >= 1:

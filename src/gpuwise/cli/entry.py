@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from gpuwise.errors import ConfigError, GpuwiseError
-from gpuwise.locale import LANGUAGES, child_environment, language_from_environment, use_language
+from gpuwise.locale import LANGUAGES, _, child_environment, language_from_environment, use_language
 
 
 def requested_language(args: list[str]) -> str:
@@ -30,8 +30,8 @@ def requested_language(args: list[str]) -> str:
             lang = value.strip().lower()
             if lang not in LANGUAGES:
                 raise ConfigError(
-                    f"--lang {value!r} is not a language gpuwise speaks",
-                    fix="use --lang zh (Simplified Chinese) or --lang en",
+                    _("--lang {value} is not a language gpuwise speaks").format(value=repr(value)),
+                    fix=_("use --lang zh (Simplified Chinese) or --lang en"),
                 )
             return lang
         i += 1
@@ -43,10 +43,16 @@ def apply_language(args: list[str]) -> int | None:
     """Switch to the requested language; an exit code when the request is bad input."""
     try:
         use_language(requested_language(args))
+        return None
+    except GpuwiseError:
+        # say so in the language of the user's locale (the one the bad --lang was meant to replace)
+        use_language(language_from_environment(child_environment()))
+    try:
+        requested_language(args)  # the same error again, now worded in that language
     except GpuwiseError as exc:
-        sys.stderr.write(f"Error: {exc.render()}\n")
+        sys.stderr.write(f"{_('Error:')} {exc.render()}\n")
         return exc.exit_code
-    return None
+    return None  # pragma: no cover - the request failed a moment ago
 
 
 def run() -> None:  # pragma: no cover - console script shim

@@ -16,7 +16,7 @@ from gpuwise import __version__
 from gpuwise.cli import output
 from gpuwise.cli.entry import apply_language
 from gpuwise.errors import GpuwiseError
-from gpuwise.locale import _
+from gpuwise.locale import _, language
 
 app = typer.Typer(
     name="gpuwise",
@@ -117,6 +117,9 @@ def _register(names: list[str]) -> None:
         else:
             app.command(name, context_settings=entry.context_settings)(target)
         _registered.add(name)
+    from gpuwise.cli.localize import translate_docstrings
+
+    translate_docstrings(app)  # docstrings are the help's msgids: inspect.cleandoc(docstring) exactly
 
 
 def _command_named(args: list[str]) -> str | None:
@@ -153,8 +156,16 @@ def _usage_error(exc: Exception) -> int:
 
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "gpuwise"
-    fix = f"To fix: see `{escape(where)} --help` for the options."
-    output.err_console.print(f"[bold red]Error:[/] {escape(message.rstrip('.'))}. {fix}", soft_wrap=True)
+    if language() == "en":
+        fix = f"To fix: see `{escape(where)} --help` for the options."
+        output.err_console.print(f"[bold red]Error:[/] {escape(message.rstrip('.'))}. {fix}", soft_wrap=True)
+        return 2
+    from gpuwise.cli.localize import translate_usage_message
+
+    text = _("{message}. To fix: see `{command} --help` for the options.").format(
+        message=translate_usage_message(message).rstrip(".。"), command=where
+    )
+    output.err_console.print(f"[bold red]{escape(_('Error:'))}[/] {escape(text)}", soft_wrap=True)
     return 2
 
 
@@ -170,7 +181,12 @@ def main(argv: list[str] | None = None) -> int:
     _register([only] if only is not None else sorted(_COMMANDS))
     try:
         # not standalone: parsing errors come back here and are printed like every other bad input
-        result = app(args=args, prog_name="gpuwise", standalone_mode=False)
+        command = typer.main.get_command(app)  # what app(...) runs, built here to translate click's words
+        if language() != "en":
+            from gpuwise.cli.localize import localize_command
+
+            localize_command(command)
+        result = command.main(args=args, prog_name="gpuwise", standalone_mode=False)
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
@@ -181,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if debug or _debug:
             output.err_console.print_exception()
-        output.err_console.print(f"[bold red]Error:[/] {escape(exc.render())}", soft_wrap=True)
+        output.err_console.print(f"[bold red]{escape(_('Error:'))}[/] {escape(exc.render())}", soft_wrap=True)
         return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
         return 130

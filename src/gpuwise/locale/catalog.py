@@ -82,7 +82,7 @@ def parse_po(text: str, name: str = "<po>") -> list[Entry]:
         elif line.startswith("#"):
             if fields and current is not None:  # a comment after an entry's fields starts the next entry
                 flush()
-            if line.startswith("#,") and "fuzzy" in line[2:].split(","):
+            if line.startswith("#,") and "fuzzy" in (flag.strip() for flag in line[2:].split(",")):
                 fuzzy = True
         elif line.startswith('"'):
             if current is None:
@@ -96,7 +96,8 @@ def parse_po(text: str, name: str = "<po>") -> list[Entry]:
             if not known:
                 raise PoError(f"{where}: unknown keyword {keyword!r}")
             if keyword == "msgid":
-                flush()
+                if fields:  # a new entry without a blank line; an empty flush would drop its "#, fuzzy"
+                    flush()
                 start = number
             if keyword in fields:
                 raise PoError(f"{where}: {keyword} twice in one entry")

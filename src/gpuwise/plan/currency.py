@@ -24,7 +24,7 @@ from datetime import date
 from typing import Any
 
 from gpuwise.errors import UsageError
-from gpuwise.locale import _
+from gpuwise.locale import _, formats, language
 from gpuwise.units import format_usd
 
 CURRENCIES = ("USD", "CNY")
@@ -100,6 +100,8 @@ class Money:
         """The amount in this currency, with the digits `format_usd` gives dollars."""
         if self.rate is None or usd is None or math.isnan(usd):
             return format_usd(usd)
+        if language() != "en":  # the locale's sign (¥) with the same digits
+            return formats.format_money(self.amount(usd), self.currency, "significant")
         return format_usd(self.amount(usd)).replace("$", SYMBOLS.get(self.currency, ""), 1) + (
             "" if self.currency in SYMBOLS else f" {self.currency}"
         )
@@ -142,6 +144,8 @@ def money(usd: float | None) -> str:
 def cents(usd: float) -> str:
     """'$1,234.56' (always cents, as the report's sentences print money) in the currency being shown."""
     shown = current()
+    if language() != "en":  # the locale's sign (US$, ¥) with the same digits
+        return formats.format_money(shown.amount(usd), shown.currency, "cents")
     if shown.rate is None:
         return f"${usd:,.2f}"
     return f"{SYMBOLS.get(shown.currency, '')}{shown.amount(usd):,.2f}" + (
@@ -154,6 +158,8 @@ def rounded(usd: float) -> str:
     from gpuwise.units import format_money
 
     shown = current()
+    if language() != "en":  # the locale's sign (US$, ¥) with the same digits
+        return formats.format_money(shown.amount(usd), shown.currency, "rounded")
     text = format_money(shown.amount(usd))
     if shown.rate is None:
         return text
@@ -164,6 +170,8 @@ def rounded(usd: float) -> str:
 
 def symbol() -> str:
     """'$' or '¥': the sign of the currency being shown (for column headings such as '$/h')."""
+    if language() != "en":  # the locale's sign: US$ or ¥
+        return formats.currency_symbol(current().currency)
     return SYMBOLS.get(current().currency, current().currency)
 
 
