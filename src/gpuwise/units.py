@@ -159,7 +159,7 @@ def format_run_hours(h: float | None) -> str:
         return f"{h:.2f} h"
     if h < 48:
         return f"{h:.1f} h"
-    return f"{h:,.0f} h ({h / 24:,.1f} days)"
+    return _("{hours} h ({days} days)").format(hours=f"{h:,.0f}", days=f"{h / 24:,.1f}")
 
 
 def age_days(as_of: date, today: date) -> int:

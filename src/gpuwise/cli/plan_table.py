@@ -185,8 +185,10 @@ def _split(o: Option) -> str:
 def _span(low: str, high: str) -> str:
     """'4.44–14.9 h', '$0.48–1.82': a range short enough for a table cell (the unit said once)."""
     for unit in (" h", " min", " s"):
-        # '5.04–56 h (2.3 days)': past 48 h the high end adds its days, its unit still the low end's.
-        if low.endswith(unit) and ((high.endswith(unit) and "(" not in high) or f"{unit} (" in high):
+        # "5.04–56 h (2.3 days)": past 48 h the high end adds its days (either language's brackets), its
+        # unit still the low end's.
+        with_days = f"{unit} (" in high or f"{unit}（" in high
+        if low.endswith(unit) and ((high.endswith(unit) and "(" not in high) or with_days):
             return f"{low.removesuffix(unit)}–{high}"
     for symbol in ("$", "¥"):
         if low.startswith(symbol) and high.startswith(symbol):
