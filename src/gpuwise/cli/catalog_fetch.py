@@ -20,7 +20,10 @@ if TYPE_CHECKING:
     from gpuwise.catalog.fetch.common import FetchResult
 
 CLOUDS = ("aliyun", "huawei", "tencent")
-# Clouds the issue names whose fetch is not built yet: said so, not silently missing.
+# Clouds the issue names whose fetch is not built yet: said so, not silently missing. Baidu: BCC's
+# documented price call (POST /v2/instance/price, cloud.baidu.com/doc/BCC/s/uk5dt23r8) takes a length in
+# months and does not say what time a pay-as-you-go (Postpaid) price covers; the spot call
+# (/v2/instance/bidPrice) shows no response example or unit either. An hourly price would be a guess.
 NOT_YET = {"baidu": "Baidu AI Cloud (BCC)"}
 
 
@@ -31,7 +34,10 @@ def _fetcher(cloud: str, currency: str | None) -> Callable[[list[str], date], Fe
     if cloud in NOT_YET:
         raise ConfigError(
             _("`catalog fetch {cloud}` is not built yet").format(cloud=cloud),
-            why=_("{name} is not wired to gpuwise's fetch so far").format(name=NOT_YET[cloud]),
+            why=_(
+                "{name}'s documented price API does not say what time a pay-as-you-go price covers, "
+                "so gpuwise cannot turn it into an hourly price without guessing"
+            ).format(name=NOT_YET[cloud]),
             fix=_(
                 "fetch from {clouds}, or import a vms.csv-schema CSV of {cloud} prices with "
                 "gpuwise catalog import FILE --provider {cloud}"
