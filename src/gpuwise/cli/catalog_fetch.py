@@ -41,7 +41,7 @@ def _fetcher(cloud: str, currency: str | None) -> Callable[[list[str], date], Fe
             fix=_(
                 "fetch from {clouds}, or import a vms.csv-schema CSV of {cloud} prices with "
                 "gpuwise catalog import FILE --provider {cloud}"
-            ).format(clouds=" or ".join(CLOUDS), cloud=cloud),
+            ).format(clouds=_(" or ").join(CLOUDS), cloud=cloud),
         )
     if cloud not in CLOUDS:
         raise NotFoundError(
