@@ -13,6 +13,7 @@ from gpuwise.catalog.models import GpuSpec
 from gpuwise.estimate import constants as K  # noqa: N812 - K is the constants table, read everywhere
 from gpuwise.estimate import memory_constants as MEM  # noqa: N812 - the memory constants table
 from gpuwise.estimate.calibration import Calibration
+from gpuwise.estimate.encdec_train import encoder_positions, layout_note, sample_flops
 from gpuwise.estimate.hardware import arch_efficiency, bandwidth
 from gpuwise.estimate.lengths import Lengths
 from gpuwise.estimate.model_math import matmul_params
@@ -37,6 +38,8 @@ def flops_per_unit(m: ModelSpec, t: TrainSpec, lengths: Lengths, notes: Notes) -
         model_flops = 3 * (m.flops_per_sample or 0)
         notes.add(_("3 × forward FLOPs per training sample (forward + backward)"))
         return Flops(model_flops, model_flops, model_flops)
+    if m.encoder_layers is not None:
+        return _encdec_flops(m, t, lengths, notes)
     n_mm = matmul_params(m)
     qd = (m.heads or 1) * m.n_head_dim
     attn = 12 * (m.layers or 0) * lengths.attn_len * qd  # PaLM appendix B (fwd + bwd, full matrix)
@@ -61,6 +64,25 @@ def flops_per_unit(m: ModelSpec, t: TrainSpec, lengths: Lengths, notes: Notes) -
     return Flops(model_flops, hw_flops, linear_hw_flops)
 
 
+def _encdec_flops(m: ModelSpec, t: TrainSpec, lengths: Lengths, notes: Notes) -> Flops:
+    """An encoder-decoder sample's FLOPs (encdec_train.py) per decoder token of a padded micro batch."""
+    dec_len = lengths.batch_len
+    per_sample = sample_flops(m, t, dec_len, lengths.attn_len)
+    layout_note(m, t, dec_len, per_sample, notes)
+    mm, attn = per_sample.matmul / dec_len, per_sample.attention / dec_len
+    front = per_sample.front / dec_len
+    model_flops = mm + attn + front
+    hw_flops, linear = model_flops, mm
+    coeff = 6.0 if t.method == "full" else 4.0
+    if t.activation_checkpointing == "full":
+        notes.const(K.FULL_RECOMPUTE_FLOPS)
+        hw_flops += 2 / coeff * (mm + front) + attn / 3  # one more forward of every layer
+        linear += 2 / coeff * mm
+    elif t.activation_checkpointing == "selective":
+        hw_flops += attn / 3
+    return Flops(model_flops, hw_flops, linear)
+
+
 def efficiency(
     gpu: GpuSpec,
     m: ModelSpec,
@@ -83,6 +105,9 @@ def efficiency(
         h0 = notes.const(K.SIZE_HIDDEN_H0)
         eff *= h / (h + h0)
         t0 = notes.const(K.BATCH_TOKENS_T0)
+        if m.encoder_layers is not None:
+            # The encoder's GEMMs see micro_batch × encoder positions rows, not the decoder tokens.
+            units_per_micro += t.micro_batch * encoder_positions(m, t)
         eff *= units_per_micro / (units_per_micro + t0)
         if t.method != "full":
             eff *= notes.const(K.LORA_EFFICIENCY)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from gpuwise.estimate import constants as K  # noqa: N812 - K is the constants table, read everywhere
 from gpuwise.estimate import memory_constants as MEM  # noqa: N812 - the memory constants table
+from gpuwise.estimate.encdec_train import encdec_layer_activations
 from gpuwise.estimate.model_math import act_bytes_per_token_layer, lora_params
 from gpuwise.estimate.models import MemoryBreakdown
 from gpuwise.estimate.notes import Notes
@@ -215,7 +216,10 @@ def _transformer_activations(
     dequantized weight matrix of a quantized base."""
     seq = max(1, round(seq_mem))
     tokens = t.micro_batch * seq
-    acts = _layer_activations(m, t, tp=tp, pp=pp, seq=seq, tokens=tokens, notes=notes)
+    if m.encoder_layers is not None:  # T5- and Whisper-style: two stacks at their own lengths
+        acts = encdec_layer_activations(m, t, tp=tp, seq=seq, notes=notes)
+    else:
+        acts = _layer_activations(m, t, tp=tp, pp=pp, seq=seq, tokens=tokens, notes=notes)
     logits, loss = _loss_activations(m, t, tokens=tokens, tp=tp, stack=stack, notes=notes)
     acts += logits
     if t.precision in ("fp32", "tf32"):

@@ -70,8 +70,10 @@ DESCRIPTIONS: dict[str, str] = {
     "model.sample_unit": "What one sample is, for reports (`image`, `clip`, …).",
     "model.source": "Where a preset's numbers come from (filled in by presets and `hf_config`).",
     "model.encoder_layers": "Encoder-decoder models (T5, Whisper): how many of `layers` are the encoder; "
-    "inference is then estimated per stack (the encoder once per input, the decoder per output token).",
-    "model.encoder_tokens": "Encoder positions per input of a speech model (Whisper: 1500 per 30-s window).",
+    "inference and training are then estimated per stack (the encoder over its input, the decoder per "
+    "target token).",
+    "model.encoder_tokens": "Encoder positions per input (Whisper: 1500 per 30-s window; T5 training: the "
+    "input length, else `seq_len`; `seq_len` and `tokens` then count the decoder's target tokens).",
     "model.audio_window_s": "Seconds of audio one encoder input holds (Whisper: 30); makes the model a "
     "speech model, whose `[inference]` takes `audio_hours`.",
     "model.mel_bins": "Input channels of a speech model's convolutional front end (Whisper: 80, "
