@@ -251,6 +251,15 @@ def test_engine_on_a_decoder_only_model_is_bad_input() -> None:
         parse_workload({"task": "inference", "model": {"preset": "llama-3-8b"}, "inference": inf}, "e.toml")
 
 
+def test_a_training_target_longer_than_the_decoder_is_bad_input() -> None:
+    """Whisper's decoder has 448 positions: a seq_len past them is a target no window can hold."""
+    train = {"method": "lora", "precision": "bf16", "seq_len": 449, "micro_batch": 4, "samples": 1000}
+    with pytest.raises(ConfigError, match="more than the decoder's 448 positions"):
+        parse_workload({"task": "finetune", "model": {"preset": "whisper-small"}, "train": train}, "w.toml")
+    train["seq_len"] = 448
+    parse_workload({"task": "finetune", "model": {"preset": "whisper-small"}, "train": train}, "w.toml")
+
+
 @given(
     preset=st.sampled_from(["whisper-small", "whisper-large-v3", "whisper-large-v3-turbo"]),
     gpu=st.sampled_from(["T4", "L4", "A100-80GB", "H100"]),

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from gpuwise.locale import _
 from gpuwise.workload.diffusion import DiffusionSpec
 from gpuwise.workload.measured import MeasuredSpec
-from gpuwise.workload.speech import check_inference, check_model
+from gpuwise.workload.speech import check_inference, check_model, check_training
 
 Task = Literal["train", "finetune", "inference", "measured"]
 Kind = Literal["transformer", "cnn", "diffusion", "generic"]
@@ -481,6 +481,7 @@ class Workload(BaseModel):
                 raise ValueError(_('task = "{task}" takes [train], not [inference]').format(task=self.task))
             if self.model.kind == "transformer" and self.train.seq_len is None:
                 raise ValueError(_("[train] seq_len is required for a transformer"))
+            check_training(self.model, self.train)
             if self.model.kind != "transformer" and self.train.method != "full" and self.diffusion is None:
                 raise ValueError(
                     _('method = "{method}" is for transformers; use "full"').format(method=self.train.method)

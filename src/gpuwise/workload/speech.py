@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from gpuwise.locale import _
 
 if TYPE_CHECKING:
-    from gpuwise.workload.spec import InferenceSpec, ModelSpec
+    from gpuwise.workload.spec import InferenceSpec, ModelSpec, TrainSpec
 
 _SPEECH_KEYS = ("audio_window_s", "mel_bins")
 
@@ -144,6 +144,19 @@ def check_inference(m: ModelSpec, inf: InferenceSpec) -> None:
     _check_decoder_room(m, inf, prompt_is_encoder=False)
 
 
+def check_training(m: ModelSpec, train: TrainSpec) -> None:
+    """A training target fits the decoder's positions (Whisper: 448)."""
+    cap = m.decoder_max_tokens
+    if cap is not None and train.seq_len is not None and train.seq_len > cap:
+        raise ValueError(
+            _(
+                "seq_len = {seq_len} is more than the decoder's {cap} positions (decoder_max_tokens): an "
+                "encoder-decoder model trains on targets of at most {cap} tokens, the audio or input going "
+                "to the encoder; set seq_len to the longest target (at most {cap})"
+            ).format(seq_len=train.seq_len, cap=cap)
+        )
+
+
 def _check_decoder_room(m: ModelSpec, inf: InferenceSpec, *, prompt_is_encoder: bool) -> None:
     cap = m.decoder_max_tokens
     decoded = inf.output_tokens + (0 if prompt_is_encoder else inf.prompt_tokens)
@@ -169,4 +182,4 @@ def windows(inf: InferenceSpec, m: ModelSpec) -> tuple[float, float]:
     return inf.audio_hours * 3600.0 / advance, advance
 
 
-__all__ = ["check_inference", "check_model", "is_speech", "windows"]
+__all__ = ["check_inference", "check_model", "check_training", "is_speech", "windows"]
