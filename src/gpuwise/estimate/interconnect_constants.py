@@ -8,23 +8,24 @@ Pure data: must not import anything but the standard library and `constants.Cons
 from __future__ import annotations
 
 from gpuwise.estimate.constants import Constant
+from gpuwise.locale import N_
 
 # --- communication -----------------------------------------------------------------------------
 LINK_EFFICIENCY = Constant(
     "link_efficiency",
     0.75,
-    "of link peak",
-    "nccl-tests all-reduce bus bandwidth: ~350-370 GB/s of 450 GB/s NVLink 4; ~75% on PCIe and RoCE/IB",
+    N_("of link peak"),
+    N_("nccl-tests all-reduce bus bandwidth: ~350-370 GB/s of 450 GB/s NVLink 4; ~75% on PCIe and RoCE/IB"),
 )
 COMM_OVERLAP = Constant(
     "comm_overlap",
     0.7,
-    "of gradient communication hidden behind backward",
-    "PyTorch DDP/FSDP bucketed overlap; Megatron overlap_grad_reduce (partial: last buckets are exposed)",
+    N_("of gradient communication hidden behind backward"),
+    N_("PyTorch DDP/FSDP bucketed overlap; Megatron overlap_grad_reduce (partial: last buckets are exposed)"),
 )
 PCIE_GBS_PER_DIRECTION = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 PCIE_SOURCE = Constant(
-    "pcie_x16_gbs", 32, "GB/s per direction (gen 4)", "PCI-SIG: x16 gen3 16, gen4 32, gen5 64 GB/s"
+    "pcie_x16_gbs", 32, N_("GB/s per direction (gen 4)"), N_("PCI-SIG: x16 gen3 16, gen4 32, gen5 64 GB/s")
 )
 # Inter-node network per GPU: HPC-class GPUs in cloud clusters come with one 400 Gb/s (H100/H200/B200)
 # or 200 Gb/s (A100) InfiniBand/EFA link per GPU; everything else is assumed on 100 Gb/s Ethernet per node.
@@ -50,7 +51,7 @@ GPUS_PER_NODE = 8
 INTERNODE_CONSERVATIVE_GBPS = Constant(
     "internode_default_gbps",
     25,
-    "Gb/s per node",
+    N_("Gb/s per node"),
     "conservative default where the instance's network is unknown: AWS g5/g4dn/g6 and most GPU VMs "
     "outside HPC families list 25 Gigabit (vantage instance table); pass --network-gbps for yours",
 )
@@ -63,7 +64,7 @@ INTERNODE_CONSERVATIVE_GBPS = Constant(
 PCIE_HOST_GBS = Constant(
     "pcie_host_gbs",
     12,
-    "GB/s per GPU, each direction",
+    N_("GB/s per GPU, each direction"),
     "PCIe 3.0 ×16 pinned host↔device copies (~12 of 15.75 GB/s theoretical; PCIe 4.0 reaches ~24): "
     "the conservative figure, as cards share the host",
 )
@@ -73,7 +74,7 @@ PCIE_HOST_GBS = Constant(
 HOST_MEMORY_GBS = Constant(
     "host_memory_gbs",
     100,
-    "GB/s per node",
+    N_("GB/s per node"),
     "sustained host DRAM bandwidth of a 2-socket GPU server (8 DDR4-3200 channels per socket = 205 GB/s "
     "peak per socket; ~100 GB/s reached by a vectorised streaming kernel over both): an assumption, not "
     "measured here",

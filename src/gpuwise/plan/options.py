@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple, overload
 
 from gpuwise.catalog.models import Offer
 from gpuwise.estimate.models import Estimate
-from gpuwise.locale import _, ngettext
+from gpuwise.locale import _, formats, ngettext
 from gpuwise.plan import runnable as run_rules
 from gpuwise.plan.costing import Costed, cost, hours_range
 from gpuwise.plan.interruption import InterruptionRate
@@ -63,7 +63,7 @@ def build_option(
         as_of = k.reserved.as_of
     age = (settings.today - as_of).days
     over_limit = age > settings.stale_after_days
-    notes = _notes(k, data, settings, note_cache, age=age, as_of=as_of.isoformat())
+    notes = _notes(k, data, settings, note_cache, age=age, as_of=formats.format_date(as_of))
     terms = _Reserved()
     if k.reserved is not None:
         terms = _reserved_terms(k, k.reserved, settings, notes)
