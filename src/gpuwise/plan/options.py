@@ -142,7 +142,7 @@ def _notes(
     if k.fabric is not None:
         notes.append(
             _("{count} nodes over {interconnect} ({source})").format(
-                count=k.nodes, interconnect=k.fabric.interconnect, source=k.fabric.source
+                count=k.nodes, interconnect=_(k.fabric.interconnect), source=k.fabric.source
             )
         )
     notes.append(k.start.text)
@@ -239,7 +239,7 @@ def provider_notes(provider: str, list_rates: bool, data: DataNeeds) -> tuple[st
                 price=f"${rates.storage_usd_per_gb_month:.4g}",
                 source=rates.source,
                 as_of=rates.as_of,
-                note=rates.note or _("list price"),
+                note=_(rates.note) if rates.note else _("list price"),
             )
         )
     if rates.egress_usd_per_gb is not None and list_rates and data.egress_gb > 0:
