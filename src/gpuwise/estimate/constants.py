@@ -101,10 +101,13 @@ FP8_SPEEDUP = _c(
     "fp8_linear_speedup",
     1.7,
     N_("× bf16 speed of the linear-layer GEMMs"),
-    "Megatron-Core/NeMo on H100: BF16 up to 47% MFU (NVIDIA Megatron-LM README) vs FP8 model throughput of "
-    "711-888 TFLOP/s per GPU = 72-90% of the 989 TFLOPS BF16 dense peak (NeMo 24.12 performance summary), "
-    "i.e. 1.6-1.9× on GEMM-dominated steps; LLM Foundry's same-config BF16/FP8 pairs gain only 1.3-1.35× "
-    "at seq 512 (a less fused FP8 path), so FSDP/Composer stacks run slower than this",
+    N_(
+        "Megatron-Core/NeMo on H100: BF16 up to 47% MFU (NVIDIA Megatron-LM README) vs FP8 model "
+        "throughput of 711-888 TFLOP/s per GPU = 72-90% of the 989 TFLOPS BF16 dense peak (NeMo 24.12 "
+        "performance summary), i.e. 1.6-1.9× on GEMM-dominated steps; LLM Foundry's same-config BF16/FP8 "
+        "pairs gain only 1.3-1.35× at seq 512 (a less fused FP8 path), so FSDP/Composer stacks run slower "
+        "than this"
+    ),
     ("nemo-llama2-7b-fp8-pretrain", "nemo-gpt3-175b-fp8-512gpu"),
 )
 # LoRA: frozen base has no weight-gradient GEMMs (≈ 4N FLOPs/token instead of 6N); the input-gradient GEMMs
@@ -141,7 +144,9 @@ FP32_SIMT_EFFICIENCY = _c(
     "fp32_cuda_core_efficiency",
     0.55,
     N_("of FP32 (non-tensor) peak"),
-    "NVIDIA DeepLearningExamples ResNet-50 v1.5 FP32 on V100: 367 img/s × 24.6 GFLOP = 57% of 15.7 TFLOPS",
+    N_(
+        "NVIDIA DeepLearningExamples ResNet-50 v1.5 FP32 on V100: 367 img/s × 24.6 GFLOP = 57% of 15.7 TFLOPS"
+    ),
     ("dle-resnet50-v100-fp32-1gpu",),
 )
 # Non-transformer models: fraction of dense peak reached in training (data loading, convolutions, BN).
@@ -150,9 +155,11 @@ KIND_EFFICIENCY_SOURCE = _c(
     "non_transformer_efficiency",
     0.22,
     N_("of dense peak (cnn, Ampere; scaled by generation)"),
-    "NVIDIA DeepLearningExamples ResNet-50 v1.5 AMP on A100: 2470 img/s × 24.6 GFLOP ≈ 20% of 312 TFLOPS "
-    "(BN, data loading and small convolutions keep CNNs far below GEMM efficiency); diffusion and ViT 0.35 "
-    "from their larger GEMM share (no validation row yet)",
+    N_(
+        "NVIDIA DeepLearningExamples ResNet-50 v1.5 AMP on A100: 2470 img/s × 24.6 GFLOP ≈ 20% of 312 "
+        "TFLOPS (BN, data loading and small convolutions keep CNNs far below GEMM efficiency); diffusion "
+        "and ViT 0.35 from their larger GEMM share (no validation row yet)"
+    ),
     ("dle-resnet50-a100-amp-1gpu",),
 )
 
@@ -215,9 +222,11 @@ STORAGE_READ_GBS_PER_NODE = _c(
 CNN_TRAIN_TRAFFIC = _c(
     "cnn_training_traffic",
     9.5,
-    "× activation bytes per sample",
-    "NVIDIA MLPerf Training v4.0 ResNet-50 (fused MXNet/DALI) on 8 H100: 57.3k img/s at 3.35 TB/s = 0.47 GB "
-    "of HBM traffic per 224² image = 9.5 × its ~49 MB of fp16 activations",
+    N_("× activation bytes per sample"),
+    N_(
+        "NVIDIA MLPerf Training v4.0 ResNet-50 (fused MXNet/DALI) on 8 H100: 57.3k img/s at 3.35 TB/s = "
+        "0.47 GB of HBM traffic per 224² image = 9.5 × its ~49 MB of fp16 activations"
+    ),
     ("mlperf-v40-resnet50-8xh100",),
 )
 
@@ -234,16 +243,20 @@ MEASURED_GEMM_FRACTION = {
     "L4": _c(
         "l4_sustained_gemm_fraction",
         0.47,
-        "of the 121 TFLOPS dense BF16 peak",
-        "zzc0721/torch-performance-test-data#120 (NVIDIA L4, torch 2.9): BF16 matmul 54.9 / 59.4 / 56.9 "
-        "TFLOPS at 4096² / 8192² / 10240² (median 57 = 0.47 of peak); 72 W power cap",
+        N_("of the 121 TFLOPS dense BF16 peak"),
+        N_(
+            "zzc0721/torch-performance-test-data#120 (NVIDIA L4, torch 2.9): BF16 matmul 54.9 / 59.4 / 56.9 "
+            "TFLOPS at 4096² / 8192² / 10240² (median 57 = 0.47 of peak); 72 W power cap"
+        ),
     ),
     "T4": _c(
         "t4_sustained_gemm_fraction",
         0.37,
-        "of the 65 TFLOPS dense FP16 peak",
-        "NVIDIA developer forum 'About GPU peak performance' (2023): cuBLAS FP16 4096³ GEMM on T4 ~24 of 65 "
-        "TFLOPS, 'due to power capping of the GPU' (70 W), per the NVIDIA moderator",
+        N_("of the 65 TFLOPS dense FP16 peak"),
+        N_(
+            "NVIDIA developer forum 'About GPU peak performance' (2023): cuBLAS FP16 4096³ GEMM on T4 ~24 "
+            "of 65 TFLOPS, 'due to power capping of the GPU' (70 W), per the NVIDIA moderator"
+        ),
     ),
     # GeForce cards the other way round: their boost clocks run above the one the datasheet's dense figure
     # assumes, so large GEMMs reach its peak or more, where the A100 behind the Ampere default reaches ~0.85
@@ -253,17 +266,21 @@ MEASURED_GEMM_FRACTION = {
     "RTX4090": _c(
         "rtx4090_sustained_gemm_fraction",
         0.96,
-        "of the 165.2 TFLOPS dense BF16 (FP32-accumulate) peak",
-        "zzc0721/torch-performance-test-data#78 (RTX 4090, torch 2.7): BF16 matmul 151.5 / 160.2 / 158.5 "
-        "TFLOPS at 4096² / 8192² / 10240² (median 158.5 = 0.96 of peak); database.md: 162-173 on four other "
-        "RTX 4090 24 GB machines",
+        N_("of the 165.2 TFLOPS dense BF16 (FP32-accumulate) peak"),
+        N_(
+            "zzc0721/torch-performance-test-data#78 (RTX 4090, torch 2.7): BF16 matmul 151.5 / 160.2 / "
+            "158.5 TFLOPS at 4096² / 8192² / 10240² (median 158.5 = 0.96 of peak); database.md: 162-173 "
+            "on four other RTX 4090 24 GB machines"
+        ),
     ),
     "RTX3090": _c(
         "rtx3090_sustained_gemm_fraction",
         1.08,
-        "of the 71 TFLOPS dense BF16 (FP32-accumulate) peak",
-        "zzc0721/torch-performance-test-data database.md: BF16 matmul 76.3 / 76.7 / 76.6 TFLOPS on three RTX "
-        "3090 machines (the best of 1024²-10240²; no per-size figures)",
+        N_("of the 71 TFLOPS dense BF16 (FP32-accumulate) peak"),
+        N_(
+            "zzc0721/torch-performance-test-data database.md: BF16 matmul 76.3 / 76.7 / 76.6 TFLOPS on "
+            "three RTX 3090 machines (the best of 1024²-10240²; no per-size figures)"
+        ),
     ),
 }
 DECODE_EFF_PER_BANDWIDTH_FRACTION = _c(
@@ -279,11 +296,13 @@ BASE_SPEED = {
     "int8": _c(
         "int8_base_speed",
         0.40,
-        "× bf16 LoRA speed",
-        "LLM.int8() (bitsandbytes) matmuls with outlier decomposition: LoRA fine-tuning 2-3× slower than "
-        "fp16 "
-        "(bitsandbytes issue #465, A5000, 7B); 2.5× slower than fp16 on T4 (earino.github.io int8 post); "
-        "~5× slower inference at batch 1 on A100 (bitsandbytes #490)",
+        N_("× bf16 LoRA speed"),
+        N_(
+            "LLM.int8() (bitsandbytes) matmuls with outlier decomposition: LoRA fine-tuning 2-3× slower than "
+            "fp16 "
+            "(bitsandbytes issue #465, A5000, 7B); 2.5× slower than fp16 on T4 (earino.github.io int8 post); "
+            "~5× slower inference at batch 1 on A100 (bitsandbytes #490)"
+        ),
     ),
 }
 

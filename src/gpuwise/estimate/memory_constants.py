@@ -100,13 +100,15 @@ NCCL_BUFFERS_GIB = Constant(
 ACT_BYTES_PER_FLOP = Constant(
     "activation_bytes_per_flop",
     6e-3,
-    "B/FLOP (cnn; generic 2e-3; diffusion 9e-4)",
-    "ResNet-50 mixed precision: batch 256 per 16 GB V100 (NVIDIA DeepLearningExamples), ~50 MB per image; "
-    "attention-heavy models keep fewer bytes per FLOP (ViT-L/16: ~0.25 GB per 123 GFLOP image by the "
-    "Korthikanti count); diffusion: the UNet count of gpuwise's diffusion model (SD 1.5 at 512 px, SDXL at "
-    "512-1024 px: 8.8-9.3e-4); its inference third, 2.0 GB per SDXL UNet pass at 1024 px, is 1.4× the "
-    "peak per latent of the Hugging Face blog 'Exploring simple optimizations for SDXL' (11.47 GB for 8 "
-    "latents, VAE slicing + sequential CPU offload, A100): conservative",
+    N_("B/FLOP (cnn; generic 2e-3; diffusion 9e-4)"),
+    N_(
+        "ResNet-50 mixed precision: batch 256 per 16 GB V100 (NVIDIA DeepLearningExamples), ~50 MB per "
+        "image; attention-heavy models keep fewer bytes per FLOP (ViT-L/16: ~0.25 GB per 123 GFLOP image "
+        "by the Korthikanti count); diffusion: the UNet count of gpuwise's diffusion model (SD 1.5 at 512 "
+        "px, SDXL at 512-1024 px: 8.8-9.3e-4); its inference third, 2.0 GB per SDXL UNet pass at 1024 px, "
+        "is 1.4× the peak per latent of the Hugging Face blog 'Exploring simple optimizations for SDXL' "
+        "(11.47 GB for 8 latents, VAE slicing + sequential CPU offload, A100): conservative"
+    ),
 )
 # Diffusion: 16-bit values a UNet keeps per forward FLOP, from gpuwise.workload.diffusion_arch's count of the
 # bundled UNets (tests/estimate/test_diffusion_generic.py recomputes it), not the ViT figure it used to share.
@@ -151,8 +153,10 @@ DEEPSPEED_FP32_GRAD_BYTES = Constant(
     "deepspeed_fp32_grad_bytes",
     4,
     N_("B per local trainable param"),
-    "DeepSpeed ZeRO stage_1_and_2.py / stage3.py: the rank's gradient partition is converted to fp32 for the "
-    "optimizer step (stage 3 one sub-group of ≤ sub_group_size = 1e9 elements at a time)",
+    N_(
+        "DeepSpeed ZeRO stage_1_and_2.py / stage3.py: the rank's gradient partition is converted to fp32 "
+        "for the optimizer step (stage 3 one sub-group of ≤ sub_group_size = 1e9 elements at a time)"
+    ),
 )
 DEEPSPEED_SUBGROUP_ELEMENTS = 1e9
 # Communication buckets at DeepSpeed's defaults (reduce_bucket_size and allgather_bucket_size 5e8 elements,
@@ -162,9 +166,11 @@ DEEPSPEED_SUBGROUP_ELEMENTS = 1e9
 DEEPSPEED_BUCKET_BYTES = Constant(
     "deepspeed_bucket_bytes",
     1.0e9,
-    "B per bucket (5e8 elements × 2 B)",
-    "DeepSpeed ZeRO defaults reduce_bucket_size = allgather_bucket_size = 5e8 elements; stage 1/2 keep two "
-    "buckets, stage 3 one (DeepSpeed#1302: 'the communication buffers are GBs by default')",
+    N_("B per bucket (5e8 elements × 2 B)"),
+    N_(
+        "DeepSpeed ZeRO defaults reduce_bucket_size = allgather_bucket_size = 5e8 elements; stage 1/2 "
+        "keep two buckets, stage 3 one (DeepSpeed#1302: 'the communication buffers are GBs by default')"
+    ),
 )
 
 # --- fused training kernels ([train] fused_kernels) ----------------------------------------------------
