@@ -141,7 +141,7 @@ def _pricing_cell(o: Option) -> str:
     from gpuwise.plan.currency import money
     from gpuwise.plan.output import pricing_word
 
-    day = o.price_as_of.isoformat()
+    day = formats.format_date(o.price_as_of)
     flag = ("" if o.price_date_exact else "?") + ("!" if o.price_over_limit else "")
     if flag:
         day = f"[yellow]{day}{flag}[/]"
