@@ -77,13 +77,15 @@ def display_width(text: str) -> int:
 
 # Words that are the same in a Chinese sentence as in an English one: names of products, GPUs, clouds,
 # formats and tools, units, and the option/command vocabulary the user types. Reviewed: each is a name or
-# a symbol, never an English sentence word.
+# a symbol, never an English sentence word. (The bundled catalog's provider ids are listed, except `do`,
+# DigitalOcean's id, which is also an English word: alone between commas it never makes a run.)
 _ALLOWED = """
     gpuwise nvidia amd intel pytorch torch cuda cudnn nccl nvml dcgm smi nvidia-smi npu-smi ascend
     hugging face huggingface transformers deepspeed fsdp zero vllm sglang tensorrt llm
     skypilot kubernetes jobset docker dockerfile torchrun slurm prometheus grafana tmux
     aws gcp azure lambda runpod vast verda datacrunch primeintellect oci coreweave paperspace fluidstack
     aliyun alibaba tencent huawei baidu autodl cloud
+    cudo hyperbolic hyperstack ibm jarvislabs nebius seeweb shadeform yotta
     json yaml toml csv html xml url http https s3 oss cos gcs sqlite sdk api cli ssh
     gpu gpus cpu ram vram hbm pcie nvlink sxm mig tf32 fp32 fp16 bf16 fp8 int8 int4 nf4 tflops
     lora qlora dora sft dpo rlhf llama mistral mixtral qwen gemma phi gpt resnet sdxl flux whisper bert

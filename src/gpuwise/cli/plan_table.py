@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpuwise.cli.output import console
-from gpuwise.locale import _
+from gpuwise.locale import _, formats
 
 if TYPE_CHECKING:
     from gpuwise.plan.models import Option, PlanResult
@@ -141,7 +141,7 @@ def _pricing_cell(o: Option) -> str:
     from gpuwise.plan.currency import money
     from gpuwise.plan.output import pricing_word
 
-    day = o.price_as_of.isoformat()
+    day = formats.format_date(o.price_as_of)
     flag = ("" if o.price_date_exact else "?") + ("!" if o.price_over_limit else "")
     if flag:
         day = f"[yellow]{day}{flag}[/]"
@@ -245,7 +245,7 @@ def _price_dates(result: PlanResult) -> str:
         return "!" if today is not None and (today - day).days > result.stale_after_days else ""
 
     dated = [
-        f"{p} {d.isoformat()}{stale_mark(d)}"
+        f"{p} {formats.format_date(d)}{stale_mark(d)}"
         for p, d in result.sources.items()
         if p not in result.undated_sources
     ]
@@ -255,8 +255,8 @@ def _price_dates(result: PlanResult) -> str:
     parts = [", ".join(dated)] if dated else []
     parts += [
         _("date unknown (collected {day}): {providers}").format(
-            day=day + stale_mark(date.fromisoformat(day)), providers=", ".join(ps)
+            day=formats.format_date(d) + stale_mark(d), providers=", ".join(ps)
         )
-        for day, ps in sorted(undated.items())
+        for d, ps in sorted((date.fromisoformat(day), ps) for day, ps in undated.items())
     ]
     return "; ".join(parts)

@@ -33,6 +33,7 @@ from gpuwise.estimate.hardware import (
 from gpuwise.estimate.infeasible import impossible
 from gpuwise.estimate.models import Estimate, MemoryBreakdown
 from gpuwise.estimate.notes import Notes
+from gpuwise.locale import _
 from gpuwise.units import GIB
 from gpuwise.workload.diffusion import DiffusionSpec
 from gpuwise.workload.diffusion_arch import (
@@ -77,10 +78,21 @@ def _job(w: Workload, notes: Notes) -> _Job:
     if d.train_text_encoder:
         trainable += t.lora_rank * clip_lora_width(arch)
         notes.add("LoRA on the CLIP text encoders too (train_text_encoder): their backward runs every step")
+    rank = (
+        "" if t.method == "full" else _(" (LoRA rank {rank} on attention and MLP)").format(rank=t.lora_rank)
+    )
     notes.add(
-        f"{arch.name} {t.method} at {width}×{height} px, {d.text_tokens} text tokens: "
-        f"{trainable / 1e6:,.1f}M trained parameters"
-        + ("" if t.method == "full" else f" (LoRA rank {t.lora_rank} on attention and MLP)")
+        _(
+            "{name} {method} at {width}×{height} px, {tokens} text tokens: {trained}M trained parameters"
+        ).format(
+            name=arch.name,
+            method=t.method,
+            width=width,
+            height=height,
+            tokens=d.text_tokens,
+            trained=f"{trainable / 1e6:,.1f}",
+        )
+        + rank
     )
     return _Job(arch, t, d, width, height, trainable)
 
@@ -111,7 +123,7 @@ def diffusion_estimate(
         )
     if t.precision == "fp8":
         notes.add(
-            "precision fp8: timed at the BF16 peak (FP8 matmuls in diffusion trainers are not modelled)"
+            _("precision fp8: timed at the BF16 peak (FP8 matmuls in diffusion trainers are not modelled)")
         )
     eff = arch_efficiency(gpu, used, calibration, notes) * notes.const(D.FAMILY_SHARE[arch.family])
     model_flops, hw_flops = _flops_per_image(job, notes)
@@ -126,9 +138,16 @@ def diffusion_estimate(
     total_images = (t.samples or 0.0) * t.epochs
     hours = total_images / throughput_total / 3600
     notes.add(
-        f"{micro_s:.2f} s per micro batch of {t.micro_batch} image(s) per GPU (the trainer's s/it), "
-        f"{step_s:.2f} s per optimizer step of {images_per_step} image(s); "
-        f"{total_images:,.0f} images in all"
+        _(
+            "{micro} s per micro batch of {batch} image(s) per GPU (the trainer's s/it), "
+            "{step} s per optimizer step of {per_step} image(s); {total} images in all"
+        ).format(
+            micro=f"{micro_s:.2f}",
+            batch=t.micro_batch,
+            step=f"{step_s:.2f}",
+            per_step=images_per_step,
+            total=f"{total_images:,.0f}",
+        )
     )
     fits = mem.total <= capacity
     comm_share = sync_s / step_s
@@ -175,13 +194,16 @@ def _flops_per_image(job: _Job, notes: Notes) -> tuple[float, float]:
     elif t.activation_checkpointing == "selective":
         hardware += forward / 2
     how = (
-        "counted from the UNet config" if arch.family == "unet" else "24·hidden²·blocks per token + attention"
+        _("counted from the UNet config")
+        if arch.family == "unet"
+        else _("24·hidden²·blocks per token + attention")
     )
     notes.add(
-        f"denoiser forward {forward / 1e12:.2f} TFLOPs per image ({how}); "
-        f"training {'3' if t.method == 'full' else '2'}× forward"
-        + (" (frozen base: no weight-gradient matmuls)" if t.method != "full" else "")
-        + ("" if t.activation_checkpointing == "none" else " + recomputation")
+        _("denoiser forward {tflops} TFLOPs per image ({how}); training {times}× forward").format(
+            tflops=f"{forward / 1e12:.2f}", how=how, times="3" if t.method == "full" else "2"
+        )
+        + (_(" (frozen base: no weight-gradient matmuls)") if t.method != "full" else "")
+        + ("" if t.activation_checkpointing == "none" else _(" + recomputation"))
     )
     if not d.cache_text_embeddings:
         hardware += 2.0 * text_encoder_macs(arch, d.text_tokens or arch.text_tokens)
@@ -201,7 +223,11 @@ def _memory(job: _Job, *, dp: int, notes: Notes) -> MemoryBreakdown:
     if not d.cache_text_embeddings:
         frozen += arch.text_encoder_params * 2.0
         names = " + ".join(f"{n} {p / 1e9:.2f}B" for n, p in arch.text_encoders)
-        notes.add(f"text encoders on the GPU in BF16 ({names}); cache_text_embeddings = true frees them")
+        notes.add(
+            _("text encoders on the GPU in BF16 ({names}); cache_text_embeddings = true frees them").format(
+                names=names
+            )
+        )
     if not d.cache_latents:
         frozen += arch.vae_params * 2.0
     per_image = _activations_per_image(job, notes)
@@ -234,9 +260,19 @@ def _model_states(job: _Job, *, dp: int, notes: Notes) -> tuple[float, float, fl
         grads /= dp if zero >= 2 else 1
         weights /= dp if zero >= 3 else 1
         notes.add(
-            f"full training: {weight_b:g} B weights + {weight_b:g} B gradients + {opt_state + master:g} B "
-            f"optimizer{' and fp32 master' if mixed else ''} per parameter"
-            + (f", sharded over {dp} GPUs by {t.sharding}" if zero and dp > 1 else "")
+            _(
+                "full training: {weights} B weights + {weights} B gradients + {optimizer} B "
+                "optimizer{master} per parameter"
+            ).format(
+                weights=f"{weight_b:g}",
+                optimizer=f"{opt_state + master:g}",
+                master=_(" and fp32 master") if mixed else "",
+            )
+            + (
+                _(", sharded over {count} GPUs by {sharding}").format(count=dp, sharding=t.sharding)
+                if zero and dp > 1
+                else ""
+            )
         )
         return weights, grads, optimizer
     if d.fp8_base:
@@ -246,8 +282,16 @@ def _model_states(job: _Job, *, dp: int, notes: Notes) -> tuple[float, float, fl
         what = t.base_dtype.upper()
     lora = job.trainable
     notes.add(
-        f"frozen {arch.name} in {what}: {n * base_b / GIB:.1f} GiB; LoRA adapters, their gradients and "
-        f"{t.optimizer} states in FP32 ({lora * (8 + opt_state) / GIB:.2f} GiB)"
+        _(
+            "frozen {name} in {what}: {base} GiB; LoRA adapters, their gradients and "
+            "{optimizer} states in FP32 ({lora} GiB)"
+        ).format(
+            name=arch.name,
+            what=what,
+            base=f"{n * base_b / GIB:.1f}",
+            optimizer=t.optimizer,
+            lora=f"{lora * (8 + opt_state) / GIB:.2f}",
+        )
     )
     base = n * base_b
     swap = d.blocks_to_swap
@@ -255,8 +299,9 @@ def _model_states(job: _Job, *, dp: int, notes: Notes) -> tuple[float, float, fl
         # the swapped blocks live in host RAM; one is on the GPU at a time (being copied in or run)
         resident = (arch.swap_units - swap + 1) / arch.swap_units
         notes.add(
-            f"blocks_to_swap = {swap} of {arch.swap_units} blocks in host RAM: "
-            f"{base * resident / GIB:.1f} GiB of the base on the GPU"
+            _(
+                "blocks_to_swap = {swap} of {blocks} blocks in host RAM: {gib} GiB of the base on the GPU"
+            ).format(swap=swap, blocks=arch.swap_units, gib=f"{base * resident / GIB:.1f}")
         )
         base *= resident
     return base + lora * 4.0, lora * 4.0, lora * opt_state
@@ -277,8 +322,9 @@ def _activations_per_image(job: _Job, notes: Notes) -> float:
     else:  # every other block checkpointed (SimpleTuner's gradient_checkpointing_interval = 2)
         kept = full / 2 + inputs / 2 + largest
     notes.add(
-        f"activations {2 * kept / GIB:.2f} GiB per image ({mode} checkpointing; "
-        f"{2 * full / GIB:.1f} GiB without)"
+        _("activations {kept} GiB per image ({mode} checkpointing; {full} GiB without)").format(
+            kept=f"{2 * kept / GIB:.2f}", mode=mode, full=f"{2 * full / GIB:.1f}"
+        )
     )
     return 2.0 * kept
 
@@ -295,8 +341,10 @@ def _swap_seconds(job: _Job, notes: Notes) -> float:
     moved = arch.denoiser_params * base_b * d.blocks_to_swap / arch.swap_units * passes
     seconds = moved / (notes.const(NET.PCIE_HOST_GBS) * 1e9)
     notes.add(
-        f"block swapping: {moved / 1e9:.1f} GB host→GPU per micro batch ({seconds:.2f} s), not overlapped "
-        "with compute (an upper bound: kohya copies on a side stream)"
+        _(
+            "block swapping: {moved} GB host→GPU per micro batch ({seconds} s), not overlapped "
+            "with compute (an upper bound: kohya copies on a side stream)"
+        ).format(moved=f"{moved / 1e9:.1f}", seconds=f"{seconds:.2f}")
     )
     return seconds
 

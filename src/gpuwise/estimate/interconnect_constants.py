@@ -8,23 +8,24 @@ Pure data: must not import anything but the standard library and `constants.Cons
 from __future__ import annotations
 
 from gpuwise.estimate.constants import Constant
+from gpuwise.locale import N_
 
 # --- communication -----------------------------------------------------------------------------
 LINK_EFFICIENCY = Constant(
     "link_efficiency",
     0.75,
-    "of link peak",
-    "nccl-tests all-reduce bus bandwidth: ~350-370 GB/s of 450 GB/s NVLink 4; ~75% on PCIe and RoCE/IB",
+    N_("of link peak"),
+    N_("nccl-tests all-reduce bus bandwidth: ~350-370 GB/s of 450 GB/s NVLink 4; ~75% on PCIe and RoCE/IB"),
 )
 COMM_OVERLAP = Constant(
     "comm_overlap",
     0.7,
-    "of gradient communication hidden behind backward",
-    "PyTorch DDP/FSDP bucketed overlap; Megatron overlap_grad_reduce (partial: last buckets are exposed)",
+    N_("of gradient communication hidden behind backward"),
+    N_("PyTorch DDP/FSDP bucketed overlap; Megatron overlap_grad_reduce (partial: last buckets are exposed)"),
 )
 PCIE_GBS_PER_DIRECTION = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 PCIE_SOURCE = Constant(
-    "pcie_x16_gbs", 32, "GB/s per direction (gen 4)", "PCI-SIG: x16 gen3 16, gen4 32, gen5 64 GB/s"
+    "pcie_x16_gbs", 32, N_("GB/s per direction (gen 4)"), N_("PCI-SIG: x16 gen3 16, gen4 32, gen5 64 GB/s")
 )
 # Inter-node network per GPU: HPC-class GPUs in cloud clusters come with one 400 Gb/s (H100/H200/B200)
 # or 200 Gb/s (A100) InfiniBand/EFA link per GPU; everything else is assumed on 100 Gb/s Ethernet per node.
@@ -40,9 +41,11 @@ INTERNODE_DEFAULT_GBPS_PER_NODE = 100.0
 INTERNODE_SOURCE = Constant(
     "internode_network",
     400,
-    "Gb/s per GPU (H100/H200/B200; A100 200)",
-    "AWS p5/p4d EFA, Azure ND H100 v5, GCP A3 Mega: 8×400 Gb/s (H100) and 8×200 Gb/s (A100) per node; "
-    "other GPUs assumed 100 Gb/s Ethernet per node",
+    N_("Gb/s per GPU (H100/H200/B200; A100 200)"),
+    N_(
+        "AWS p5/p4d EFA, Azure ND H100 v5, GCP A3 Mega: 8×400 Gb/s (H100) and 8×200 Gb/s (A100) per node; "
+        "other GPUs assumed 100 Gb/s Ethernet per node"
+    ),
 )
 GPUS_PER_NODE = 8
 
@@ -50,9 +53,11 @@ GPUS_PER_NODE = 8
 INTERNODE_CONSERVATIVE_GBPS = Constant(
     "internode_default_gbps",
     25,
-    "Gb/s per node",
-    "conservative default where the instance's network is unknown: AWS g5/g4dn/g6 and most GPU VMs "
-    "outside HPC families list 25 Gigabit (vantage instance table); pass --network-gbps for yours",
+    N_("Gb/s per node"),
+    N_(
+        "conservative default where the instance's network is unknown: AWS g5/g4dn/g6 and most GPU VMs "
+        "outside HPC families list 25 Gigabit (vantage instance table); pass --network-gbps for yours"
+    ),
 )
 
 # --- CPU offload ([train] offload) ---------------------------------------------------------------------
@@ -63,9 +68,11 @@ INTERNODE_CONSERVATIVE_GBPS = Constant(
 PCIE_HOST_GBS = Constant(
     "pcie_host_gbs",
     12,
-    "GB/s per GPU, each direction",
-    "PCIe 3.0 ×16 pinned host↔device copies (~12 of 15.75 GB/s theoretical; PCIe 4.0 reaches ~24): "
-    "the conservative figure, as cards share the host",
+    N_("GB/s per GPU, each direction"),
+    N_(
+        "PCIe 3.0 ×16 pinned host↔device copies (~12 of 15.75 GB/s theoretical; PCIe 4.0 reaches ~24): "
+        "the conservative figure, as cards share the host"
+    ),
 )
 # The optimizer step on the CPU streams every offloaded parameter's fp32 master, gradient and Adam states
 # through host memory (~32 B per parameter, as OPTIMIZER_STEP_BYTES on the GPU): host memory bandwidth per
@@ -73,17 +80,21 @@ PCIE_HOST_GBS = Constant(
 HOST_MEMORY_GBS = Constant(
     "host_memory_gbs",
     100,
-    "GB/s per node",
-    "sustained host DRAM bandwidth of a 2-socket GPU server (8 DDR4-3200 channels per socket = 205 GB/s "
-    "peak per socket; ~100 GB/s reached by a vectorised streaming kernel over both): an assumption, not "
-    "measured here",
+    N_("GB/s per node"),
+    N_(
+        "sustained host DRAM bandwidth of a 2-socket GPU server (8 DDR4-3200 channels per socket = 205 GB/s "
+        "peak per socket; ~100 GB/s reached by a vectorised streaming kernel over both): an assumption, not "
+        "measured here"
+    ),
 )
 # DeepSpeed tutorial 'ZeRO-Offload': "DeepSpeedCPUAdam is 5X–7X faster than the standard PyTorch
 # implementation". FSDP's CPU offload runs torch.optim.AdamW on the CPU: 6× the DeepSpeedCPUAdam time.
 TORCH_CPU_ADAM_SLOWDOWN = Constant(
     "torch_cpu_adam_slowdown",
     6,
-    "× DeepSpeedCPUAdam time",
-    "deepspeed.ai/tutorials/zero-offload: DeepSpeedCPUAdam is 5-7× faster than PyTorch's CPU Adam "
-    "(ZeRO-Offload, Ren et al. 2021, §5); FSDP CPU offload uses PyTorch's",
+    N_("× DeepSpeedCPUAdam time"),
+    N_(
+        "deepspeed.ai/tutorials/zero-offload: DeepSpeedCPUAdam is 5-7× faster than PyTorch's CPU Adam "
+        "(ZeRO-Offload, Ren et al. 2021, §5); FSDP CPU offload uses PyTorch's"
+    ),
 )

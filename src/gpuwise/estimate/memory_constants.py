@@ -8,6 +8,7 @@ Pure data: must not import anything but the standard library and `constants.Cons
 from __future__ import annotations
 
 from gpuwise.estimate.constants import Constant
+from gpuwise.locale import N_
 
 # --- bytes per stored parameter -------------------------------------------------------------
 # NF4 with double quantization: 4 bits + 0.127 bits of scales per parameter (Dettmers et al. 2023, QLoRA §3).
@@ -15,11 +16,11 @@ NF4_BYTES_PER_PARAM = Constant(
     "nf4_bytes_per_param",
     (4 + 0.127) / 8,
     "B",
-    "QLoRA paper §3: 4-bit NF4 plus 0.127 bit/param double-quantized scales",
+    N_("QLoRA paper §3: 4-bit NF4 plus 0.127 bit/param double-quantized scales"),
 )
 # int4 weight-only inference (AWQ/GPTQ, group size 128, fp16 scale + zero): 0.5 B + 4 B/128.
 INT4_BYTES_PER_PARAM = Constant(
-    "int4_bytes_per_param", 0.5 + 4 / 128, "B", "AWQ/GPTQ group size 128 with fp16 scale and zero point"
+    "int4_bytes_per_param", 0.5 + 4 / 128, "B", N_("AWQ/GPTQ group size 128 with fp16 scale and zero point")
 )
 
 # --- optimizer state bytes per trainable parameter (excluding fp32 master weights) ------------
@@ -29,9 +30,11 @@ OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw8bit": 2.0, "sgd": 4.0, "adafactor"
 OPTIMIZER_SOURCE = Constant(
     "optimizer_state_bytes",
     8,
-    "B/param (adamw)",
-    "ZeRO paper §3.1 (Adam: fp32 m and v = 8 B, + 4 B fp32 master for mixed precision); adamw8bit 2 B "
-    "(Dettmers et al. 2022, 8-bit optimizers); SGD momentum 4 B; Adafactor factored ≈ 0.5 B",
+    N_("B/param (adamw)"),
+    N_(
+        "ZeRO paper §3.1 (Adam: fp32 m and v = 8 B, + 4 B fp32 master for mixed precision); adamw8bit 2 B "
+        "(Dettmers et al. 2022, 8-bit optimizers); SGD momentum 4 B; Adafactor factored ≈ 0.5 B"
+    ),
 )
 MASTER_WEIGHT_BYTES = 4.0
 
@@ -39,17 +42,19 @@ MASTER_WEIGHT_BYTES = 4.0
 ACTIVATIONS_SOURCE = Constant(
     "activation_bytes_per_token_per_layer",
     34,
-    "×hidden B (GPT, 16-bit)",
-    "Korthikanti et al. 2022 eq. 1-6: sbh(34 + 5as/h) per layer; gated-MLP/GQA terms re-derived "
-    "the same way; flash attention and selective recompute drop the 5as/h term; "
-    "full recompute keeps 2sbh per layer",
+    N_("×hidden B (GPT, 16-bit)"),
+    N_(
+        "Korthikanti et al. 2022 eq. 1-6: sbh(34 + 5as/h) per layer; gated-MLP/GQA terms re-derived "
+        "the same way; flash attention and selective recompute drop the 5as/h term; "
+        "full recompute keeps 2sbh per layer"
+    ),
 )
 # Cross-entropy on the output logits: bf16 logits + their fp32 copy kept for the loss backward (HF Trainer).
 LOGITS_BYTES_PER_ELEMENT = Constant(
     "logits_bytes_per_element",
     6,
     "B",
-    "Hugging Face causal-LM loss: bf16 logits upcast to fp32 (2 + 4 B per vocab entry per token)",
+    N_("Hugging Face causal-LM loss: bf16 logits upcast to fp32 (2 + 4 B per vocab entry per token)"),
 )
 # The Hugging Face transformers causal-LM loss (LlamaForCausalLM and its kin, 4.3x-4.4x; ForCausalLMLoss
 # since 4.46): the full logits are upcast to fp32 (4 B, kept alive by the model output), shifted into a
@@ -58,30 +63,34 @@ LOGITS_BYTES_PER_ELEMENT = Constant(
 HF_LOSS_BYTES_PER_ELEMENT = Constant(
     "hf_loss_bytes_per_element",
     16,
-    "B per logit",
-    "Hugging Face transformers causal-LM loss: fp32 logits + shifted fp32 copy + fp32 log-softmax output + "
-    "its fp32 gradient (4 × 4 B per vocab entry per token, read from the modeling/loss code); "
-    "consistent with Unsloth's README table for HF + FA2 QLoRA on Llama 3.1 8B, whose context grows by "
-    "~405 tokens per GB (≈ 2.5 MB per token, of which 16 B × 128256 = 2.05 MB are logits)",
+    N_("B per logit"),
+    N_(
+        "Hugging Face transformers causal-LM loss: fp32 logits + shifted fp32 copy + fp32 log-softmax "
+        "output + its fp32 gradient (4 × 4 B per vocab entry per token, read from the modeling/loss code); "
+        "consistent with Unsloth's README table for HF + FA2 QLoRA on Llama 3.1 8B, whose context grows by "
+        "~405 tokens per GB (≈ 2.5 MB per token, of which 16 B × 128256 = 2.05 MB are logits)"
+    ),
 )
 # Share of the allocator's reserved-but-unused memory (PyTorch caching allocator fragmentation).
 FRAGMENTATION = Constant(
     "allocator_fragmentation",
     0.05,
-    "× allocated",
-    "PyTorch caching allocator: reserved exceeds allocated by a few percent in steady training",
+    N_("× allocated"),
+    N_("PyTorch caching allocator: reserved exceeds allocated by a few percent in steady training"),
 )
 CUDA_CONTEXT_GIB = Constant(
     "cuda_context_gib",
     0.6,
     "GiB",
-    "CUDA context + cuBLAS/cuDNN workspaces as nvidia-smi shows for an idle PyTorch process (0.4-0.8 GiB)",
+    N_(
+        "CUDA context + cuBLAS/cuDNN workspaces as nvidia-smi shows for an idle PyTorch process (0.4-0.8 GiB)"
+    ),
 )
 NCCL_BUFFERS_GIB = Constant(
     "nccl_buffers_gib",
     0.5,
     "GiB",
-    "NCCL communicator buffers per process (NCCL_BUFFSIZE 4 MiB × channels × peers), multi-GPU only",
+    N_("NCCL communicator buffers per process (NCCL_BUFFSIZE 4 MiB × channels × peers), multi-GPU only"),
 )
 
 
@@ -91,13 +100,15 @@ NCCL_BUFFERS_GIB = Constant(
 ACT_BYTES_PER_FLOP = Constant(
     "activation_bytes_per_flop",
     6e-3,
-    "B/FLOP (cnn; generic 2e-3; diffusion 9e-4)",
-    "ResNet-50 mixed precision: batch 256 per 16 GB V100 (NVIDIA DeepLearningExamples), ~50 MB per image; "
-    "attention-heavy models keep fewer bytes per FLOP (ViT-L/16: ~0.25 GB per 123 GFLOP image by the "
-    "Korthikanti count); diffusion: the UNet count of gpuwise's diffusion model (SD 1.5 at 512 px, SDXL at "
-    "512-1024 px: 8.8-9.3e-4); its inference third, 2.0 GB per SDXL UNet pass at 1024 px, is 1.4× the "
-    "peak per latent of the Hugging Face blog 'Exploring simple optimizations for SDXL' (11.47 GB for 8 "
-    "latents, VAE slicing + sequential CPU offload, A100): conservative",
+    N_("B/FLOP (cnn; generic 2e-3; diffusion 9e-4)"),
+    N_(
+        "ResNet-50 mixed precision: batch 256 per 16 GB V100 (NVIDIA DeepLearningExamples), ~50 MB per "
+        "image; attention-heavy models keep fewer bytes per FLOP (ViT-L/16: ~0.25 GB per 123 GFLOP image "
+        "by the Korthikanti count); diffusion: the UNet count of gpuwise's diffusion model (SD 1.5 at 512 "
+        "px, SDXL at 512-1024 px: 8.8-9.3e-4); its inference third, 2.0 GB per SDXL UNet pass at 1024 px, "
+        "is 1.4× the peak per latent of the Hugging Face blog 'Exploring simple optimizations for SDXL' "
+        "(11.47 GB for 8 latents, VAE slicing + sequential CPU offload, A100): conservative"
+    ),
 )
 # Diffusion: 16-bit values a UNet keeps per forward FLOP, from gpuwise.workload.diffusion_arch's count of the
 # bundled UNets (tests/estimate/test_diffusion_generic.py recomputes it), not the ViT figure it used to share.
@@ -121,15 +132,17 @@ BASE_BYTES_PER_PARAM = {
 TIGHT_MARGIN = Constant(
     "tight_margin",
     0.05,
-    "of capacity",
-    "within 5% of the GPU's memory the caching allocator's fragmentation decides: PyTorch forum and "
-    "HF issue reports of OOM at 'reserved but unallocated' of a few percent of the card",
+    N_("of capacity"),
+    N_(
+        "within 5% of the GPU's memory the caching allocator's fragmentation decides: PyTorch forum and "
+        "HF issue reports of OOM at 'reserved but unallocated' of a few percent of the card"
+    ),
 )
 HOST_RAM_PER_RANK_GIB = Constant(
     "host_ram_per_rank_gib",
     4,
-    "GiB per training process",
-    "Python + PyTorch + CUDA host allocations + data-loader workers per rank (typical RSS 3-6 GiB)",
+    N_("GiB per training process"),
+    N_("Python + PyTorch + CUDA host allocations + data-loader workers per rank (typical RSS 3-6 GiB)"),
 )
 
 # --- DeepSpeed ZeRO's own buffers (stack "deepspeed" with sharding zero1/2/3) ----------------------------
@@ -139,9 +152,11 @@ HOST_RAM_PER_RANK_GIB = Constant(
 DEEPSPEED_FP32_GRAD_BYTES = Constant(
     "deepspeed_fp32_grad_bytes",
     4,
-    "B per local trainable param",
-    "DeepSpeed ZeRO stage_1_and_2.py / stage3.py: the rank's gradient partition is converted to fp32 for the "
-    "optimizer step (stage 3 one sub-group of ≤ sub_group_size = 1e9 elements at a time)",
+    N_("B per local trainable param"),
+    N_(
+        "DeepSpeed ZeRO stage_1_and_2.py / stage3.py: the rank's gradient partition is converted to fp32 "
+        "for the optimizer step (stage 3 one sub-group of ≤ sub_group_size = 1e9 elements at a time)"
+    ),
 )
 DEEPSPEED_SUBGROUP_ELEMENTS = 1e9
 # Communication buckets at DeepSpeed's defaults (reduce_bucket_size and allgather_bucket_size 5e8 elements,
@@ -151,9 +166,11 @@ DEEPSPEED_SUBGROUP_ELEMENTS = 1e9
 DEEPSPEED_BUCKET_BYTES = Constant(
     "deepspeed_bucket_bytes",
     1.0e9,
-    "B per bucket (5e8 elements × 2 B)",
-    "DeepSpeed ZeRO defaults reduce_bucket_size = allgather_bucket_size = 5e8 elements; stage 1/2 keep two "
-    "buckets, stage 3 one (DeepSpeed#1302: 'the communication buffers are GBs by default')",
+    N_("B per bucket (5e8 elements × 2 B)"),
+    N_(
+        "DeepSpeed ZeRO defaults reduce_bucket_size = allgather_bucket_size = 5e8 elements; stage 1/2 "
+        "keep two buckets, stage 3 one (DeepSpeed#1302: 'the communication buffers are GBs by default')"
+    ),
 )
 
 # --- fused training kernels ([train] fused_kernels) ----------------------------------------------------
@@ -164,7 +181,9 @@ DEEPSPEED_BUCKET_BYTES = Constant(
 FUSED_LOSS_BYTES_PER_ELEMENT = Constant(
     "fused_loss_bytes_per_element",
     2,
-    "B per logit",
-    "fused/chunked cross-entropy (Liger Kernel, Unsloth, flash-attn): only the 16-bit logits, gradient "
-    "written in place",
+    N_("B per logit"),
+    N_(
+        "fused/chunked cross-entropy (Liger Kernel, Unsloth, flash-attn): only the 16-bit logits, gradient "
+        "written in place"
+    ),
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwise.estimate.constants import Constant
-from gpuwise.locale import _
+from gpuwise.locale import N_, _
 
 
 # --- training stacks (issue 11: what real users run, not only tuned benchmarks) ---------------------------
@@ -58,16 +58,27 @@ class Stack:
             step=f"{self.step_overhead_s:g}",
             loader=f"{self.loader_overhead:.0%}",
             overlap=f"{self.comm_overlap:.0%}",
-            source=self.source,
+            source=_source(self.source),
             calibrated=cal,
         )
 
 
-_HF_SOURCE = (
+_HF_SOURCE = N_(
     "HF Trainer + PEFT in eager PyTorch; efficiency and per-layer time fitted on the HF-family fit rows of "
     "tests/estimate/user_reports.toml (GEMMs near tuned speed, ~10 ms of unhidden CPU-side time per layer "
     "per micro batch; priors 0.6 and 1 ms from the LitGPT and Unsloth README comparisons)"
 )
+
+
+# The HF wrappers' source is this prefix + the hf stack's: translated in two pieces (see _source).
+_WRAPS_HF = N_("wraps HF Trainer; ")
+
+
+def _source(text: str) -> str:
+    """`text` (a stack's source) in the current language."""
+    if text.startswith(_WRAPS_HF):
+        return _(_WRAPS_HF) + _(text[len(_WRAPS_HF) :])
+    return _(text)
 
 
 def _stack(name: str, efficiency: float, source: str, **kw: object) -> Stack:
@@ -109,26 +120,26 @@ STACKS: dict[str, Stack] = {
     "tuned": _stack(
         "tuned",
         1.0,
-        "today's figures: Megatron/TE, torchtitan, MLPerf submissions (validation.toml)",
+        N_("today's figures: Megatron/TE, torchtitan, MLPerf submissions (validation.toml)"),
         counts_optimizer_step=False,
     ),
     "torchtitan": _stack(
         "torchtitan",
         1.0,
-        "torchtitan's own benchmarks are rows of validation.toml",
+        N_("torchtitan's own benchmarks are rows of validation.toml"),
         counts_optimizer_step=False,
     ),
     "megatron": _stack(
         "megatron",
         1.0,
-        "Megatron-LM/NeMo: the tuned stack; user runs add logging and checkpoint time",
+        N_("Megatron-LM/NeMo: the tuned stack; user runs add logging and checkpoint time"),
         step_overhead_s=0.05,
         counts_optimizer_step=False,
     ),
     "nanogpt": _stack(
         "nanogpt",
         0.85,
-        "plain PyTorch DDP + torch.compile (nanoGPT: ~0.85× a Megatron-class MFU at GPT-2 sizes)",
+        N_("plain PyTorch DDP + torch.compile (nanoGPT: ~0.85× a Megatron-class MFU at GPT-2 sizes)"),
         comm_overlap=0.6,
     ),
     # Efficiency re-fitted like the HF family's (grid 0.6-1.2 × per-layer 0-8 ms, mean |ln residual| capped at
@@ -137,8 +148,10 @@ STACKS: dict[str, Stack] = {
     "lightning": _stack(
         "lightning",
         1.0,
-        "Lightning/LitGPT: fused kernels where LitGPT has them, eager elsewhere; efficiency fitted on the "
-        "LitGPT config-hub runs of the user-reported table (7 fit rows, one A10G)",
+        N_(
+            "Lightning/LitGPT: fused kernels where LitGPT has them, eager elsewhere; efficiency fitted on "
+            "the LitGPT config-hub runs of the user-reported table (7 fit rows, one A10G)"
+        ),
         layer_overhead_s=0.0005,
         step_overhead_s=0.02,
         loader_overhead=0.02,
@@ -146,24 +159,24 @@ STACKS: dict[str, Stack] = {
         fragmentation=0.08,
     ),
     "hf": _stack("hf", HF_EFFICIENCY, _HF_SOURCE, **_HF),
-    "axolotl": _stack("axolotl", HF_EFFICIENCY, "wraps HF Trainer; " + _HF_SOURCE, **_HF),
-    "llama-factory": _stack("llama-factory", HF_EFFICIENCY, "wraps HF Trainer; " + _HF_SOURCE, **_HF),
+    "axolotl": _stack("axolotl", HF_EFFICIENCY, _WRAPS_HF + _HF_SOURCE, **_HF),
+    "llama-factory": _stack("llama-factory", HF_EFFICIENCY, _WRAPS_HF + _HF_SOURCE, **_HF),
     "accelerate-fsdp": _stack(
         "accelerate-fsdp",
         HF_EFFICIENCY,
-        "HF Trainer/Accelerate with FSDP: eager HF modules, FSDP all-gathers partly exposed",
+        N_("HF Trainer/Accelerate with FSDP: eager HF modules, FSDP all-gathers partly exposed"),
         **{**_HF, "comm_overlap": 0.4},
     ),
     "deepspeed": _stack(
         "deepspeed",
         HF_EFFICIENCY,
-        "HF Trainer with DeepSpeed ZeRO: eager HF modules, ZeRO collectives partly exposed",
+        N_("HF Trainer with DeepSpeed ZeRO: eager HF modules, ZeRO collectives partly exposed"),
         **{**_HF, "comm_overlap": 0.4},
     ),
     "unsloth": _stack(
         "unsloth",
         1.0,
-        "Unsloth README: ~2× HF+FA2 speed with Triton kernels and chunked cross-entropy",
+        N_("Unsloth README: ~2× HF+FA2 speed with Triton kernels and chunked cross-entropy"),
         layer_overhead_s=0.0003,
         step_overhead_s=0.03,
         loader_overhead=0.03,
@@ -214,7 +227,9 @@ RANGE_MIN_HALF_WIDTH = 0.15
 RANGE_SOURCE = Constant(
     "hours_range",
     90,
-    "% interval (P5-P95 of log residuals)",
-    "spread of measured/estimated time on the fit rows of tests/estimate/user_reports.toml per stack; "
-    "pooled over all stacks where a stack has fewer than 5 rows",
+    N_("% interval (P5-P95 of log residuals)"),
+    N_(
+        "spread of measured/estimated time on the fit rows of tests/estimate/user_reports.toml per stack; "
+        "pooled over all stacks where a stack has fewer than 5 rows"
+    ),
 )

@@ -51,14 +51,16 @@ class FxRate:
             return _("1 USD = {rate} {currency} (given with --exchange-rate)").format(
                 rate=f"{self.per_usd:.6g}", currency=self.currency
             )
-        when = self.as_of.isoformat() if self.as_of else _("date unknown")
+        when = formats.format_date(self.as_of) if self.as_of else _("date unknown")
         age = ""
         if today is not None and self.as_of is not None:
             days = (today - self.as_of).days
             age = _("; {days} days old: --exchange-rate {currency}=USD-PER-UNIT gives today's").format(
                 days=days, currency=self.currency
             )
-        return f"1 USD = {self.per_usd:.6g} {self.currency} ({self.source}, {when}{age})"
+        return _("1 USD = {rate} {currency} ({source}, {when}{age})").format(
+            rate=f"{self.per_usd:.6g}", currency=self.currency, source=self.source, when=when, age=age
+        )
 
 
 # The bundled table: one row per currency. The Federal Reserve's G.5 release (the monthly averages of its

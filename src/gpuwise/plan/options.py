@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple, overload
 
 from gpuwise.catalog.models import Offer
 from gpuwise.estimate.models import Estimate
-from gpuwise.locale import _, ngettext
+from gpuwise.locale import _, formats, ngettext
 from gpuwise.plan import runnable as run_rules
 from gpuwise.plan.costing import Costed, cost, hours_range
 from gpuwise.plan.interruption import InterruptionRate
@@ -63,7 +63,7 @@ def build_option(
         as_of = k.reserved.as_of
     age = (settings.today - as_of).days
     over_limit = age > settings.stale_after_days
-    notes = _notes(k, data, settings, note_cache, age=age, as_of=as_of.isoformat())
+    notes = _notes(k, data, settings, note_cache, age=age, as_of=formats.format_date(as_of))
     terms = _Reserved()
     if k.reserved is not None:
         terms = _reserved_terms(k, k.reserved, settings, notes)
@@ -142,7 +142,7 @@ def _notes(
     if k.fabric is not None:
         notes.append(
             _("{count} nodes over {interconnect} ({source})").format(
-                count=k.nodes, interconnect=k.fabric.interconnect, source=k.fabric.source
+                count=k.nodes, interconnect=_(k.fabric.interconnect), source=k.fabric.source
             )
         )
     notes.append(k.start.text)
@@ -239,7 +239,7 @@ def provider_notes(provider: str, list_rates: bool, data: DataNeeds) -> tuple[st
                 price=f"${rates.storage_usd_per_gb_month:.4g}",
                 source=rates.source,
                 as_of=rates.as_of,
-                note=rates.note or _("list price"),
+                note=_(rates.note) if rates.note else _("list price"),
             )
         )
     if rates.egress_usd_per_gb is not None and list_rates and data.egress_gb > 0:

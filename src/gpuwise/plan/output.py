@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpuwise.locale import _
+from gpuwise.locale import _, formats
 from gpuwise.plan.currency import money  # USD unless a plan is shown in another currency
 from gpuwise.plan.models import Option, PlanResult
 from gpuwise.plan.picks import PICK_NAMES, RULE_TEXT
@@ -357,7 +357,9 @@ def option_full_text(o: Option, regions: Sequence[str], rank: int) -> list[str]:
     lines = [f"#{rank} {option_title(o)}"]
     if len(regions) > 1:
         lines.append(_("  also in: {regions}").format(regions=", ".join(regions[1:])))
-    day = o.price_as_of.isoformat() + ("" if o.price_date_exact else _(" (date unknown: collection date)"))
+    day = formats.format_date(o.price_as_of) + (
+        "" if o.price_date_exact else _(" (date unknown: collection date)")
+    )
     lines.append(
         _("  price: {price}/h for all nodes, {currency}, as of {day}, {age} days old").format(
             price=money(o.price_usd_per_hour), currency=o.currency, day=day, age=o.price_age_days

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import date
 from functools import cache
 
-from gpuwise.locale import _
+from gpuwise.locale import N_, _
 
 GB_PER_GIB = 1.073741824  # 2**30 / 10**9: for prices quoted per GiB
 
@@ -82,7 +82,7 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
             "(data transfer; per-second billing)"
         ),
         as_of=_TAKEN,
-        note="us-east-1 list prices; other regions differ by a few per cent",
+        note=N_("us-east-1 list prices; other regions differ by a few per cent"),
     ),
     "gcp": ProviderRates(
         provider="gcp",
@@ -97,7 +97,7 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
             "cloud.google.com/vpc/network-pricing, cloud.google.com/compute/vm-instance-pricing"
         ),
         as_of=_TAKEN,
-        note="us-central1 list prices",
+        note=N_("us-central1 list prices"),
     ),
     "azure": ProviderRates(
         provider="azure",
@@ -112,7 +112,7 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
             "docs.azure.cn/billing (per-minute VM billing)"
         ),
         as_of=_TAKEN,
-        note="East US list prices",
+        note=N_("East US list prices"),
     ),
     "lambda": ProviderRates(
         provider="lambda",
@@ -124,7 +124,7 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
         minimum_charge_s=60,  # on-demand instances bill in one-minute increments
         source="docs.lambda.ai/public-cloud/billing",
         as_of=_TAKEN,
-        note="the filesystem rate is the page's worked example; the console shows the current one",
+        note=N_("the filesystem rate is the page's worked example; the console shows the current one"),
     ),
     "nebius": ProviderRates(
         provider="nebius",
@@ -138,7 +138,7 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
         minimum_charge_s=1,  # "for GPUs on running VMs, the billing unit is 1 second"
         source="docs.nebius.com/object-storage/resources/pricing",
         as_of=_TAKEN,
-        unknown_why="egress and boot-disk rates not found in the stored Nebius pages",
+        unknown_why=N_("egress and boot-disk rates not found in the stored Nebius pages"),
     ),
     "vast": ProviderRates(
         provider="vast",
@@ -150,8 +150,10 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
         minimum_charge_s=1,
         source="docs.vast.ai/documentation/instances/pricing",
         as_of=_TAKEN,
-        note="a marketplace: storage and bandwidth are priced per host, not in the catalog",
-        unknown_why="a marketplace: each host sets its own storage ($/GB-month) and bandwidth ($/TB) price",
+        note=N_("a marketplace: storage and bandwidth are priced per host, not in the catalog"),
+        unknown_why=N_(
+            "a marketplace: each host sets its own storage ($/GB-month) and bandwidth ($/TB) price"
+        ),
     ),
     "runpod": ProviderRates(
         provider="runpod",
@@ -163,7 +165,7 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
         minimum_charge_s=1,
         source="runpod.io/pricing",
         as_of=_TAKEN,
-        unknown_why="the pod's container/boot disk rate was not taken from runpod.io/pricing",
+        unknown_why=N_("the pod's container/boot disk rate was not taken from runpod.io/pricing"),
     ),
     "hyperstack": ProviderRates(
         provider="hyperstack",
@@ -181,7 +183,7 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
             "api-evangelist/nexgen-cloud plans/nexgen-cloud-plans-pricing.yml)"
         ),
         as_of=date(2026, 8, 26),
-        note="storage rate per GB-hour on the page, times 730 h",
+        note=N_("storage rate per GB-hour on the page, times 730 h"),
     ),
     "do": ProviderRates(
         provider="do",
@@ -197,8 +199,8 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
             "per-second billing stated for Droplets, the page's GPU section was cut in the stored copy)"
         ),
         as_of=date(2026, 5, 28),
-        note="egress $0.01/GiB beyond the included transfer pool",
-        unknown_why="the Volumes rate and GPU Droplet disk terms are not in the stored pages read",
+        note=N_("egress $0.01/GiB beyond the included transfer pool"),
+        unknown_why=N_("the Volumes rate and GPU Droplet disk terms are not in the stored pages read"),
     ),
     "cudo": ProviderRates(
         provider="cudo",
@@ -210,7 +212,7 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
         minimum_charge_s=1,  # usage recalculated hourly "with precision to the nearest second"
         source="cudocompute.com/docs/billing",
         as_of=_TAKEN,
-        unknown_why="storage and network are charged, but no rate was found in the stored pages read",
+        unknown_why=N_("storage and network are charged, but no rate was found in the stored pages read"),
     ),
     "jarvislabs": ProviderRates(
         provider="jarvislabs",
@@ -223,8 +225,10 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
         source="github.com/jarvislabsai (the provider's own profile README)",
         as_of=_TAKEN,
         unknown_why=(
-            "storage and egress rates appear only in a third-party summary marked unverified "
-            "(api-evangelist/jarvislabs), so they are not used"
+            N_(
+                "storage and egress rates appear only in a third-party summary marked unverified "
+                "(api-evangelist/jarvislabs), so they are not used"
+            )
         ),
     ),
 }
@@ -232,50 +236,68 @@ PROVIDER_RATES: dict[str, ProviderRates] = {
 # Providers whose storage, egress and billing stay unknown, and why (shown in every such option's notes).
 UNKNOWN_WHY: dict[str, str] = {
     "verda": (
-        "Verda (formerly DataCrunch): docs.verda.com/welcome-to-verda/pricing-and-billing links to "
-        "datacrunch.io/products for prices; no storage, egress or billing-increment figure was found in "
-        "the stored pages (third-party summaries disagree and are not used)"
+        N_(
+            "Verda (formerly DataCrunch): docs.verda.com/welcome-to-verda/pricing-and-billing links to "
+            "datacrunch.io/products for prices; no storage, egress or billing-increment figure was found in "
+            "the stored pages (third-party summaries disagree and are not used)"
+        )
     ),
     "primeintellect": (
-        "Prime Intellect is a marketplace reselling other clouds (the instance id names them: "
-        "datacrunch__, hyperstack__, lambdalabs__ …); it bills from its own wallet and publishes no "
-        "storage/egress rate in the stored pages; the underlying cloud's rates need not apply"
+        N_(
+            "Prime Intellect is a marketplace reselling other clouds (the instance id names them: "
+            "datacrunch__, hyperstack__, lambdalabs__ …); it bills from its own wallet and publishes no "
+            "storage/egress rate in the stored pages; the underlying cloud's rates need not apply"
+        )
     ),
     "shadeform": (
-        "Shadeform is a marketplace over other clouds; volume prices come per cloud and region from its "
-        "API (docs.shadeform.ai/api-reference/volumes/volumes-types), not as one published rate"
+        N_(
+            "Shadeform is a marketplace over other clouds; volume prices come per cloud and region from its "
+            "API (docs.shadeform.ai/api-reference/volumes/volumes-types), not as one published rate"
+        )
     ),
     "paperspace": (
-        "Paperspace: storage is a monthly subscription by size ('starting at 50GB for $5/month', "
-        "support.paperspace.com VM billing overview), not a per-GB-hour rate; egress not found"
+        N_(
+            "Paperspace: storage is a monthly subscription by size ('starting at 50GB for $5/month', "
+            "support.paperspace.com VM billing overview), not a per-GB-hour rate; egress not found"
+        )
     ),
     "hyperbolic": (
-        "Hyperbolic is a marketplace where each supplier sets its own price "
-        "(docs.hyperbolic.xyz/docs/gpu-marketplace-pricing); no storage or egress rate is published there"
+        N_(
+            "Hyperbolic is a marketplace where each supplier sets its own price "
+            "(docs.hyperbolic.xyz/docs/gpu-marketplace-pricing); no storage or egress rate is published there"
+        )
     ),
-    "fluidstack": "Fluidstack: no storage, egress or billing figure found in the stored pages searched",
+    "fluidstack": N_("Fluidstack: no storage, egress or billing figure found in the stored pages searched"),
     "ibm": (
-        "IBM Cloud: the stored block-storage price page found is a 2019 copy for an older VPC generation, "
-        "so it is not used; no current GPU-server billing granularity or egress rate found"
+        N_(
+            "IBM Cloud: the stored block-storage price page found is a 2019 copy for an older VPC "
+            "generation, so it is not used; no current GPU-server billing granularity or egress rate found"
+        )
     ),
-    "seeweb": "Seeweb: no storage, egress or billing figure found in the stored pages searched",
+    "seeweb": N_("Seeweb: no storage, egress or billing figure found in the stored pages searched"),
     # The Chinese clouds price storage and traffic in CNY on their own pages; none was taken into this (USD)
     # table, so those parts stay unknown rather than borrowed from another provider.
     "aliyun": (
-        "Alibaba Cloud: OSS storage, ESSD disk and internet traffic are priced in CNY on its own price "
-        "pages; no rate was taken into gpuwise's table, and ECS billing granularity was not confirmed"
+        N_(
+            "Alibaba Cloud: OSS storage, ESSD disk and internet traffic are priced in CNY on its own price "
+            "pages; no rate was taken into gpuwise's table, and ECS billing granularity was not confirmed"
+        )
     ),
     "tencent": (
-        "Tencent Cloud: COS storage, cloud disk and traffic are priced in CNY on its own pages; no rate was "
-        "taken into gpuwise's table"
+        N_(
+            "Tencent Cloud: COS storage, cloud disk and traffic are priced in CNY on its own pages; no rate "
+            "was taken into gpuwise's table"
+        )
     ),
     "huawei": (
-        "Huawei Cloud: OBS storage, EVS disk and traffic are priced on its own pages; no rate was taken into "
-        "gpuwise's table"
+        N_(
+            "Huawei Cloud: OBS storage, EVS disk and traffic are priced on its own pages; no rate was taken "
+            "into gpuwise's table"
+        )
     ),
-    "baidu": "Baidu AI Cloud: no storage, egress or billing figure taken into gpuwise's table",
+    "baidu": N_("Baidu AI Cloud: no storage, egress or billing figure taken into gpuwise's table"),
 }
-NOT_LOOKED_UP = "no public rate looked up for this provider yet"
+NOT_LOOKED_UP = N_("no public rate looked up for this provider yet")
 
 
 def rates_for(provider: str) -> ProviderRates:
@@ -309,7 +331,7 @@ def unknown_text(rates: ProviderRates) -> str | None:
     ):
         return None
     return _("{provider}: some rates unknown: {why}").format(
-        provider=rates.provider, why=rates.unknown_why or NOT_LOOKED_UP
+        provider=rates.provider, why=_(rates.unknown_why or NOT_LOOKED_UP)
     )
 
 

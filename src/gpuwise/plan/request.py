@@ -178,7 +178,7 @@ def _check_against_catalog(request: PlanRequest, catalog: Catalog, constraints: 
     for name in constraints.providers or ():
         if name not in known:
             raise NotFoundError(
-                "provider",
+                _("provider"),
                 name,
                 sorted(known),
                 why=_("{where} names a provider the catalog does not have").format(where=where),

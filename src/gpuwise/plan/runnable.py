@@ -166,27 +166,27 @@ FABRICS: dict[str, Fabric] = {
     "aws": Fabric(
         "aws",
         ("p4d.*", "p4de.*", "p5.*", "p5e.*", "p5en.*", "p6-*", "p6e-*", "p3dn.*"),
-        "EFA in a cluster placement group (400 Gbps on p4d, 3,200 Gbps on p5)",
+        N_("EFA in a cluster placement group (400 Gbps on p4d, 3,200 Gbps on p5)"),
         "aws.amazon.com/hpc/efa; docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html (supported types)",
     ),
     "gcp": Fabric(
         "gcp",
         ("a2-*", "a3-*", "a4-*"),
-        "compact placement; GPUDirect-TCPX/TCPXO (A3) or RDMA (A3 Ultra, A4), 100 Gbps Ethernet on A2",
+        N_("compact placement; GPUDirect-TCPX/TCPXO (A3) or RDMA (A3 Ultra, A4), 100 Gbps Ethernet on A2"),
         "cloud.google.com/compute/docs/gpus/gpu-network-bandwidth",
     ),
     "azure": Fabric(
         "azure",
         # an "r" in the size name marks RDMA (InfiniBand) capability in Azure's VM naming convention
         ("standard_nd[0-9]*r*",),
-        "InfiniBand (200 Gb/s per GPU on ND A100 v4, 400 Gb/s per GPU on ND H100 v5)",
+        N_("InfiniBand (200 Gb/s per GPU on ND A100 v4, 400 Gb/s per GPU on ND H100 v5)"),
         "learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated (ND-series pages); "
         "learn.microsoft.com/azure/virtual-machines/vm-naming-conventions",
     ),
     "nebius": Fabric(
         "nebius",
         ("*8gpu*",),
-        "InfiniBand GPU cluster (8-GPU hosts)",
+        N_("InfiniBand GPU cluster (8-GPU hosts)"),
         "docs.nebius.com/compute/clusters/gpu",
     ),
 }

@@ -157,21 +157,31 @@ def _check_swap(train: dict[str, Any], spec: DiffusionSpec, arch: DiffusionArch,
         return
     if not arch.max_blocks_to_swap:
         raise ConfigError(
-            f"Workload file {source}: key 'diffusion.blocks_to_swap': {arch.name} is a UNet; block swapping "
-            "is modelled for the DiT models (SD3, Flux) as kohya sd-scripts swaps their blocks",
-            fix='remove blocks_to_swap; fp8_base, method = "qlora" or a smaller resolution lower the memory',
+            _(
+                "Workload file {source}: key 'diffusion.blocks_to_swap': {name} is a UNet; block swapping "
+                "is modelled for the DiT models (SD3, Flux) as kohya sd-scripts swaps their blocks"
+            ).format(source=source, name=arch.name),
+            fix=_(
+                'remove blocks_to_swap; fp8_base, method = "qlora" or a smaller resolution lower the memory'
+            ),
         )
     if n > arch.max_blocks_to_swap:
         raise ConfigError(
-            f"Workload file {source}: key 'diffusion.blocks_to_swap': {n} is more than {arch.name} can swap "
-            f"({arch.max_blocks_to_swap} of its {arch.swap_units} blocks; the rest stay on the GPU)",
-            fix=f"write at most {arch.max_blocks_to_swap}",
+            _(
+                "Workload file {source}: key 'diffusion.blocks_to_swap': {n} is more than {name} can swap "
+                "({most} of its {blocks} blocks; the rest stay on the GPU)"
+            ).format(
+                source=source, n=n, name=arch.name, most=arch.max_blocks_to_swap, blocks=arch.swap_units
+            ),
+            fix=_("write at most {most}").format(most=arch.max_blocks_to_swap),
         )
     if train.get("method") == "full":
         raise ConfigError(
-            f"Workload file {source}: blocks_to_swap moves a frozen base's blocks, but method = "
-            '"full" trains every weight',
-            fix='use method = "lora" with blocks_to_swap, or remove blocks_to_swap',
+            _(
+                "Workload file {source}: blocks_to_swap moves a frozen base's blocks, but method = "
+                '"full" trains every weight'
+            ).format(source=source),
+            fix=_('use method = "lora" with blocks_to_swap, or remove blocks_to_swap'),
         )
 
 
