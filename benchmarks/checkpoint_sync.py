@@ -24,7 +24,12 @@
    pinned down. Measured 2026-12-02: ratio 0.71 with --gib 1 at load 9 (client 7.3 + server 22.2 CPU
    s per GiB, boto3 2.8 + 18.0); 0.76 with --gib 1 at load 2-3 (44.9 against 59.5 MiB/s); 0.75 with
    the defaults at load 4-7 (22.0 against 29.4 MiB/s). With spare cores the client's work runs beside
-   the server's; where none is spare the ratio falls short by about that work.
+   the server's; where none is spare the ratio falls short by about that work. On the same machine idle
+   (load 0.3-0.5, later that day): ratio 1.05 with --gib 1 (62.4 against 59.2 MiB/s; client 6.2 + server
+   18.0 CPU s per GiB, boto3 2.3 + 15.4) but 0.92 with the defaults (59.9 against 64.9 MiB/s; 5.7 + 18.9,
+   boto3 2.4 + 14.0): the target holds only for the smaller checkpoint, and the server's extra ~4-5 s per
+   GiB on gpuwise's requests is still the gap. Overhead there: 0.23 % CPU (target met); the wall-clock
+   pairs spread -20 .. +42 % around a +2.1 % median at load 1.1, too wide to judge either way.
 2. Overhead: a CPU-bound job that reports its own work rate and CPU time runs directly and under
    `gpuwise run --preemption off --no-ledger` with its checkpoint folder watched, --pairs times each,
    alternating, plus an empty job both ways for the fixed cost. The target (< 1 %) is checked on the CPU
