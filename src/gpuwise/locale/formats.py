@@ -12,6 +12,7 @@ benchmarks/plan_speed.py) does not pay for it. Pure functions of the current lan
 
 from __future__ import annotations
 
+import functools
 import math
 from datetime import date
 from decimal import Decimal
@@ -100,6 +101,12 @@ def format_date(day: date) -> str:
     locale = _locale()
     if locale is None:
         return day.isoformat()
+    return _long_date(day, locale)
+
+
+@functools.lru_cache(maxsize=256)
+def _long_date(day: date, locale: str) -> str:
+    """Babel's long date: plan prints the same few price dates in every option's notes, thousands of times."""
     from babel.dates import format_date as babel_date
 
     return str(babel_date(day, format="long", locale=locale))

@@ -28,7 +28,7 @@ from gpuwise.locale import _, formats, language
 from gpuwise.units import format_usd
 
 CURRENCIES = ("USD", "CNY")
-SYMBOLS = {"USD": "$", "CNY": "¥"}
+SYMBOLS = formats.ENGLISH_SYMBOLS  # one table of the English signs, shared with the locale's formatting
 
 
 @dataclass(frozen=True)
