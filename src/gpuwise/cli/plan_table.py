@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpuwise.cli.output import console
-from gpuwise.locale import _, formats
+from gpuwise.locale import N_, _, formats
 
 if TYPE_CHECKING:
     from gpuwise.plan.models import Option, PlanResult
@@ -31,15 +31,18 @@ _SPLIT_LABELS = (
 )
 
 
+_BOTTLENECK_WORDS = {
+    "memory_bandwidth": N_("bandwidth"),
+    "memory_capacity": N_("memory"),
+    "communication": N_("comm."),
+    "compute": N_("compute"),
+}
+
+
 def _short_bottleneck(bottleneck: str) -> str:
-    """The bottleneck in a word short enough for the table (built per call: the language is set by then)."""
-    words = {
-        "memory_bandwidth": _("bandwidth"),
-        "memory_capacity": _("memory"),
-        "communication": _("comm."),
-        "compute": _("compute"),
-    }
-    return words.get(bottleneck, bottleneck)
+    """The bottleneck in a word short enough for the table (translated where shown)."""
+    word = _BOTTLENECK_WORDS.get(bottleneck)
+    return _(word) if word else bottleneck
 
 
 def render_pick(groups: list[OptionGroup], n: int) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpuwise.locale import _, formats
+from gpuwise.locale import N_, _, formats
 from gpuwise.plan.currency import money  # USD unless a plan is shown in another currency
 from gpuwise.plan.models import Option, PlanResult
 from gpuwise.plan.picks import PICK_NAMES, RULE_TEXT
@@ -207,17 +207,22 @@ def unit_cost_text(o: Option, limit: int = 1) -> str:
     return ", ".join(f"{money(v)} {unit_label(label)}" for label, v in list(o.unit_costs.items())[:limit])
 
 
+# Unit-cost labels as the planner writes them (the JSON's keys); each is its own catalog msgid.
+_UNIT_LABELS = frozenset(
+    {
+        N_("per 1M tokens"),
+        N_("per epoch"),
+        N_("per 1k images"),
+        N_("per audio hour"),
+        N_("per 1M output tokens"),
+        N_("per 1k requests"),
+    }
+)
+
+
 def unit_label(label: str) -> str:
     """A unit cost's label as shown ('per 1M tokens'); the JSON keeps the English key."""
-    words = {
-        "per 1M tokens": _("per 1M tokens"),
-        "per epoch": _("per epoch"),
-        "per 1k images": _("per 1k images"),
-        "per audio hour": _("per audio hour"),
-        "per 1M output tokens": _("per 1M output tokens"),
-        "per 1k requests": _("per 1k requests"),
-    }
-    return words.get(label, label)
+    return _(label) if label in _UNIT_LABELS else label
 
 
 def pricing_word(pricing: str) -> str:
