@@ -30,6 +30,14 @@
    boto3 2.4 + 14.0): the target holds only for the smaller checkpoint, and the server's extra ~4-5 s per
    GiB on gpuwise's requests is still the gap. Overhead there: 0.23 % CPU (target met); the wall-clock
    pairs spread -20 .. +42 % around a +2.1 % median at load 1.1, too wide to judge either way.
+   That gap was pinned down the next day by uploading the same bytes several ways against the same server:
+   raw botocore parts with bytes bodies cost moto 18-19 CPU s per GiB, the same parts with CRC32 named at
+   CreateMultipartUpload 15.6-15.8, boto3's upload_file 15-16.5. Naming no algorithm leaves the endpoint to
+   give the object a full-object CRC64NVME (S3's default since 2025), which moto computes over the joined
+   parts; boto3 names CRC32, and now gpuwise does too. Measured 2026-12-02 after that change, defaults,
+   load 1.5-2 (another engineer's tests running): ratio 1.19 (68.2 against 57.2 MiB/s; client 5.8 +
+   server 17.1 CPU s per GiB, boto3 2.4 + 16.0); overhead 0.33 % CPU; wall-clock pairs median -8.2 %
+   (the wrapped job faster: noise of that size either way).
 2. Overhead: a CPU-bound job that reports its own work rate and CPU time runs directly and under
    `gpuwise run --preemption off --no-ledger` with its checkpoint folder watched, --pairs times each,
    alternating, plus an empty job both ways for the fixed cost. The target (< 1 %) is checked on the CPU

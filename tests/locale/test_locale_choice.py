@@ -217,3 +217,12 @@ def test_click_s_messages_are_matched_by_shape(message: str, expected: str) -> N
 
         message = _("No such command {name!r}.").format(name="nope")
     assert translate_usage_message(message) == expected
+
+
+@pytest.mark.parametrize("args", [["--lang", "zh"], ["--lang=zh", "--debug"]])
+def test_settings_alone_are_gpuwise_alone_in_that_language(args: list[str]) -> None:
+    """`gpuwise --lang zh` is what a Chinese user types first: the help, as for `gpuwise` alone (exit 2 like
+    it), not an error about a missing command."""
+    done = gpuwise(*args, env={**child_environment(), "LANG": "C", "LANGUAGE": ""})
+    assert (done.returncode, done.stderr) == (2, "")
+    assert "用法：" in done.stdout and "缺少命令" not in done.stdout

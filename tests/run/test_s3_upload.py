@@ -23,7 +23,7 @@ PART = 5 * MIB  # S3's smallest part
 class Damaging(S3Uploader):
     """Flips one byte of the second part after it was hashed: what a bad NIC or proxy would do."""
 
-    def send(self, bucket: str, key: str, data: bytes, part: tuple[str, int] | None) -> str:
+    def send(self, bucket: str, key: str, data: bytes, part: tuple[str, int] | None) -> dict[str, str]:
         if part is not None and part[1] == 2:
             data = data[:100] + bytes([data[100] ^ 0xFF]) + data[101:]
         return super().send(bucket, key, data, part)
@@ -32,7 +32,7 @@ class Damaging(S3Uploader):
 class Rewriting(S3Uploader):
     """Writes to the file while its first part is on the way."""
 
-    def send(self, bucket: str, key: str, data: bytes, part: tuple[str, int] | None) -> str:
+    def send(self, bucket: str, key: str, data: bytes, part: tuple[str, int] | None) -> dict[str, str]:
         if part is not None and part[1] == 1:
             path = Path(os.environ["GPUWISE_TEST_FILE"])
             path.write_bytes(path.read_bytes()[:-1] + b"!")
@@ -45,7 +45,7 @@ class Counting(S3Uploader):
     most = 0
     lock = threading.Lock()
 
-    def send(self, bucket: str, key: str, data: bytes, part: tuple[str, int] | None) -> str:
+    def send(self, bucket: str, key: str, data: bytes, part: tuple[str, int] | None) -> dict[str, str]:
         with self.lock:
             self.in_flight += 1
             self.most = max(self.most, self.in_flight)
@@ -96,3 +96,25 @@ def test_parts_in_flight_stay_within_the_streams_given(s3: S3, tmp_path: Path) -
     assert 1 <= up.most <= 2 and len(digest.part_md5s) == 6
     head = s3.client.head_object(Bucket=s3.bucket, Key="runs/one/w.bin")
     assert head["ContentLength"] == 6 * PART and head["ETag"].strip('"').endswith("-6")
+
+
+def test_a_multipart_upload_names_crc32_as_boto3_does(s3: S3, tmp_path: Path) -> None:
+    """The object keeps a checksum composed of its parts' CRC32s (each part's checksum repeated at
+    completion), so the endpoint need not checksum the joined object again."""
+    ck = _checkpoint(tmp_path, 2 * PART + 3)
+    up = S3Uploader(CheckpointStore(s3.url()).fs, PART, connections=10)
+    up.upload(ck / "w.bin", f"{s3.bucket}/runs/crc/w.bin", streams=2)
+    head = s3.client.head_object(Bucket=s3.bucket, Key="runs/crc/w.bin", ChecksumMode="ENABLED")
+    assert head.get("ChecksumCRC32"), head  # none before: the object had no checksum of its parts
+
+
+def test_a_client_that_checksums_only_when_required_names_none(s3: S3, tmp_path: Path) -> None:
+    """S3-compatible stores that reject checksum headers are used with request_checksum_calculation =
+    "when_required": then no algorithm is named, as in boto3's transfer manager."""
+    ck = _checkpoint(tmp_path, 2 * PART + 3)
+    fs = CheckpointStore(s3.url()).fs
+    fs.config_kwargs = {**(fs.config_kwargs or {}), "request_checksum_calculation": "when_required"}
+    up = S3Uploader(fs, PART, connections=10)
+    up.upload(ck / "w.bin", f"{s3.bucket}/runs/plain/w.bin", streams=2)
+    head = s3.client.head_object(Bucket=s3.bucket, Key="runs/plain/w.bin", ChecksumMode="ENABLED")
+    assert "ChecksumCRC32" not in head

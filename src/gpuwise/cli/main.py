@@ -122,15 +122,28 @@ def _register(names: list[str]) -> None:
     translate_docstrings(app)  # docstrings are the help's msgids: inspect.cleandoc(docstring) exactly
 
 
-def _command_named(args: list[str]) -> str | None:
-    """The sub-command these arguments run, when it is a known one and only root flags precede it."""
+def _first_past_root(args: list[str]) -> str | None:
+    """The first argument that is not a root option or its value (the command name, usually)."""
     skip = False
     for arg in args:
         if skip or arg in _ROOT_FLAGS or arg.split("=")[0] in _ROOT_VALUED:
             skip = arg in _ROOT_VALUED
             continue
-        return arg if arg in _COMMANDS else None
+        return arg
     return None
+
+
+def _command_named(args: list[str]) -> str | None:
+    """The sub-command these arguments run, when it is a known one and only root flags precede it."""
+    first = _first_past_root(args)
+    return first if first in _COMMANDS else None
+
+
+def _settings_only(args: list[str]) -> bool:
+    """Only root settings (--lang, --debug) and no command: `gpuwise --lang zh` is `gpuwise` alone, the
+    help in that language, not an error about a missing command."""
+    asks = {"--help", "-h", "--version", "--install-completion", "--show-completion"}
+    return bool(args) and _first_past_root(args) is None and not asks.intersection(args)
 
 
 def full_app() -> typer.Typer:
@@ -186,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
             from gpuwise.cli.localize import localize_command
 
             localize_command(command)
-        result = command.main(args=args, prog_name="gpuwise", standalone_mode=False)
+        run_args = [] if _settings_only(args) else args  # --lang was applied above; --debug has no command
+        result = command.main(args=run_args, prog_name="gpuwise", standalone_mode=False)
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
