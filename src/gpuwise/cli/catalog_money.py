@@ -26,8 +26,8 @@ def offers_in_currency(
     limit: int | None,
 ) -> None:
     from gpuwise.cli.catalog import _TABLE_DEFAULT_LIMIT, JSON_SCHEMA_VERSION, offer_json, print_offers_table
+    from gpuwise.cli.options import exchange_rates
     from gpuwise.cli.output import console, print_json
-    from gpuwise.cli.plan import _parse_pairs
     from gpuwise.plan.currency import (
         check_currency,
         display,
@@ -38,7 +38,7 @@ def offers_in_currency(
         showing,
     )
 
-    given = _parse_pairs(exchange_rate, "--exchange-rate", upper=True, example="CNY=0.14")
+    given = exchange_rates(exchange_rate)
     shown_in = display(check_currency(currency), given)
     ranked = offers_in(found, shown_in, spot=spot)
     if json_out:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpuwise.cli.options import exchange_rates, parse_pairs
 from gpuwise.locale import _
 
 if TYPE_CHECKING:
@@ -203,7 +204,7 @@ def plan(  # noqa: PLR0917 - typer passes options positionally
         from gpuwise.cli.export import check_plan_export
 
         check_plan_export(export_kind, export_out, as_json=as_json, html=html)
-    fx = _parse_pairs(exchange_rate or [], "--exchange-rate", upper=True, example="CNY=0.14")
+    fx = exchange_rates(exchange_rate or [])
     display, bundled = _money(currency, fx)
     overrides = _parse_spot(spot_rate or [])
     _check_files(workload, html=html, calibration=calibration, catalog_dir=catalog_dir)
@@ -395,36 +396,13 @@ def _money(currency: str | None, fx: dict[str, float]) -> tuple[Any, dict[str, t
     return display(check_currency(currency), fx), bundled_for_ranking(fx, date.today())
 
 
-def _parse_pairs(values: list[str], option: str, *, upper: bool, example: str) -> dict[str, float]:
-    from gpuwise.errors import UsageError
-
-    out: dict[str, float] = {}
-    for value in values:
-        key, sep, number = value.partition("=")
-        try:
-            rate = float(number)
-        except ValueError:
-            rate = -1.0
-        if not sep or not key.strip() or not (rate > 0) or rate == float("inf"):
-            raise UsageError(
-                _("{option} {value} is not NAME=NUMBER with a positive number").format(
-                    option=option, value=repr(value)
-                ),
-                fix=_("write e.g. {option} {example}").format(option=option, example=example),
-            )
-        out[key.strip().upper() if upper else key.strip().lower()] = rate
-    return out
-
-
 def _parse_spot(values: list[str]) -> dict[str, float]:
     from gpuwise.errors import UsageError
 
     out: dict[str, float] = {}
     for value in values:
         if "=" in value:
-            out.update(
-                _parse_pairs([value], "--spot-interruptions-per-hour", upper=False, example="gcp=0.05")
-            )
+            out.update(parse_pairs([value], "--spot-interruptions-per-hour", upper=False, example="gcp=0.05"))
             continue
         try:
             rate = float(value)

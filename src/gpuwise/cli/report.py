@@ -115,10 +115,10 @@ def _shown_in(currency: str | None, exchange_rate: list[str]) -> Money | None:
     """--currency: the Money amounts are shown in (None without it)."""
     if currency is None:
         return None
-    from gpuwise.cli.plan import _parse_pairs
+    from gpuwise.cli.options import exchange_rates
     from gpuwise.plan.currency import check_currency, display
 
-    given = _parse_pairs(exchange_rate, "--exchange-rate", upper=True, example="CNY=0.14")
+    given = exchange_rates(exchange_rate)
     return display(check_currency(currency), given)
 
 
