@@ -36,7 +36,10 @@ class RecordedApi:
     @staticmethod
     def _names(action: str, region: str | None, params: Mapping[str, Any]) -> list[str]:
         """Most specific first: the instance type, the page token, the region and charge type, the region;
-        the bare action last (never for a later page, which must not answer as the first)."""
+        the bare action last (never for a later page, which must not answer as the first). A later page of
+        an offset-paged call (``Offset``) answers only from ``<Action>-<instance type>-offset<N>``."""
+        if "Offset" in params:
+            return [f"{action}-{params.get('InstanceType', region)}-offset{params['Offset']}"]
         keys: list[str] = []
         if "InstanceType" in params:
             keys.append(str(params["InstanceType"]))

@@ -10,7 +10,11 @@ tests/fixtures/cn_clouds/aliyun with the reference page of each):
 - per type ``DescribePrice`` (``PriceUnit=Hour``): the hourly pay-as-you-go price the account would pay
   (``TradePrice``, account discounts applied) of the instance type alone (its ``instanceType`` detail, so
   the default system disk is not counted) and its currency;
-- per type ``DescribeSpotPriceHistory``: the newest spot price per zone.
+- per type ``DescribeSpotPriceHistory`` (paged by row, ``Offset``/``NextOffset``): the newest Linux spot
+  price per zone, over every page of the history since yesterday 00:00 UTC.
+
+``DescribeRegions``, ``DescribeAvailableResource`` and ``DescribePrice`` take no paging parameter (their
+references list none): one answer holds the whole list.
 
 A type whose GPU gpuwise cannot name is left out and counted (never guessed); a type whose price call fails
 is left out of that region with a warning; a region whose listing fails is a warning and the rest go on.
@@ -19,6 +23,7 @@ is left out of that region with a warning; a region whose listing fails is a war
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -50,6 +55,10 @@ CREDENTIALS_DOC = "https://www.alibabacloud.com/help/en/sdk/developer-reference/
 # The endpoint the region list is asked of (any region answers DescribeRegions).
 _HOME_REGION = "cn-hangzhou"
 _PAGE = 100  # DescribeInstanceTypes' MaxResults limit since 2023-11-15 (its API reference)
+# Pages of one type's spot price history read at most. The reference's example first page answers NextOffset
+# 1000 (a page of 1000 rows); two days of hourly points in every zone of a region are a few hundred rows, so
+# the cap only stops a runaway paging.
+_SPOT_PAGES = 20
 # Error codes that mean the key itself is refused (Alibaba Cloud's common error codes).
 _AUTH_CODES = (
     "InvalidAccessKeyId",
@@ -207,28 +216,59 @@ def _price(api: Api, region: str, type_id: str) -> tuple[float | None, str]:
 def _spot_prices(
     api: Api, region: str, type_id: str, today: date, warnings: FetchWarnings
 ) -> dict[str, float]:
-    """Zone -> the newest spot price of the last day; empty when the type has no spot market there."""
-    start = (today - timedelta(days=1)).isoformat() + "T00:00:00Z"
+    """Zone -> the newest Linux spot price of the last day, read across every page of the history; empty when
+    the type has no spot market there or the history cannot be read."""
+    # DescribeSpotPriceHistory pages by row: Offset is the row to start from (default 0) and NextOffset the
+    # row the next page starts at (ECS API reference, api-ecs-2014-05-26-describespotpricehistory).
+    params: dict[str, Any] = {
+        "RegionId": region,
+        "InstanceType": type_id,
+        "NetworkType": "vpc",
+        # a point carries no OS: ask Linux only, so a Windows price is never taken as the zone's newest
+        "OSType": "linux",
+        "StartTime": (today - timedelta(days=1)).isoformat() + "T00:00:00Z",
+    }
+    newest: dict[str, tuple[str, float]] = {}
+    offset = 0
     try:
-        doc = _call(
-            api,
-            "DescribeSpotPriceHistory",
-            region,
-            {"RegionId": region, "InstanceType": type_id, "NetworkType": "vpc", "StartTime": start},
-        )
+        for _page in range(_SPOT_PAGES):
+            doc = _call(
+                api, "DescribeSpotPriceHistory", region, {**params, "Offset": offset} if offset else params
+            )
+            points = items(doc, "SpotPrices", "SpotPriceType")
+            _keep_newest(newest, points)
+            following = number(doc.get("NextOffset"))
+            if not points or following is None or not math.isfinite(following) or following <= 0:
+                break  # the last page: no row left, or no next row named
+            if following <= offset:
+                warnings.warn(
+                    f"{region} {type_id}: the spot price history's next page ({following:g}) does not "
+                    f"advance past row {offset}; newer points may be missed"
+                )
+                break
+            offset = int(following)
+        else:
+            warnings.warn(
+                f"{region} {type_id}: the spot price history has more than {_SPOT_PAGES} pages; "
+                "read the first ones only, newer points may be missed"
+            )
     except ApiError as exc:
         if exc.auth:
             raise
         warnings.warn(f"{region} {type_id}: no spot price ({exc})")
         return {}
-    newest: dict[str, tuple[str, float]] = {}
-    for point in items(doc, "SpotPrices", "SpotPriceType"):
+    return {zone: value for zone, (_, value) in newest.items()}
+
+
+def _keep_newest(newest: dict[str, tuple[str, float]], points: list[Mapping[str, Any]]) -> None:
+    """Fold one page of points into zone -> (timestamp, price) of the newest point seen. The reference
+    promises no order, so every point is compared; its timestamps are ISO 8601 UTC, which sort as text."""
+    for point in points:
         zone = str(point.get("ZoneId", ""))
         value = number(point.get("SpotPrice"))
         stamp = str(point.get("Timestamp", ""))
         if zone and value is not None and (zone not in newest or stamp > newest[zone][0]):
             newest[zone] = (stamp, value)
-    return {zone: value for zone, (_, value) in newest.items()}
 
 
 # ---------------------------------------------------------------- the SDK adapter
