@@ -89,3 +89,17 @@ def test_the_assumptions_say_what_checkpointing_costs() -> None:
     assert any("reruns 0.5 forward pass per sample" in a and "1.17×" in a for a in sel.assumptions)
     none = run("cnn", "none", "A100-80GB")
     assert not any("checkpoint_recompute_forwards" in a for a in none.assumptions)
+
+
+def test_memory_and_time_describe_the_same_scheme() -> None:
+    """ "full" = every segment rerun once (one forward); selective = every other block: half the reruns,
+    keeping the average of no checkpointing and full checkpointing (within rounding). A change to one table
+    must move the other."""
+    from gpuwise.estimate.constants import NON_TRANSFORMER_RECOMPUTE as RERUN
+    from gpuwise.estimate.memory_constants import NON_TRANSFORMER_CHECKPOINT_KEEP as KEEP
+
+    assert set(RERUN) == set(KEEP)
+    assert RERUN["none"] == 0 and KEEP["none"] == 1
+    assert RERUN["full"] == 1
+    assert RERUN["selective"] == RERUN["full"] / 2
+    assert KEEP["selective"] == pytest.approx((KEEP["none"] + KEEP["full"]) / 2, abs=0.05)
