@@ -92,7 +92,7 @@ def test_the_assumptions_say_what_checkpointing_costs() -> None:
 
 
 def test_memory_and_time_describe_the_same_scheme() -> None:
-    """ "full" = every segment rerun once (one forward); selective = every other block: half the reruns,
+    """Full = every segment rerun once (one forward); selective = every other block: half the reruns,
     keeping the average of no checkpointing and full checkpointing (within rounding). A change to one table
     must move the other."""
     from gpuwise.estimate.constants import NON_TRANSFORMER_RECOMPUTE as RERUN
