@@ -143,6 +143,25 @@ def test_a_cnn_is_offered_only_what_a_cnn_takes() -> None:
     assert "train.micro_batch" in keys
 
 
+def test_a_cnn_is_told_what_checkpointing_costs_in_time() -> None:
+    """Full checkpointing reruns the forward of a ResNet in the backward: the remedy's time says ×1.33, not
+    ×1.00, and the cheaper change (a smaller micro batch at the same speed) ranks first."""
+    w = parse_workload(
+        {
+            "task": "train",
+            "model": {"preset": "resnet-50"},
+            "train": {"method": "full", "precision": "fp16", "samples": 1e6, "micro_batch": 512},
+        },
+        "cnn.toml",
+    )
+    base, found = search(w, "T4")
+    assert not base.fits
+    ckpt = by_key(found, "train.activation_checkpointing")
+    assert ckpt.updates == {"train.activation_checkpointing": "full"}
+    assert ckpt.time_ratio == pytest.approx(4 / 3, rel=0.01)
+    assert set(found[0].updates) == {"train.micro_batch"} and found[0].time_ratio == pytest.approx(1.0)
+
+
 def test_inference_gets_smaller_concurrency_lower_precision_and_tensor_parallelism() -> None:
     w = serve("llama-3-70b", concurrency=64)
     base, found = search(w, "H100")

@@ -162,6 +162,24 @@ KIND_EFFICIENCY_SOURCE = _c(
     ),
     ("dle-resnet50-a100-amp-1gpu",),
 )
+# Checkpointing of a model without a per-layer formula (cnn, generic, a diffusion model given by its FLOPs):
+# forward passes the backward reruns, by mode. The time side of the scheme whose memory side is
+# memory_constants.NON_TRANSFORMER_CHECKPOINT_KEEP: "full" is Chen et al.'s sqrt(n) segments, every segment
+# recomputed once (keeps ~25%); "selective" checkpoints every other block (keeps ~(1 + 0.25)/2 ≈ 60%,
+# reruns half the forward), as diffusion.py charges a bundled UNet's "selective".
+NON_TRANSFORMER_RECOMPUTE = {"none": 0.0, "selective": 0.5, "full": 1.0}
+NON_TRANSFORMER_RECOMPUTE_SOURCE = _c(
+    "checkpoint_recompute_forwards",
+    1.0,
+    N_("forward pass rerun in the backward (full; selective 0.5)"),
+    N_(
+        "Chen et al. 2016, 'Training Deep Nets with Sublinear Memory Cost': sqrt(n) segments cost one extra "
+        "forward pass per mini-batch, +1/3 of the training FLOPs as convolutions' backward is 2× their "
+        "forward at large batch (Hobbhahn & Sevilla 2021, Epoch AI, 'What's the backward-forward FLOP ratio "
+        "for neural networks?'); measured: +30% time for a 1000-layer ResNet on ImageNet (Chen et al.), "
+        "~+20% for feed-forward models (Bulatov & Salimans, cybertronai/gradient-checkpointing README)"
+    ),
+)
 
 # --- inference -----------------------------------------------------------------------------------
 DECODE_BANDWIDTH_EFFICIENCY = _c(

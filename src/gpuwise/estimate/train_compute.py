@@ -35,9 +35,7 @@ class Flops:
 def flops_per_unit(m: ModelSpec, t: TrainSpec, lengths: Lengths, notes: Notes) -> Flops:
     """6·N (4·N with a frozen base) + the attention core per token, plus what recomputation adds."""
     if m.kind != "transformer":
-        model_flops = 3 * (m.flops_per_sample or 0)
-        notes.add(_("3 × forward FLOPs per training sample (forward + backward)"))
-        return Flops(model_flops, model_flops, model_flops)
+        return _per_sample_flops(m, t, notes)
     if m.encoder_layers is not None:
         return _encdec_flops(m, t, lengths, notes)
     n_mm = matmul_params(m)
@@ -62,6 +60,30 @@ def flops_per_unit(m: ModelSpec, t: TrainSpec, lengths: Lengths, notes: Notes) -
         )
     )
     return Flops(model_flops, hw_flops, linear_hw_flops)
+
+
+def _per_sample_flops(m: ModelSpec, t: TrainSpec, notes: Notes) -> Flops:
+    """A model without a per-layer formula (CNN, generic, a diffusion model given by its FLOPs): forward +
+    backward = 3 × forward per sample, plus the forward passes checkpointing reruns in the backward."""
+    forward = m.flops_per_sample or 0
+    model_flops = 3 * forward
+    notes.add(_("3 × forward FLOPs per training sample (forward + backward)"))
+    reruns = K.NON_TRANSFORMER_RECOMPUTE[t.activation_checkpointing]
+    hw_flops = model_flops + reruns * forward
+    if reruns:
+        notes.const(K.NON_TRANSFORMER_RECOMPUTE_SOURCE)
+        notes.add(
+            _(
+                "{mode} checkpointing reruns {forwards} forward pass per sample in the backward: {factor}× "
+                "the training FLOPs{traffic}"
+            ).format(
+                mode=t.activation_checkpointing,
+                forwards=f"{reruns:g}",
+                factor=f"{hw_flops / model_flops:.2f}" if model_flops else "1",
+                traffic=_(" and activation traffic") if m.kind == "cnn" else "",
+            )
+        )
+    return Flops(model_flops, hw_flops, hw_flops)
 
 
 def _encdec_flops(m: ModelSpec, t: TrainSpec, lengths: Lengths, notes: Notes) -> Flops:
@@ -158,7 +180,9 @@ def compute_seconds(
     if transformer and t.quantized_base and t.base_dtype in K.DEQUANT_BASES:
         compute_s += dequant_seconds(w, t, gpu, accum=accum, notes=notes)
     if m.kind == "cnn":
-        compute_s = _cnn_traffic_bound(compute_s, m, t, gpu, units_per_step=units_per_step, notes=notes)
+        compute_s = _cnn_traffic_bound(
+            compute_s, m, t, gpu, flops, units_per_step=units_per_step, notes=notes
+        )
     if pp > 1:
         compute_s /= 1 - _pipeline_bubble(m, t, accum=accum, notes=notes)
     # What the stack adds: launch/hook time per layer per micro batch, waiting on the data loader.
@@ -199,15 +223,28 @@ def dequant_seconds(w: Workload, t: TrainSpec, gpu: GpuSpec, *, accum: int, note
 
 
 def _cnn_traffic_bound(
-    compute_s: float, m: ModelSpec, t: TrainSpec, gpu: GpuSpec, *, units_per_step: float, notes: Notes
+    compute_s: float,
+    m: ModelSpec,
+    t: TrainSpec,
+    gpu: GpuSpec,
+    flops: Flops,
+    *,
+    units_per_step: float,
+    notes: Notes,
 ) -> float:
-    """Memory roofline: a CNN step also moves its activations through HBM several times."""
+    """Memory roofline: a CNN step also moves its activations through HBM several times.
+
+    A forward that checkpointing reruns moves its activations again: the traffic grows by the factor the
+    FLOPs do (hardware ÷ model), the forward taken as a third of a step's traffic as it is of its FLOPs (the
+    backward reads the saved activations and the incoming gradient and writes the outgoing one, once for each
+    of its two convolutions)."""
     bw = bandwidth(gpu, notes)
     if not bw:
         return compute_s
     act_b = (m.flops_per_sample or 0) * MEM.ACT_BYTES_PER_FLOP_BY_KIND["cnn"]
     act_b *= 2 if t.precision in ("fp32", "tf32") else 1
-    traffic_s = notes.const(K.CNN_TRAIN_TRAFFIC) * act_b * units_per_step / bw
+    rerun = flops.hardware / flops.model if flops.model else 1.0
+    traffic_s = notes.const(K.CNN_TRAIN_TRAFFIC) * act_b * units_per_step * rerun / bw
     if traffic_s > compute_s:
         notes.add("CNN step bound by memory traffic (activations), not by convolution FLOPs")
         return traffic_s
