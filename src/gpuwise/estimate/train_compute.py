@@ -246,7 +246,7 @@ def _cnn_traffic_bound(
     rerun = flops.hardware / flops.model if flops.model else 1.0
     traffic_s = notes.const(K.CNN_TRAIN_TRAFFIC) * act_b * units_per_step * rerun / bw
     if traffic_s > compute_s:
-        notes.add("CNN step bound by memory traffic (activations), not by convolution FLOPs")
+        notes.add(_("CNN step bound by memory traffic (activations), not by convolution FLOPs"))
         return traffic_s
     return compute_s
 

@@ -91,7 +91,7 @@ DESCRIPTIONS: dict[str, str] = {
     "train.global_batch": "Sequences or samples per optimizer step (sets gradient accumulation and data "
     "parallelism).",
     "train.activation_checkpointing": "Recompute activations in the backward pass: none, selective "
-    "(attention only) or full.",
+    "(attention only in a transformer; every other block in a CNN or other model) or full.",
     "train.sharding": "Data-parallel sharding: ZeRO stage 1/2/3, or FSDP (= ZeRO-3).",
     "train.tensor_parallel": "Tensor-parallel degree (GPUs per layer).",
     "train.pipeline_parallel": "Pipeline-parallel degree (stages).",
