@@ -246,7 +246,7 @@ def _model_states(job: _Job, *, dp: int, notes: Notes) -> tuple[float, float, fl
     """(weights, gradients, optimizer states) of the denoiser, per GPU."""
     arch, t, d = job.arch, job.t, job.d
     opt_state = MEM.OPTIMIZER_STATE_BYTES[t.optimizer_kind]
-    notes.const(MEM.OPTIMIZER_SOURCE)
+    notes.const(MEM.OPTIMIZER_SOURCES[t.optimizer_kind])
     n = arch.denoiser_params
     if t.method == "full":
         mixed = t.precision not in ("fp32", "tf32") and not t.pure_low_precision

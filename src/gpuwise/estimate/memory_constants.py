@@ -27,15 +27,21 @@ INT4_BYTES_PER_PARAM = Constant(
 # ZeRO paper (Rajbhandari et al. 2020 §3.1): Adam keeps fp32 momentum and variance (8 B) plus, for mixed
 # precision, an fp32 master copy (4 B): K = 12 bytes per parameter.
 OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw8bit": 2.0, "sgd": 4.0, "adafactor": 0.5}
-OPTIMIZER_SOURCE = Constant(
-    "optimizer_state_bytes",
-    8,
-    N_("B/param (adamw)"),
-    N_(
-        "ZeRO paper §3.1 (Adam: fp32 m and v = 8 B, + 4 B fp32 master for mixed precision); adamw8bit 2 B "
-        "(Dettmers et al. 2022, 8-bit optimizers); SGD momentum 4 B; Adafactor factored ≈ 0.5 B"
-    ),
+_OPTIMIZER_TEXT = N_(
+    "ZeRO paper §3.1 (Adam: fp32 m and v = 8 B, + 4 B fp32 master for mixed precision); adamw8bit 2 B "
+    "(Dettmers et al. 2022, 8-bit optimizers); SGD momentum 4 B; Adafactor factored ≈ 0.5 B"
 )
+_OPTIMIZER_UNITS = {
+    "adamw": N_("B/param (adamw)"),
+    "adamw8bit": N_("B/param (adamw8bit)"),
+    "sgd": N_("B/param (sgd)"),
+    "adafactor": N_("B/param (adafactor)"),
+}
+# One per optimizer, so the assumption states the figure the estimate used (an SGD run is told 4 B, not 8)
+OPTIMIZER_SOURCES = {
+    kind: Constant("optimizer_state_bytes", value, _OPTIMIZER_UNITS[kind], _OPTIMIZER_TEXT)
+    for kind, value in OPTIMIZER_STATE_BYTES.items()
+}
 MASTER_WEIGHT_BYTES = 4.0
 
 # --- activations (Korthikanti et al. 2022, "Reducing Activation Recomputation", §4) ----------

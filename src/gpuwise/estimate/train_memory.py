@@ -70,7 +70,7 @@ def train_memory(
 def _optimizer_state_bytes(t: TrainSpec, notes: Notes) -> float:
     """Optimizer state bytes per trainable parameter, beyond any fp32 master copy."""
     opt_state = MEM.OPTIMIZER_STATE_BYTES[t.optimizer_kind]
-    notes.const(MEM.OPTIMIZER_SOURCE)
+    notes.const(MEM.OPTIMIZER_SOURCES[t.optimizer_kind])
     if t.pure_low_precision and t.precision not in ("fp32", "tf32"):
         opt_state = opt_state / 2 if t.optimizer_kind in ("adamw", "sgd") else opt_state
         notes.add(
