@@ -115,10 +115,13 @@ def test_no_help_screen_keeps_a_hard_line_break(every_help: list[tuple[str, int,
 
 
 def test_examples_and_paragraphs_are_kept(every_help: list[tuple[str, int, str]]) -> None:
+    lang = every_help[0][0].split(":")[0]
     screens = {name.split(": ", 1)[1]: text for name, _width, text in every_help}
-    export = screens[f"gpuwise export @{WIDE}"]
-    example = "   gpuwise export torchrun --gpu H100:16 --nodes 2"
-    assert any(line.rstrip() == example for line in export.splitlines())  # indented, on its own line
+    export = [line.strip() for line in screens[f"gpuwise export @{WIDE}"].splitlines()]
+    assert "gpuwise export torchrun --gpu H100:16 --nodes 2" in export  # an example keeps its own line
+    second = {"en": "gpuwise is wired in:", "zh": "其中已接入 gpuwise："}[lang]  # export's second paragraph
+    starts = [i for i, line in enumerate(export) if line.startswith(second)]
+    assert len(starts) == 1 and export[starts[0] - 1] == ""  # after the blank line that ends the first
     root = screens[f"gpuwise @{NARROW}"]
     assert max(cell_len(line) for line in root.splitlines()) <= NARROW
 
