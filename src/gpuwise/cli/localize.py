@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -127,6 +128,83 @@ def localize_command(command: Any) -> None:
             walk(child)
 
     walk(command)
+
+
+# --- help that wraps where the terminal wraps it ----------------------------------------------------------
+# typer's rich help joins the single newlines of a command's first paragraph only (and of option help, with a
+# space even between two Chinese characters); the later paragraphs and the command list keep every newline
+# the docstring was wrapped at, so at 80 columns a line wraps twice and at 200 it stops half way. gpuwise
+# joins them itself before typer sees the text, keeping what is laid out on purpose.
+
+_LIST_ITEM = re.compile(r"(?:[-*+•]|\d{1,2}[.)])\s")
+_BLANK_LINE = re.compile(r"(\n[ \t]*\n)")
+
+
+def _starts_own_line(line: str) -> bool:
+    """An indented (code, example, list continuation), `$ `, list-item or empty (the text's end) line
+    starts a line of its own."""
+    return not line or line[:1] in (" ", "\t") or line.startswith("$ ") or _LIST_ITEM.match(line) is not None
+
+
+def _ends_own_line(line: str) -> bool:
+    """After an indented or `$ ` line, or a lead-in that ends with a colon, the next line starts anew."""
+    return line[:1] in (" ", "\t") or line.startswith("$ ") or line.rstrip().endswith((":", "："))
+
+
+def _wide(char: str) -> bool:
+    return unicodedata.east_asian_width(char) in ("W", "F")
+
+
+def _join(left: str, right: str) -> str:
+    """Two lines of one paragraph as one: no space between two Chinese characters or beside full-width
+    punctuation (Chinese sets no space there), one space otherwise."""
+    a, b = left[-1:], right[:1]
+    tight = (_wide(a) and _wide(b)) or any(_wide(c) and unicodedata.category(c)[0] == "P" for c in a + b)
+    return left + right if tight or not a else f"{left} {right}"
+
+
+def _reflow_paragraph(paragraph: str) -> str:
+    if paragraph.startswith("\b"):  # click's mark for a block kept exactly as written
+        return paragraph
+    lines: list[str] = []
+    for line in paragraph.split("\n"):
+        if lines and not _starts_own_line(line) and not _ends_own_line(lines[-1]):
+            lines[-1] = _join(lines[-1].rstrip(), line.strip())
+        else:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def reflow(text: str) -> str:
+    """`text` with the line breaks inside its prose paragraphs joined, so the terminal alone wraps it.
+    Kept as written: blank-line paragraph breaks, list items, indented and `$ ` lines (examples, code),
+    the line after a colon, `\\b` blocks and whatever follows a form feed (typer hides that part)."""
+    body, feed, hidden = text.partition("\f")
+    parts = _BLANK_LINE.split(body)  # paragraphs at even indices, the blank lines between them at odd
+    body = "".join(part if i % 2 else _reflow_paragraph(part) for i, part in enumerate(parts))
+    return body + feed + hidden
+
+
+def _reflow_option_help(text: str) -> str:
+    """An option's help reflowed; a paragraph whose breaks are kept is marked `\\b`, since typer joins
+    every other line of an option's help with a space."""
+    paragraphs = reflow(text).split("\n\n")
+    return "\n\n".join(
+        f"\b\n{p}" if "\n" in p.strip("\n") and not p.startswith("\b") else p for p in paragraphs
+    )
+
+
+def reflow_help(command: Any) -> None:
+    """Reflow the help of this click command, of its options and arguments and of every sub-command, in
+    place (it is idempotent): a command's paragraphs and option help wrap only where the terminal does."""
+    if command.help and "\n" in command.help:
+        command.help = reflow(command.help)
+    for param in command.params:
+        help_text = getattr(param, "help", None)
+        if help_text and "\n" in help_text:
+            param.help = _reflow_option_help(help_text)
+    for child in getattr(command, "commands", {}).values():
+        reflow_help(child)
 
 
 # The messages typer's vendored click writes for parsing errors (f-strings, not gettext), as regular

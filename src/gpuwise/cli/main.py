@@ -195,9 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # not standalone: parsing errors come back here and are printed like every other bad input
         command = typer.main.get_command(app)  # what app(...) runs, built here to translate click's words
-        if language() != "en":
-            from gpuwise.cli.localize import localize_command
+        from gpuwise.cli.localize import localize_command, reflow_help
 
+        reflow_help(command)  # help wraps where the terminal does, not where a docstring was wrapped
+        if language() != "en":
             localize_command(command)
         run_args = [] if _settings_only(args) else args  # --lang was applied above; --debug has no command
         result = command.main(args=run_args, prog_name="gpuwise", standalone_mode=False)
