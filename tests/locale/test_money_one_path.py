@@ -321,3 +321,28 @@ def test_the_frozen_reference_is_what_users_read(usd: float, english: str, zh: s
     assert _frozen_zh_format_usd(usd) == zh
     at_par = Money("CNY", FxRate("CNY", 1.0, None, "test"))
     assert _frozen_money_format(at_par, usd) == english.replace("$", "¥")
+
+
+@pytest.mark.parametrize("amount", [1e26, -3.5e29, 1.7976931348623157e308])
+def test_chinese_lays_out_amounts_with_more_digits_than_decimal_s_default(amount: float) -> None:
+    """Babel quantizes in the current decimal context, whose 28 digits raised InvalidOperation (a traceback
+    from `plan --lang zh` on an absurd workload); every digit of a double now fits."""
+    sign = "-" if amount < 0 else ""
+    with chinese():
+        assert units.format_usd(amount) == f"{sign}US${abs(amount):,.0f}"
+        assert units.format_money(amount, "CNY") == f"{sign}¥{abs(amount):,.2f}"
+
+
+def test_english_money_imports_neither_babel_nor_decimal() -> None:
+    """Only Babel's path needs decimal (about 6 ms of start-up here; benchmarks/plan_speed.py times it)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from gpuwise.plan.currency import cents, money, rounded, symbol; "
+        "from gpuwise.units import format_money; "
+        "money(1.5); cents(2.0); rounded(3.0); symbol(); format_money(5.0, 'CNY'); "
+        "print(sorted({'babel', 'decimal'} & set(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
