@@ -346,3 +346,11 @@ def test_english_money_imports_neither_babel_nor_decimal() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_chinese_numbers_beyond_28_digits_are_laid_out_too() -> None:
+    from gpuwise.locale.formats import format_number
+
+    with chinese():
+        assert format_number(1e30, 1) == f"{1e30:,.1f}"
+        assert format_number(-1.7976931348623157e308) == f"{-1.7976931348623157e308:,.0f}"

@@ -30,6 +30,9 @@ from gpuwise.locale import language
 _CLDR_LOCALE = {"zh": "zh_CN"}
 ENGLISH_SYMBOLS = {"USD": "$", "CNY": "¥"}  # gpuwise's English signs; others print their code after
 MoneyStyle = Literal["cents", "rounded", "significant"]
+# Babel quantizes in the current decimal context, whose default 28 digits raise InvalidOperation on 1e26 and
+# more: its calls run with room for every digit of the largest double (309 before the point) and decimals.
+_ALL_DIGITS = 400
 
 
 def _locale() -> str | None:
@@ -63,12 +66,13 @@ def format_number(value: float, fraction_digits: int = 0) -> str:
     text = f"{value:,.{fraction_digits}f}"
     if locale is None or not math.isfinite(value):
         return text
-    from decimal import Decimal
+    from decimal import Decimal, localcontext
 
     from babel.numbers import format_decimal
 
     digits = f"{value:.{fraction_digits}f}"
-    return format_decimal(Decimal(digits), format=_pattern(digits), locale=locale)
+    with localcontext(prec=_ALL_DIGITS):
+        return format_decimal(Decimal(digits), format=_pattern(digits), locale=locale)
 
 
 def currency_symbol(currency: str) -> str:
@@ -108,10 +112,7 @@ def _english_money(amount: float, spec: str, currency: str, signs: Mapping[str, 
     ('$-5.50'; '$-0.00' for -0.001, as gpuwise has always printed it), or the code after ('-5.50 EUR')."""
     text = format(amount, "," + spec)
     symbol = signs.get(currency)
-    if symbol is None:
-        return f"{text} {currency}"
-    sign, digits = ("-", text[1:]) if text.startswith("-") else ("", text)
-    return f"{symbol}{sign}{digits}"
+    return f"{text} {currency}" if symbol is None else f"{symbol}{text}"
 
 
 def _cldr_money(amount: float, digits: str, currency: str, locale: str) -> str:
@@ -124,10 +125,7 @@ def _cldr_money(amount: float, digits: str, currency: str, locale: str) -> str:
 
     from babel.numbers import format_currency
 
-    with localcontext() as context:
-        # every digit of the largest double: Babel quantizes in the current context, whose default 28
-        # digits raise InvalidOperation on an amount of $1e26 or more
-        context.prec = 400
+    with localcontext(prec=_ALL_DIGITS):
         text = format_currency(
             Decimal(digits), currency, format="¤" + _pattern(digits), locale=locale, currency_digits=False
         )
