@@ -10,7 +10,7 @@ import math
 import re
 from datetime import date, datetime
 
-from gpuwise.locale import _, language
+from gpuwise.locale import _, formats
 
 KIB = 1024
 MIB = 1024**2
@@ -114,37 +114,25 @@ def format_hours(hours: float) -> str:
     return format_duration(hours * 3600)
 
 
-def format_money(amount: float, currency: str = "USD") -> str:
-    """$1,234.56 for USD; '1,234.56 CNY' for anything else (never converted)."""
-    if language() != "en":  # the locale's signs (US$, ¥) with the same digits
-        from gpuwise.locale.formats import format_money as localized
+# units.format_money gives only the dollar its sign: any other currency reads as its code after the amount
+# ('1,234.56 CNY'), as catalog listings print offers priced in several currencies (Chinese: CLDR's sign)
+_DOLLAR_SIGN = {"USD": "$"}
 
-        return localized(amount, currency, "rounded" if currency == "USD" else "cents")
-    if currency == "USD":
-        if abs(amount) < 10:
-            return f"${amount:,.2f}"
-        return f"${amount:,.0f}" if abs(amount) >= 10_000 else f"${amount:,.2f}"
-    return f"{amount:,.2f} {currency}"
+
+def format_money(amount: float, currency: str = "USD") -> str:
+    """$1,234.56 for USD (whole dollars from $10,000); '1,234.56 CNY' for anything else (never converted).
+    Rounded and laid out by gpuwise.locale.formats, in the current language."""
+    return formats.format_money(
+        amount, currency, "rounded" if currency == "USD" else "cents", signs=_DOLLAR_SIGN
+    )
 
 
 def format_usd(x: float | None) -> str:
     """Dollars for tables where small amounts must differ (plan's rows); `format_money` rounds to cents.
-    Dollars with enough digits that small totals differ: $1,234 · $12.34 · $0.0123."""
+    Dollars with enough digits that small totals differ: $1,234 · $12.34 · $0.0123; '?' when unknown."""
     if x is None or math.isnan(x):
         return "?"
-    if language() != "en":  # the locale's sign (US$) with the same digits
-        from gpuwise.locale.formats import format_money as localized
-
-        return localized(x, "USD", "significant")
-    if abs(x) >= 1000:
-        return f"${x:,.0f}"
-    if abs(x) >= 1:
-        return f"${x:,.2f}"
-    if x == 0:
-        return "$0"
-    if abs(x) >= 1e-4:
-        return f"${x:.3g}"
-    return f"${x:.2e}"
+    return formats.format_money(x, "USD", "significant")
 
 
 def format_run_hours(h: float | None) -> str:

@@ -10,7 +10,7 @@ without saying so: an offer priced in another currency is ranked only with a rat
 The display currency is a context variable set around rendering (``showing``), so the shared formatters
 (``money``) need no extra argument; its default is USD, formatted exactly as ``units.format_usd``.
 
-Pure apart from that context variable; standard library and ``gpuwise.units``/``gpuwise.errors`` only.
+Pure apart from that context variable; amounts are rounded and laid out by ``gpuwise.locale.formats``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from datetime import date
 from typing import Any
 
 from gpuwise.errors import UsageError
-from gpuwise.locale import _, formats, language
+from gpuwise.locale import _, formats
 from gpuwise.units import format_usd
 
 CURRENCIES = ("USD", "CNY")
@@ -98,15 +98,16 @@ class Money:
     def amount(self, usd: float) -> float:
         return usd if self.rate is None else usd * self.rate.per_usd
 
+    @property
+    def code(self) -> str:
+        """The currency amounts are printed in: USD where nothing is converted (no rate)."""
+        return "USD" if self.rate is None else self.currency
+
     def format(self, usd: float | None) -> str:
-        """The amount in this currency, with the digits `format_usd` gives dollars."""
-        if self.rate is None or usd is None or math.isnan(usd):
+        """The amount in this currency, with the digits `format_usd` gives dollars ('?' when unknown)."""
+        if usd is None or math.isnan(usd):
             return format_usd(usd)
-        if language() != "en":  # the locale's sign (¥) with the same digits
-            return formats.format_money(self.amount(usd), self.currency, "significant")
-        return format_usd(self.amount(usd)).replace("$", SYMBOLS.get(self.currency, ""), 1) + (
-            "" if self.currency in SYMBOLS else f" {self.currency}"
-        )
+        return formats.format_money(self.amount(usd), self.code, "significant")
 
     def rate_line(self, today: date | None = None) -> str:
         """The line printed with every plan shown in another currency (empty for USD)."""
@@ -146,35 +147,19 @@ def money(usd: float | None) -> str:
 def cents(usd: float) -> str:
     """'$1,234.56' (always cents, as the report's sentences print money) in the currency being shown."""
     shown = current()
-    if language() != "en":  # the locale's sign (US$, ¥) with the same digits
-        return formats.format_money(shown.amount(usd), shown.currency, "cents")
-    if shown.rate is None:
-        return f"${usd:,.2f}"
-    return f"{SYMBOLS.get(shown.currency, '')}{shown.amount(usd):,.2f}" + (
-        "" if shown.currency in SYMBOLS else f" {shown.currency}"
-    )
+    return formats.format_money(shown.amount(usd), shown.code, "cents")
 
 
 def rounded(usd: float) -> str:
     """``units.format_money`` (cents under 10 000, whole units above) in the currency being shown."""
-    from gpuwise.units import format_money
-
     shown = current()
-    if language() != "en":  # the locale's sign (US$, ¥) with the same digits
-        return formats.format_money(shown.amount(usd), shown.currency, "rounded")
-    text = format_money(shown.amount(usd))
-    if shown.rate is None:
-        return text
-    return text.replace("$", SYMBOLS.get(shown.currency, ""), 1) + (
-        "" if shown.currency in SYMBOLS else f" {shown.currency}"
-    )
+    return formats.format_money(shown.amount(usd), shown.code, "rounded")
 
 
 def symbol() -> str:
-    """'$' or '¥': the sign of the currency being shown (for column headings such as '$/h')."""
-    if language() != "en":  # the locale's sign: US$ or ¥
-        return formats.currency_symbol(current().currency)
-    return SYMBOLS.get(current().currency, current().currency)
+    """'$' or '¥' ('US$' or '¥' in Chinese): the sign of the currency being shown (for headings such as
+    '$/h')."""
+    return formats.currency_symbol(current().currency)
 
 
 def current() -> Money:

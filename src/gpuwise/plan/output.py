@@ -225,10 +225,14 @@ def unit_label(label: str) -> str:
     return _(label) if label in _UNIT_LABELS else label
 
 
+# Pricing kinds as shown, by the id the JSON keeps; each word is a catalog msgid, translated where shown.
+PRICING_WORDS = {"spot": N_("spot"), "on_demand": N_("on-demand"), "reserved": N_("reserved")}
+
+
 def pricing_word(pricing: str) -> str:
     """The pricing kind as shown: 'on-demand' (the id, on_demand, stays in the JSON)."""
-    words = {"spot": _("spot"), "on_demand": _("on-demand"), "reserved": _("reserved")}
-    return words.get(pricing, pricing.replace("_", "-"))
+    word = PRICING_WORDS.get(pricing)
+    return pricing.replace("_", "-") if word is None else _(word)
 
 
 def cost_part_word(part: str) -> str:
