@@ -104,3 +104,23 @@ def test_nothing_qualifies_without_a_rate_names_currency_as_the_fix(
     assert (
         "no --exchange-rate or --currency given" in err and "--currency CNY for the bundled dated rate" in err
     )
+
+
+def test_unknown_costs_are_counted_as_zero_in_the_shown_currency(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A yuan plan said "unknown, counted as $0" under ¥ figures: --pick and the HTML legend now name ¥0,
+    and the option's note, written before a currency is chosen, says zero."""
+    workload = str(FIXTURES / "llama3-8b-lora.toml")
+    code, doc = _json(capsys, workload, "--currency", "cny")
+    assert code == 0
+    rank = next(i for i, o in enumerate(doc["options"], 1) if o["unknown_costs"])
+    assert any(a.startswith("unknown, counted as zero: ") for a in doc["options"][rank - 1]["assumptions"])
+    assert main(["plan", workload, "--currency", "cny", "--top", "100", "--pick", str(rank)]) == 0
+    shown = capsys.readouterr().out
+    assert "unknown, counted as ¥0: " in shown and "$0" not in shown
+    assert "(listed in " in shown  # the price's own currency, beside the converted figure
+    page = tmp_path / "plan.html"
+    assert main(["plan", workload, "--currency", "cny", "--html", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert "counted as ¥0." in text and "counted as $0" not in text

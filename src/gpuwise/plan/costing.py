@@ -111,7 +111,7 @@ def _storage(
     unknown: list[str],
 ) -> float:
     """Dataset, kept checkpoints and boot disks for the stay; `rates` None: the region has no list rates.
-    Appends the parts whose rate is not known to `unknown` (counted as $0)."""
+    Appends the parts whose rate is not known to `unknown` (counted as zero)."""
     storage = 0.0
     stored_gb = data.dataset_gb + data.checkpoint_gb * data.checkpoints_kept
     storage_rate = None if rates is None else rates.storage_usd_per_gb_month

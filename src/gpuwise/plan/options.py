@@ -151,7 +151,9 @@ def _notes(
         from gpuwise.plan.output import cost_part_word  # the words --pick shows for the parts
 
         notes.append(
-            _("unknown, counted as $0: {parts}").format(parts=", ".join(cost_part_word(p) for p in c.unknown))
+            _("unknown, counted as zero: {parts}").format(
+                parts=", ".join(cost_part_word(p) for p in c.unknown)
+            )
         )
     if k.spot is not None:
         notes.append(

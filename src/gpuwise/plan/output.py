@@ -235,17 +235,20 @@ def pricing_word(pricing: str) -> str:
     return pricing.replace("_", "-") if word is None else _(word)
 
 
+COST_PART_WORDS = {
+    "compute": N_("compute"),
+    "startup": N_("startup"),
+    "storage": N_("storage"),
+    "egress": N_("egress"),
+    "interruption_overhead": N_("interruption_overhead"),
+    "boot_disk": N_("boot_disk"),
+}
+
+
 def cost_part_word(part: str) -> str:
     """A cost part's id (a key of cost_breakdown_usd) as shown."""
-    words = {
-        "compute": _("compute"),
-        "startup": _("startup"),
-        "storage": _("storage"),
-        "egress": _("egress"),
-        "interruption_overhead": _("interruption_overhead"),
-        "boot_disk": _("boot_disk"),
-    }
-    return words.get(part, part)
+    word = COST_PART_WORDS.get(part)
+    return part if word is None else _(word)
 
 
 def _pad(text: str, width: int) -> str:
@@ -370,7 +373,7 @@ def option_full_text(o: Option, regions: Sequence[str], rank: int) -> list[str]:
         "" if o.price_date_exact else _(" (date unknown: collection date)")
     )
     lines.append(
-        _("  price: {price}/h for all nodes, {currency}, as of {day}, {age} days old").format(
+        _("  price: {price}/h for all nodes (listed in {currency}), as of {day}, {age} days old").format(
             price=money(o.price_usd_per_hour), currency=o.currency, day=day, age=o.price_age_days
         )
         + (_(" — over the stale limit") if o.price_over_limit else "")
@@ -385,7 +388,7 @@ def option_full_text(o: Option, regions: Sequence[str], rank: int) -> list[str]:
         lines.append(f"    {_pad(cost_part_word(part), 22)} {money(value)}")
     if o.unknown_costs:
         parts = ", ".join(cost_part_word(p) for p in o.unknown_costs)
-        lines.append(_("    unknown, counted as $0: {parts}").format(parts=parts))
+        lines.append(_("    unknown, counted as {zero}: {parts}").format(zero=money(0.0), parts=parts))
     for label, value in o.unit_costs.items():
         lines.append(f"  {money(value)} {unit_label(label)}")
     if o.latency is not None:

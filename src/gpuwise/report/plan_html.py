@@ -18,10 +18,9 @@ from gpuwise.errors import UsageError
 from gpuwise.locale import N_, _, language
 from gpuwise.plan.currency import rounded as _money  # format_money, in plan --currency's currency
 from gpuwise.plan.models import Option, PlanResult
-from gpuwise.plan.output import OptionGroup, groups_with_picks, pick_lines
+from gpuwise.plan.output import OptionGroup, cost_part_word, groups_with_picks, pick_lines, pricing_word
 
 _COLORS = {"on_demand": "#1f77b4", "spot": "#ff7f0e", "reserved": "#2ca02c"}
-_LABELS = {"on_demand": N_("on-demand"), "spot": N_("spot"), "reserved": N_("reserved")}  # shown through _()
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem; color: #222; }
@@ -59,11 +58,6 @@ def require_plotly(importer: PlotlyImporter = import_plotly) -> ModuleType:
         ) from exc
 
 
-def _label(pricing: str) -> str:
-    """A pricing id (on_demand, spot, reserved) as the page names it."""
-    return _(_LABELS[pricing]) if pricing in _LABELS else pricing
-
-
 def _th(*names: str, left: bool = False) -> str:
     """Table heading cells, translated (`left`: text columns, aligned left)."""
     cls = " class=l" if left else ""
@@ -75,7 +69,7 @@ def _hover(o: Option) -> str:
     lines = [
         f"<b>{html.escape(o.provider)} {html.escape(o.instance_type)}</b>"
         + (_(" ×{n} nodes").format(n=o.nodes) if o.nodes > 1 else ""),
-        f"{html.escape(o.region)} · {_label(o.pricing)} · {o.gpus_per_node * o.nodes}× {o.gpu}",
+        f"{html.escape(o.region)} · {pricing_word(o.pricing)} · {o.gpus_per_node * o.nodes}× {o.gpu}",
         _("{hours} h · total {cost} · {price}/h").format(
             hours=f"{o.hours:,.2f}", cost=_money(o.cost_usd), price=_money(o.price_usd_per_hour)
         ),
@@ -104,7 +98,7 @@ def render_chart(options: Sequence[Option], importer: PlotlyImporter = import_pl
                 x=[o.hours for o in pts],
                 y=[o.cost_usd for o in pts],
                 mode="markers",
-                name=_label(pricing),
+                name=pricing_word(pricing),
                 marker={"color": _COLORS[pricing], "size": 7, "opacity": 0.6},
                 text=[_hover(o) for o in pts],
                 hovertemplate="%{text}<extra></extra>",
@@ -173,18 +167,19 @@ def _table(groups: Sequence[OptionGroup]) -> str:
                 + "</span>"
             )
         instance = html.escape(o.instance_type) + (f" ×{o.nodes}" if o.nodes > 1 else "")
+        unknown = ", ".join(cost_part_word(part) for part in o.unknown_costs)
         rows.append(
             f'<tr class="{"pareto" if o.pareto else ""}"><td>{i}</td>'
             f"<td class=l>{html.escape(o.provider)}</td>"
             f"<td class=l>{instance}</td>"
             f'<td class=l title="{html.escape(", ".join(group.regions))}">'
             f"{html.escape(group.regions_text())}</td>"
-            f"<td class=l>{_label(o.pricing)}</td><td>{_money(o.price_usd_per_hour)}</td>"
+            f"<td class=l>{pricing_word(o.pricing)}</td><td>{_money(o.price_usd_per_hour)}</td>"
             f"<td class='l d'>{date_cell}</td><td>{o.hours:,.2f}</td><td><b>{_money(o.cost_usd)}</b></td>"
             f"<td>{_money(p['compute'])}</td><td>{_money(p.get('startup', 0.0))}</td>"
             f"<td>{_money(p['storage'])}</td><td>{_money(p['egress'])}</td>"
             f"<td>{_money(p['interruption_overhead'])}</td>"
-            f"<td class=l>{html.escape(', '.join(o.unknown_costs)) or '–'}</td>"
+            f"<td class=l>{html.escape(unknown) or '–'}</td>"
             f"<td>{o.memory_capacity_gib - o.memory_per_gpu_gib:,.1f}</td>"
             f"<td class=l>{html.escape(o.bottleneck)}</td>"
             f"<td class=l>{_('yes') if o.pareto else ''}</td></tr>"
@@ -194,9 +189,9 @@ def _table(groups: Sequence[OptionGroup]) -> str:
         + _(
             "Bold row number: on the Pareto front. A price date ending in ? is the date the data "
             "was collected (the source gives none); old: over 90 days. Unknown: cost parts whose rate "
-            "gpuwise does not know, counted as $0. Headroom: GPU memory left per GPU. N regions: the same "
-            "offer, price and total in several regions, shown once (hover for all)."
-        )
+            "gpuwise does not know, counted as {zero}. Headroom: GPU memory left per GPU. N regions: the "
+            "same offer, price and total in several regions, shown once (hover for all)."
+        ).format(zero=_money(0.0))
         + "</p>"
     )
     return f"<table>{head}{''.join(rows)}</table>{legend}"
