@@ -151,6 +151,7 @@ class IdleDaemon:
             )
             if self.progress is None:
                 self.progress = WatchedPaths(self.settings.watch_paths).last_change
+            self._restore_hang(data.get("hang"))
         self._data = {
             "stops": list(data.get("stops", []))[-200:],
             "boots": [
@@ -158,6 +159,19 @@ class IdleDaemon:
                 {"daemon_start": self.clock(), "system_boot": self.boot_time()},
             ],
         }
+
+    def _restore_hang(self, saved: object) -> None:
+        """Continue the hang detector's flat stretch (see `HangDetector.restore` for when it still applies),
+        so a restart in the middle of a hang does not push its stop back by a whole window."""
+        if self.hang is None or not isinstance(saved, dict):
+            return  # a state file from before the hang clock was saved: it starts over, as before
+        try:
+            self.hang.restore(saved)
+        except (ValueError, TypeError, OverflowError):
+            log.warning(
+                "idle state file %s holds unreadable hang evidence: the hang clock starts over",
+                self.state_file,
+            )
 
     # -- one observation
     def step(self) -> Decision:
@@ -359,6 +373,7 @@ class IdleDaemon:
             "interval_s": self.settings.interval_s,
             "price_usd_per_hour": self.settings.price_usd_per_hour,
             "policy": self.policy.state.to_json(),
+            **({} if self.hang is None else {"hang": self.hang.to_json()}),
             "decision": {
                 "timestamp_s": d.timestamp_s,
                 "state": d.state.value,
