@@ -44,8 +44,9 @@ from typing import Any, Literal
 
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample
+from gpuwise.idle.message import Msg, join
 from gpuwise.idle.policy import MIB, Observation, fmt_min
-from gpuwise.locale import _, ngettext
+from gpuwise.locale import N_, _
 
 MEM_UTIL_MAX_PCT = 10.0  # "0% memory utilization" in a spinning NCCL deadlock (NVIDIA/nccl#2079)
 PCIE_MAX_BYTES_PER_S = 10e6  # "RX=0, TX=0" after the freeze (NVIDIA/nccl-tests#117); any copy moves GB/s
@@ -255,51 +256,58 @@ class HangDetector:
         hung = self._machine(obs)
         if not hung or self._machine_since is None:
             self._suspected_at = None
-            return HangVerdict("none", _("no GPU looks hung"))
+            return HangVerdict("none", Msg(N_("no GPU looks hung")))
         since = max(x for x in (self._machine_since, last_progress_s, last_user_s) if x is not None)
         cfg = self.config
         window_s = cfg.window_min * 60.0
         if t - since < window_s:
             self._suspected_at = None
-            flat = _("GPU {gpus} flat at full utilization without progress for {span}").format(
-                gpus=_list(hung), span=fmt_min(t - since)
+            flat = Msg(
+                N_("GPU {gpus} flat at full utilization without progress for {span}"),
+                gpus=_list(hung),
+                span=fmt_min(t - since),
             )
-            after = _("{flat} (a possible hang after {window})").format(flat=flat, window=fmt_min(window_s))
+            after = Msg(N_("{flat} (a possible hang after {window})"), flat=flat, window=fmt_min(window_s))
             return HangVerdict("none", after, since, None, hung)
         if self._suspected_at is None:
             self._suspected_at = t
         stop_due = max(since + window_s, self._suspected_at) + self.warn_s
         what = self._describe(hung, t - since)
         if not cfg.stop:
-            off = _("{what}; not stopping (stop_on_hang is off)").format(what=what)
+            off = Msg(N_("{what}; not stopping (stop_on_hang is off)"), what=what)
             return HangVerdict("suspected", off, since, None, hung)
         if t >= stop_due:
-            return HangVerdict("stopping", _("stop: {what}").format(what=what), since, stop_due, hung)
-        soon = _("{what}; stop in {left} (stop_on_hang)").format(what=what, left=fmt_min(stop_due - t))
+            return HangVerdict("stopping", Msg(N_("stop: {what}"), what=what), since, stop_due, hung)
+        soon = Msg(N_("{what}; stop in {left} (stop_on_hang)"), what=what, left=fmt_min(stop_due - t))
         return HangVerdict("suspected", soon, since, stop_due, hung)
 
     def _describe(self, hung: tuple[int, ...], for_s: float) -> str:
-        parts = []
+        parts: list[str] = []
         for i in hung[:2]:
             s = self._stretches[i]
             power = f"{s.power[0]:.0f}–{s.power[1]:.0f} W"
             clock = (
                 ""
                 if s.clock is None
-                else _(", SM clock {low:.0f}–{high:.0f} MHz").format(low=s.clock[0], high=s.clock[1])
+                else Msg(N_(", SM clock {low:.0f}–{high:.0f} MHz"), low=s.clock[0], high=s.clock[1])
             )
-            parts.append(f"GPU {i} {power}{clock}, {s.mem[1] / MIB:.0f} MiB")
-        return ngettext(
-            "possible hang: {n} GPU at ≥{util:g}% util with flat power, clock and memory and no progress "
-            "(no watched file changed, no user) for {span} ({gpus})",
-            "possible hang: {n} GPUs at ≥{util:g}% util with flat power, clock and memory and no progress "
-            "(no watched file changed, no user) for {span} ({gpus})",
-            len(hung),
-        ).format(
+            parts.append(join("", [f"GPU {i} {power}", clock, f", {s.mem[1] / MIB:.0f} MiB"]))
+        if len(hung) > 2:
+            parts.append("…")
+        return Msg(
+            N_(
+                "possible hang: {n} GPU at ≥{util:g}% util with flat power, clock and memory and no "
+                "progress (no watched file changed, no user) for {span} ({gpus})"
+            )
+            if len(hung) == 1
+            else N_(
+                "possible hang: {n} GPUs at ≥{util:g}% util with flat power, clock and memory and no "
+                "progress (no watched file changed, no user) for {span} ({gpus})"
+            ),
             n=len(hung),
             util=self.config.util_pct,
             span=fmt_min(for_s),
-            gpus="; ".join(parts) + ("; …" if len(hung) > 2 else ""),
+            gpus=join("; ", parts),
         )
 
 

@@ -130,6 +130,8 @@ def clean_state(data: dict[str, Any]) -> dict[str, Any]:
         for key in ("state", "reason"):
             if isinstance(decision.get(key), str):
                 clean[key] = decision[key]
+        if isinstance(decision.get("reason_msg"), dict):  # checked by Msg.from_json where it is shown
+            clean["reason_msg"] = decision["reason_msg"]
         for key in ("timestamp_s", "stop_due_s"):
             if (value := _moment(decision.get(key))) is not None:
                 clean[key] = value
