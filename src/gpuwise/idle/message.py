@@ -77,6 +77,8 @@ class Msg(str):
         out: dict[str, Field] = {}
         for key, saved in fields.items():
             value = cls.from_json(saved, depth + 1) if isinstance(saved, dict) else saved
+            if isinstance(saved, dict) and value is None:  # a damaged part: not a None field
+                return None
             if not isinstance(key, str) or not isinstance(value, str | int | float | bool | None):
                 return None
             out[key] = value
