@@ -62,6 +62,7 @@ def test_a_msg_survives_the_state_file_copy_and_pickle() -> None:
         {"msgid": "{x!r}", "fields": {"x": "a"}},
         {"msgid": "{missing}", "fields": {}},
         {"msgid": "{x:.0f}", "fields": {"x": "not a number"}},
+        {"msgid": "{x:.0f}", "fields": {"x": 10**400}},  # beyond a float
         {"msgid": "{x}", "fields": {"x": [1, 2]}},
         {"msgid": "{x}", "fields": {"x": {"msgid": "{y}", "fields": {"y": {"msgid": 1}}}}},
         {"msgid": "a", "translate": "no"},

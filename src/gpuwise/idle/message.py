@@ -57,7 +57,13 @@ class Msg(str):
         template = _(self.msgid) if self.is_msgid else self.msgid
         try:
             return _format(template, self.fields, local=True)
-        except (KeyError, IndexError, ValueError, TypeError):  # a translation that does not fit: English
+        except (
+            KeyError,
+            IndexError,
+            ValueError,
+            TypeError,
+            OverflowError,
+        ):  # a translation that does not fit: English
             return str(self)
 
     def to_json(self) -> dict[str, Any]:
@@ -84,7 +90,7 @@ class Msg(str):
             out[key] = value
         try:
             return cls._make(msgid, out, translate=translate)
-        except (KeyError, IndexError, ValueError, TypeError):
+        except (KeyError, IndexError, ValueError, TypeError, OverflowError):
             return None
 
 
