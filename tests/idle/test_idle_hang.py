@@ -243,3 +243,56 @@ def test_idle_replay_cli_reports_and_stops_for_a_hang(
     assert main(["idle", "replay", trace, "--config", str(cfg)]) == 2
     err = capsys.readouterr().err
     assert "needs watch_paths" in err and "Traceback" not in err
+
+
+def _restored(det: HangDetector) -> HangDetector:
+    """A detector continuing from `det`'s saved clock, through the JSON the state file holds."""
+    again = HangDetector(det.config, warn_s=det.warn_s)
+    again.restore(json.loads(json.dumps(det.to_json())))
+    return again
+
+
+def test_a_restored_hang_clock_gives_the_verdicts_an_uninterrupted_one_gives() -> None:
+    rows = _spin(45)
+    whole = _feed(HangDetector(HangConfig(window_min=30, stop=True), warn_s=600), rows)
+    first = HangDetector(HangConfig(window_min=30, stop=True), warn_s=600)
+    head = _feed(first, rows[:40])  # 20 min into the flat stretch
+    assert head + _feed(_restored(first), rows[40:]) == whole
+
+
+def test_a_restored_hang_clock_about_other_gpus_starts_over() -> None:
+    det = HangDetector(HangConfig(window_min=30))
+    _feed(det, [[_gpu(k * 30.0, 0), _gpu(k * 30.0, 1)] for k in range(50)])  # 25 min, GPUs 0 and 1
+    # an idle GPU more (an idle rank alone would not end a stretch): not the machine it was about
+    more = [
+        [_gpu(1500.0 + k * 30.0, 0), _gpu(1500.0 + k * 30.0, 1), _gpu(1500.0 + k * 30.0, 2, util=0.0)]
+        for k in range(20)
+    ]
+    assert "suspected" not in _feed(_restored(det), more)
+    same = [[_gpu(1500.0 + k * 30.0, i) for i in (0, 1)] for k in range(20)]
+    assert "suspected" in _feed(_restored(det), same)
+
+
+_DAMAGED: list[dict[str, object]] = [
+    {"last_ts": "now"},
+    {"last_ts": 10.0, "stretches": {"0": {"start_s": 20.0, "power": [70, 70], "mem": [1, 1]}}},
+    {"last_ts": 10.0, "stretches": {"0": {"start_s": 5.0, "power": [70], "mem": [1, 1]}}},
+    {"last_ts": 10.0, "stretches": {"0": {"start_s": 5.0, "power": [80, 70], "mem": [1, 1]}}},
+    {"last_ts": 10.0, "stretches": {"x": {"start_s": 5.0, "power": [70, 70], "mem": [1, 1]}}},
+    {"last_ts": 10.0, "machine_since": 5.0},  # a machine stretch without a GPU's
+    {
+        "last_ts": 10.0,
+        "machine_since": 1.0,
+        "stretches": {"0": {"start_s": 5.0, "power": [7, 7], "mem": [1, 1]}},
+    },
+    {"last_ts": 10.0, "known_gpus": [True]},
+    {"last_ts": 10.0, "stretches": []},
+]
+
+
+@pytest.mark.parametrize("data", _DAMAGED)
+def test_damaged_hang_evidence_is_refused(data: dict[str, object]) -> None:
+    """A damaged state file must not date a hang earlier than anyone saw it: the daemon then starts the
+    hang clock over (it logs a warning), which only delays a verdict."""
+    with pytest.raises(ValueError, match=r"."):
+        HangDetector().restore(data)

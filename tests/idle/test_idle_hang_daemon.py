@@ -3,6 +3,7 @@ replayed with a fake clock, stub programs on PATH and a webhook receiver on 127.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -217,3 +218,76 @@ def test_dry_run_logs_the_hang_stop_once_and_stops_nothing(tmp_path: Path) -> No
     events = [g["event"] for g in got]
     assert events == ["hang_suspected", "stopping"]  # the clock starts over after the pretend stop
     assert not any(c.startswith("shutdown") for c in _calls(tmp_path))
+
+
+def _stop_at(
+    tmp_path: Path, restart_at_min: float | None, *, down_s: float = 30.0, old_file: bool = False
+) -> float:
+    """Minutes from the replay's start to the daemon's first stop for the NCCL deadlock (it begins at
+    +40 min), with the daemon restarted at `restart_at_min` after `down_s` seconds down (the GPUs, i.e.
+    the recording, go on meanwhile). `old_file`: the restarted daemon finds a state file from before the
+    hang clock was saved."""
+    tmp_path.mkdir()
+    clock = FakeClock()
+    start = clock.now
+    logs = _old_log(tmp_path, clock)
+    settings = IdleSettings(action="shutdown", watch_paths=(str(logs),), hang=HangConfig(stop=True))
+    d = _daemon(tmp_path, clock, settings)
+    steps = int(150 * 60 / 30)
+    if restart_at_min is not None:
+        first = int(restart_at_min * 2)
+        d.run(max_steps=first)
+        steps -= first
+        clock.sleep(down_s)
+        if old_file:
+            data = json.loads(d.state_file.read_text(encoding="utf-8"))
+            del data["hang"]
+            d.state_file.write_text(json.dumps(data), encoding="utf-8")
+        d = IdleDaemon(
+            settings,
+            d.probe,
+            [],
+            d.state_file,
+            clock=clock,
+            sleep=clock.sleep,
+            runner=d.runner,
+            endpoints=UNREACHABLE,
+            host="gpu-box",
+            boot_time=lambda: 1_000.0,
+        )
+    d.run(max_steps=steps)
+    state = load_state(d.state_file)
+    assert state is not None and state["stops"]
+    assert state["stops"][0]["reason"].startswith("stop: possible hang")
+    return (state["stops"][0]["at"] - start) / 60
+
+
+def test_a_restart_in_the_middle_of_a_hang_stops_at_the_same_time(tmp_path: Path) -> None:
+    """The hang clock is saved with the policy's: a daemon restarted 15 min into the flat stretch (a
+    package upgrade, a crash) stops at the same moment as one that never restarted (+80 min: the hang began
+    at +40, 30 min window, 10 min warning), not a whole window later."""
+    never = _stop_at(tmp_path / "a", None)
+    assert 80 <= never <= 81
+    assert _stop_at(tmp_path / "b", 55) == never
+
+
+def test_a_hang_clock_that_no_longer_applies_starts_over(tmp_path: Path) -> None:
+    """Down longer than the gap limit (2 min here: the policy's own rule for its clock), or a state file
+    from before the hang clock was saved (it still loads): the stretch starts again at the restart."""
+    assert 55 + 40 <= _stop_at(tmp_path / "a", 55, down_s=300) <= 55 + 5 + 41
+    assert 55 + 40 <= _stop_at(tmp_path / "b", 55, old_file=True) <= 55 + 41
+
+
+def test_damaged_hang_evidence_in_the_state_file_starts_the_hang_clock_over(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeClock()
+    state = tmp_path / "state" / "state.json"
+    state.parent.mkdir()
+    state.write_text(json.dumps({"version": 1, "hang": {"last_ts": clock.now, "machine_since": 0}}), "utf-8")
+    settings = IdleSettings(action="shutdown", watch_paths=(str(_old_log(tmp_path, clock)),))
+    d = _daemon(tmp_path, clock, settings)
+    assert "unreadable hang evidence" in caplog.text
+    d.step()
+    saved = load_state(d.state_file)
+    assert saved is not None and saved["hang"]["machine_since"] is None

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from idle_fakes import FakeClock, make_stubs, stub_env
 
 from gpuwise.cli.main import main
+from gpuwise.gpu.probe import ReplayProbe
+from gpuwise.gpu.replay import load_recording
+from gpuwise.idle.actions import Runner
+from gpuwise.idle.daemon import IdleDaemon
+from gpuwise.idle.policy import PolicyConfig
+from gpuwise.idle.settings import IdleSettings
+from gpuwise.idle.signals import SshSessions
+from gpuwise.idle.state import load_state, state_path
 from gpuwise.locale import use_language
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "idle"
@@ -89,3 +100,51 @@ def test_idle_help_in_chinese() -> None:
     )
     assert "停机前需要连续空闲的分钟数（默认 60）。" in done.stdout
     assert "--window-min" in done.stdout
+
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def test_a_daemon_under_zh_logs_and_saves_english_and_tells_people_in_chinese(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Logs, the state file and webhooks are read by programs and stay English; the wall message and
+    `idle status` are read by people and are in their language, from the same decision."""
+    use_language("zh")
+    clock = FakeClock()
+    make_stubs(tmp_path / "bin", tmp_path / "calls.log")
+    data_dir = Path(os.environ["GPUWISE_DATA_DIR"])
+    settings = IdleSettings(action="shutdown", policy=PolicyConfig(window_min=20, held_window_min=30))
+    daemon = IdleDaemon(
+        settings,
+        ReplayProbe(load_recording(HELD), clock=clock, retime=True),
+        [SshSessions(users=list)],
+        state_path(data_dir),
+        clock=clock,
+        sleep=clock.sleep,
+        runner=Runner(env=stub_env(tmp_path / "bin"), timeout_s=20),
+        host="gpu-box",
+        boot_time=lambda: 1_000.0,
+    )
+    with caplog.at_level(logging.DEBUG, logger="gpuwise.idle"):
+        daemon.run(max_steps=int(115 * 60 / 30))  # idle from +90 min: the warning comes at +110
+    assert "this machine will be stopped in 10 min. warning: the GPU idle" in caplog.text
+    assert "no SSH sessions" in caplog.text and not _CJK.search(caplog.text)
+    saved = load_state(daemon.state_file)
+    assert saved is not None and saved["decision"]["reason"].startswith("warning: the GPU idle")
+    assert not _CJK.search(json.dumps(saved, ensure_ascii=False))
+    (wall,) = [
+        c for c in (tmp_path / "calls.log").read_text(encoding="utf-8").splitlines() if c.startswith("wall")
+    ]
+    assert "这台机器将在 10 分钟后停机。警告：这块 GPU 已空闲" in wall and "没有 SSH 会话" in wall
+    assert "last activity" not in wall
+
+    assert main(["--lang", "zh", "idle", "status"]) == 0
+    out = capsys.readouterr().out
+    assert "状态：warning" in out and "警告：这块 GPU 已空闲" in out and "没有 SSH 会话" in out
+    assert "last activity" not in out
+    assert main(["--lang", "zh", "idle", "status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["reason"].startswith("warning: the GPU idle")
+    use_language("en")
+    assert main(["idle", "status"]) == 0
+    assert "warning: the GPU idle" in capsys.readouterr().out

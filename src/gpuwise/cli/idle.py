@@ -135,6 +135,7 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
     """Replay a recorded GPU trace through the idle policy: when would it stop the machine, and why."""
     from gpuwise.cli.output import check_input_file, console, print_json
     from gpuwise.gpu.smi_csv import format_trace_time
+    from gpuwise.idle.message import text
     from gpuwise.idle.replay import replay_trace
     from gpuwise.units import format_duration
 
@@ -172,7 +173,7 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
         ),
         soft_wrap=True,
     )
-    console.print(_("policy: {policy}").format(policy=settings.policy.describe()), soft_wrap=True)
+    console.print(_("policy: {policy}").format(policy=text(settings.policy.describe())), soft_wrap=True)
     if result.stop_at_s is not None:
         offset = result.stop_at_s - (result.first_s or 0.0)
         console.print(
@@ -182,7 +183,7 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
         )
     else:
         console.print(_("[bold green]would not stop[/]"))
-    console.print(result.reason, soft_wrap=True)
+    console.print(text(result.reason), soft_wrap=True)
     if result.stretches:
         console.print(_("idle stretches of 5 min or more:"))
         ended_by = {"stop": _("stop"), "end of trace": _("end of trace")}  # the JSON's two fixed values
@@ -201,7 +202,7 @@ def replay(  # noqa: PLR0917 - typer maps options to parameters
     for h in result.hangs:
         console.print(
             _("possible hang from {since}: {reason}").format(
-                since=format_trace_time(h.since_s), reason=h.reason
+                since=format_trace_time(h.since_s), reason=text(h.reason)
             ),
             soft_wrap=True,
         )
@@ -370,6 +371,7 @@ def status(json_out: JsonOpt = False, config: ConfigOpt = None) -> None:
 
     from gpuwise import paths
     from gpuwise.cli.output import console, print_json
+    from gpuwise.idle.message import text
     from gpuwise.idle.state import state_path
     from gpuwise.idle.status import read_idle_status
     from gpuwise.units import format_duration, format_money
@@ -393,7 +395,7 @@ def status(json_out: JsonOpt = False, config: ConfigOpt = None) -> None:
             _("daemon {alive}{mode}; state: {state}").format(alive=alive, mode=mode, state=st.state),
             markup=False,
         )
-        console.print(str(st.reason), markup=False, soft_wrap=True)
+        console.print(str(st.reason if st.reason is None else text(st.reason)), markup=False, soft_wrap=True)
         for s in st.stops[-3:]:
             kind = _("dry run") if s.get("dry_run") else (_("ok") if s.get("ok") else _("FAILED"))
             console.print(

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 
 from gpuwise import httpclient
 from gpuwise.gpu.sample import Snapshot
+from gpuwise.idle.message import Msg, join
 from gpuwise.idle.policy import Signal
-from gpuwise.locale import _
+from gpuwise.locale import N_
 
 # exit codes a POSIX shell uses for "found but not executable" and "not found": the check did not run
 _CANNOT_RUN_EXITS = (126, 127)
@@ -58,21 +59,21 @@ def run_command(argv: list[str], timeout_s: float) -> tuple[str, str]:
             start_new_session=True,
         )
     except OSError as exc:
-        return "unknown", _("cannot start {program}: {reason}").format(
-            program=repr(argv[0]), reason=exc.strerror or exc
+        return "unknown", Msg(
+            N_("cannot start {program}: {reason}"), program=repr(argv[0]), reason=str(exc.strerror or exc)
         )
     try:
         code = proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill_session(proc)
-        return "unknown", _("timed out after {seconds:g} s").format(seconds=timeout_s)
+        return "unknown", Msg(N_("timed out after {seconds:g} s"), seconds=timeout_s)
     if code == 0:
-        return "active", _("exit 0 (busy)")
+        return "active", Msg(N_("exit 0 (busy)"))
     if code < 0:
-        return "unknown", _("killed by signal {signal}").format(signal=-code)
+        return "unknown", Msg(N_("killed by signal {signal}"), signal=-code)
     if code in _CANNOT_RUN_EXITS:
-        return "unknown", _("exit {code} (the check could not run)").format(code=code)
-    return "quiet", _("exit {code} (not busy)").format(code=code)
+        return "unknown", Msg(N_("exit {code} (the check could not run)"), code=code)
+    return "quiet", Msg(N_("exit {code} (not busy)"), code=code)
 
 
 def _kill_session(proc: subprocess.Popen[bytes]) -> None:
@@ -90,12 +91,12 @@ def fetch_status(url: str, timeout_s: float) -> tuple[str, str]:
             "GET", url, timeout_s=timeout_s, max_bytes=_URL_MAX_BYTES, use_proxy=False
         )  # a check of this machine's own service: never through a proxy
     except httpclient.HttpError as exc:
-        return "unknown", _("no answer: {reason}").format(reason=exc.reason)
+        return "unknown", Msg(N_("no answer: {reason}"), reason=exc.reason)
     if answer.status == 200:
-        return "active", _("HTTP 200 (busy)")
+        return "active", Msg(N_("HTTP 200 (busy)"))
     if answer.status >= 500 or answer.status in _FAILED_STATUSES:
-        return "unknown", _("HTTP {status} (the check failed)").format(status=answer.status)
-    return "quiet", _("HTTP {status} (not busy)").format(status=answer.status)
+        return "unknown", Msg(N_("HTTP {status} (the check failed)"), status=answer.status)
+    return "quiet", Msg(N_("HTTP {status} (not busy)"), status=answer.status)
 
 
 def _start_thread(work: Callable[[], None]) -> None:
@@ -139,28 +140,30 @@ class ActivityCheck:
             except Exception as exc:  # no thread could be started: the check failed (busy)
                 with self._lock:
                     self._running = False
-                failed = _("{what}: cannot start the check: {reason}").format(what=self.what, reason=exc)
+                failed = Msg(N_("{what}: cannot start the check: {reason}"), what=self.what, reason=str(exc))
                 return Signal(self.name, "unknown", failed)
         with self._lock:
             latest = self._latest
         if latest is None:
             return Signal(
-                self.name, "unknown", _("{what}: first check not finished yet").format(what=self.what)
+                self.name, "unknown", Msg(N_("{what}: first check not finished yet"), what=self.what)
             )
         stale_s = 2 * self.timeout_s + self.interval_s
         if now - latest.finished_s > stale_s:
             return Signal(
                 self.name,
                 "unknown",
-                _("{what}: no answer for {seconds:.0f} s (the check is stuck)").format(
-                    what=self.what, seconds=now - latest.finished_s
+                Msg(
+                    N_("{what}: no answer for {seconds:.0f} s (the check is stuck)"),
+                    what=self.what,
+                    seconds=now - latest.finished_s,
                 ),
             )
         if latest.state == "active":
-            return Signal(self.name, "active", f"{self.what}: {latest.detail}")
+            return Signal(self.name, "active", join(": ", [self.what, latest.detail]))
         if latest.state == "quiet":
-            return Signal(self.name, "quiet", f"{self.what}: {latest.detail}")
-        return Signal(self.name, "unknown", f"{self.what}: {latest.detail}")
+            return Signal(self.name, "quiet", join(": ", [self.what, latest.detail]))
+        return Signal(self.name, "unknown", join(": ", [self.what, latest.detail]))
 
 
 def activity_checks(

@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuwise.gpu.sample import Snapshot
-from gpuwise.idle.actions import Runner, post_webhook, wall
+from gpuwise.idle.actions import Runner, notice_text, post_webhook, wall
 from gpuwise.idle.activity import activity_checks
 from gpuwise.idle.hang import HangDetector, HangState, HangVerdict, last_user_activity
+from gpuwise.idle.message import Msg, text
 from gpuwise.idle.policy import Decision, IdlePolicy, IdleState, Observation, PolicyState
 from gpuwise.idle.progress import WatchedPaths
 from gpuwise.idle.providers.metadata import MetadataEndpoints
@@ -39,7 +40,7 @@ from gpuwise.idle.settings import IdleSettings
 from gpuwise.idle.signals import Gatherer, gather_all, gatherers_for
 from gpuwise.idle.state import load_state, save_state, state_path
 from gpuwise.idle.stopping import StopNotices, stop_machine
-from gpuwise.locale import _
+from gpuwise.locale import N_
 from gpuwise.webhook import redact_url
 
 log = logging.getLogger("gpuwise.idle")
@@ -80,7 +81,7 @@ class IdleDaemon:
     probe: Any  # has .read() -> Snapshot
     gatherers: Sequence[Gatherer]
     state_file: Path
-    keepalive_hint: str = "touch the keep-alive file"
+    keepalive_hint: str = Msg(N_("touch the keep-alive file"))
     dry_run: bool = False
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
@@ -114,9 +115,9 @@ class IdleDaemon:
             probe,
             [*gatherers_for(settings, data_dir), *checks],
             state_path(data_dir),
-            keepalive_hint=_("touch {path}").format(path=keepalive)
+            keepalive_hint=Msg(N_("touch {path}"), path=str(keepalive))
             if "keepalive" in settings.signals
-            else _("log in and use a GPU"),
+            else Msg(N_("log in and use a GPU")),
             **options,
         )
 
@@ -151,6 +152,7 @@ class IdleDaemon:
             )
             if self.progress is None:
                 self.progress = WatchedPaths(self.settings.watch_paths).last_change
+            self._restore_hang(data.get("hang"))
         self._data = {
             "stops": list(data.get("stops", []))[-200:],
             "boots": [
@@ -158,6 +160,19 @@ class IdleDaemon:
                 {"daemon_start": self.clock(), "system_boot": self.boot_time()},
             ],
         }
+
+    def _restore_hang(self, saved: object) -> None:
+        """Continue the hang detector's flat stretch (see `HangDetector.restore` for when it still applies),
+        so a restart in the middle of a hang does not push its stop back by a whole window."""
+        if self.hang is None or not isinstance(saved, dict):
+            return  # a state file from before the hang clock was saved: it starts over, as before
+        try:
+            self.hang.restore(saved)
+        except (ValueError, TypeError, OverflowError):
+            log.warning(
+                "idle state file %s holds unreadable hang evidence: the hang clock starts over",
+                self.state_file,
+            )
 
     # -- one observation
     def step(self) -> Decision:
@@ -232,23 +247,26 @@ class IdleDaemon:
         payload = {
             "event": event,
             "host": self.host,
-            "reason": decision.reason,
+            "reason": str(decision.reason),  # English, as in the log; `text` is for people
             "idle_min": round(decision.idle_s / 60, 1),
             "stop_due_unix": decision.stop_due_s,
             "dry_run": self.dry_run,
             **extra,
         }
+        if "text" not in payload:  # the chat line, in the daemon's language
+            payload["text"] = notice_text({**payload, "reason": text(decision.reason)})
         error = post_webhook(url, payload, sleep=self.sleep)
         if error:
             log.warning("%s", error)
         else:
             log.info("webhook %s: sent %s", redact_url(url), event)
 
-    def _wall(self, text: str) -> None:
+    def _wall(self, message: str) -> None:
+        """Tell logged-in users, in their language (a `Msg` is rendered; the log stays English)."""
         if self.dry_run:
-            log.info("dry run: would wall: %s", text)
+            log.info("dry run: would wall: %s", message)
             return
-        res = wall(text, self.runner)
+        res = wall(text(message), self.runner)
         if not res.ok:
             log.warning("wall message not sent: %s", res.detail)
 
@@ -256,12 +274,17 @@ class IdleDaemon:
         prev = self._prev_state
         if d.state == IdleState.WARNING and prev != IdleState.WARNING:
             minutes = max(0.0, d.stop_due_s - d.timestamp_s) / 60
-            text = _(
-                "gpuwise idle: this machine will be stopped in {minutes:.0f} min. {reason}. "
-                "To keep it running: {hint}"
-            ).format(minutes=minutes, reason=d.reason, hint=self.keepalive_hint)
-            log.warning("%s", text)
-            self._wall(text)
+            notice = Msg(
+                N_(
+                    "gpuwise idle: this machine will be stopped in {minutes:.0f} min. {reason}. "
+                    "To keep it running: {hint}"
+                ),
+                minutes=minutes,
+                reason=d.reason,
+                hint=self.keepalive_hint,
+            )
+            log.warning("%s", notice)
+            self._wall(notice)
             self._notify("warning", d, stop_in_min=round(minutes, 1))
             self._event(d, "warning")
         elif prev in (IdleState.WARNING, IdleState.STOPPING) and d.state in (
@@ -269,7 +292,7 @@ class IdleDaemon:
             IdleState.IDLE_CANDIDATE,
         ):
             log.info("stop cancelled: %s", d.reason)
-            self._wall(_("gpuwise idle: stop cancelled ({reason})").format(reason=d.reason))
+            self._wall(Msg(N_("gpuwise idle: stop cancelled ({reason})"), reason=d.reason))
             self._notify("cancelled", d)
             self._event(d, "cancelled")
             self._retry_at = None
@@ -288,13 +311,13 @@ class IdleDaemon:
         d = Decision(obs.timestamp_s, IdleState.BUSY, verdict.reason, 0.0, 0.0, verdict.stop_due_s or 0.0)
         if verdict.state != "none" and before == "none":
             keep = (
-                _("To keep it running: {hint}").format(hint=self.keepalive_hint)
+                Msg(N_("To keep it running: {hint}"), hint=self.keepalive_hint)
                 if self.settings.hang.stop
-                else _("Check the job (py-spy dump, NCCL_DEBUG=INFO)")
+                else Msg(N_("Check the job (py-spy dump, NCCL_DEBUG=INFO)"))
             )
-            text = _("gpuwise idle: {reason}. {keep}").format(reason=verdict.reason, keep=keep)
-            log.warning("%s", text)
-            self._wall(text)
+            notice = Msg(N_("gpuwise idle: {reason}. {keep}"), reason=verdict.reason, keep=keep)
+            log.warning("%s", notice)
+            self._wall(notice)
             self._notify("hang_suspected", d, stop_on_hang=self.settings.hang.stop)
             self._event(d, "hang_suspected")
         elif verdict.state == "none" and before != "none":
@@ -334,7 +357,7 @@ class IdleDaemon:
             now, d, ok=report.ok is not False, description=report.description, provider=report.provider
         )
         if report.ok is None:  # a dry run: the idle clock starts over so the log is not flooded
-            self.policy.mark_activity(now, "dry-run stop")
+            self.policy.mark_activity(now, Msg(N_("dry-run stop")))
         else:  # stopped (if the machine is still up then, try again) or failed: next try after warn_min
             self._retry_at = now + retry_s
 
@@ -359,10 +382,12 @@ class IdleDaemon:
             "interval_s": self.settings.interval_s,
             "price_usd_per_hour": self.settings.price_usd_per_hour,
             "policy": self.policy.state.to_json(),
+            **({} if self.hang is None else {"hang": self.hang.to_json()}),
             "decision": {
                 "timestamp_s": d.timestamp_s,
                 "state": d.state.value,
-                "reason": d.reason,
+                "reason": d.reason,  # English; `reason_msg` lets `idle status` show it in any language
+                **({"reason_msg": d.reason.to_json()} if isinstance(d.reason, Msg) else {}),
                 "idle_s": d.idle_s,
                 "window_s": d.window_s,
                 "stop_due_s": d.stop_due_s,

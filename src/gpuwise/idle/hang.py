@@ -40,12 +40,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample
+from gpuwise.idle.message import Msg, join
 from gpuwise.idle.policy import MIB, Observation, fmt_min
-from gpuwise.locale import _, ngettext
+from gpuwise.locale import N_, _
 
 MEM_UTIL_MAX_PCT = 10.0  # "0% memory utilization" in a spinning NCCL deadlock (NVIDIA/nccl#2079)
 PCIE_MAX_BYTES_PER_S = 10e6  # "RX=0, TX=0" after the freeze (NVIDIA/nccl-tests#117); any copy moves GB/s
@@ -131,12 +132,52 @@ class HangDetector:
     _last_ts: float | None = field(default=None, init=False)
     _suspected_at: float | None = field(default=None, init=False)
     _known: set[int] = field(default_factory=set, init=False)
+    _restored_gpus: set[int] | None = field(default=None, init=False)  # until the first read after restore
 
     def reset(self) -> None:
         """Forget every stretch (after a stop, or when told the job moved on)."""
         self._stretches.clear()
         self._machine_since = None
         self._suspected_at = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The clock the daemon persists: each GPU's flat stretch, the machine's, the last observation.
+        The warning (`_suspected_at`) is left out on purpose, as the policy leaves out its own: after a
+        restart the users are warned anew, so a stop never comes without this process's warning."""
+        return {
+            "last_ts": self._last_ts,
+            "machine_since": self._machine_since,
+            "known_gpus": sorted(self._known),
+            "stretches": {
+                str(i): {"start_s": s.start_s, "power": list(s.power), "mem": list(s.mem), "clock": s.clock}
+                for i, s in sorted(self._stretches.items())
+            },
+        }
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """Continue from `to_json`'s evidence. Whether it still applies is decided by the next observation,
+        exactly as for the idle policy's restored clock: more than `gap_s` after `last_ts` (the daemon was
+        down longer than the policy's gap limit), a clock that went back, or another set of GPUs, and the
+        stretch starts over. Raises ValueError for evidence of the wrong type or that contradicts itself
+        (a stretch or the machine's stretch beginning after the last observation, or the machine's before
+        one of its GPUs'): a damaged file must not date a hang earlier than anyone saw it; the caller then
+        starts the clock over, which only delays a verdict."""
+        last = _time(data.get("last_ts"), "last_ts")
+        stretches = data.get("stretches", {})
+        known = data.get("known_gpus", [])
+        if not isinstance(stretches, dict) or not isinstance(known, list):
+            raise ValueError("stretches or known_gpus of the wrong type")
+        out = {_index(k): _stretch(v) for k, v in stretches.items()}
+        since = _time(data.get("machine_since"), "machine_since")
+        starts = [s.start_s for s in out.values()]
+        if out and (last is None or max(starts) > last):
+            raise ValueError("a stretch begins after the last observation")
+        if since is not None and (not out or last is None or since > last or since < max(starts)):
+            raise ValueError("machine_since does not match the stretches")
+        self.reset()
+        self._stretches, self._machine_since, self._last_ts = out, since, last
+        self._known = {_index(i) for i in known}
+        self._restored_gpus = set(self._known)
 
     def _flat(self, lo_hi: tuple[float, float]) -> bool:
         lo, hi = lo_hi
@@ -179,6 +220,7 @@ class HangDetector:
         t = obs.timestamp_s
         gap = self._last_ts is not None and not (0 <= t - self._last_ts <= self.gap_s)
         self._last_ts = t
+        restored, self._restored_gpus = self._restored_gpus, None
         if gap or obs.errors or not obs.samples:
             self.reset()
             return ()
@@ -189,6 +231,8 @@ class HangDetector:
             prev = looks.get(s.index)
             looks[s.index] = state if prev is None or state == "busy" or prev == "idle" else prev
         missing = self._known - set(looks)
+        if restored is not None and set(looks) != restored:  # not the GPUs the restored stretch was about
+            missing = missing or set(looks) - restored
         self._known |= set(looks)
         if missing:  # a GPU missing from this read: missing data
             self.reset()
@@ -212,52 +256,96 @@ class HangDetector:
         hung = self._machine(obs)
         if not hung or self._machine_since is None:
             self._suspected_at = None
-            return HangVerdict("none", _("no GPU looks hung"))
+            return HangVerdict("none", Msg(N_("no GPU looks hung")))
         since = max(x for x in (self._machine_since, last_progress_s, last_user_s) if x is not None)
         cfg = self.config
         window_s = cfg.window_min * 60.0
         if t - since < window_s:
             self._suspected_at = None
-            flat = _("GPU {gpus} flat at full utilization without progress for {span}").format(
-                gpus=_list(hung), span=fmt_min(t - since)
+            flat = Msg(
+                N_("GPU {gpus} flat at full utilization without progress for {span}"),
+                gpus=_list(hung),
+                span=fmt_min(t - since),
             )
-            after = _("{flat} (a possible hang after {window})").format(flat=flat, window=fmt_min(window_s))
+            after = Msg(N_("{flat} (a possible hang after {window})"), flat=flat, window=fmt_min(window_s))
             return HangVerdict("none", after, since, None, hung)
         if self._suspected_at is None:
             self._suspected_at = t
         stop_due = max(since + window_s, self._suspected_at) + self.warn_s
         what = self._describe(hung, t - since)
         if not cfg.stop:
-            off = _("{what}; not stopping (stop_on_hang is off)").format(what=what)
+            off = Msg(N_("{what}; not stopping (stop_on_hang is off)"), what=what)
             return HangVerdict("suspected", off, since, None, hung)
         if t >= stop_due:
-            return HangVerdict("stopping", _("stop: {what}").format(what=what), since, stop_due, hung)
-        soon = _("{what}; stop in {left} (stop_on_hang)").format(what=what, left=fmt_min(stop_due - t))
+            return HangVerdict("stopping", Msg(N_("stop: {what}"), what=what), since, stop_due, hung)
+        soon = Msg(N_("{what}; stop in {left} (stop_on_hang)"), what=what, left=fmt_min(stop_due - t))
         return HangVerdict("suspected", soon, since, stop_due, hung)
 
     def _describe(self, hung: tuple[int, ...], for_s: float) -> str:
-        parts = []
+        parts: list[str] = []
         for i in hung[:2]:
             s = self._stretches[i]
             power = f"{s.power[0]:.0f}–{s.power[1]:.0f} W"
             clock = (
                 ""
                 if s.clock is None
-                else _(", SM clock {low:.0f}–{high:.0f} MHz").format(low=s.clock[0], high=s.clock[1])
+                else Msg(N_(", SM clock {low:.0f}–{high:.0f} MHz"), low=s.clock[0], high=s.clock[1])
             )
-            parts.append(f"GPU {i} {power}{clock}, {s.mem[1] / MIB:.0f} MiB")
-        return ngettext(
-            "possible hang: {n} GPU at ≥{util:g}% util with flat power, clock and memory and no progress "
-            "(no watched file changed, no user) for {span} ({gpus})",
-            "possible hang: {n} GPUs at ≥{util:g}% util with flat power, clock and memory and no progress "
-            "(no watched file changed, no user) for {span} ({gpus})",
-            len(hung),
-        ).format(
+            parts.append(join("", [f"GPU {i} {power}", clock, f", {s.mem[1] / MIB:.0f} MiB"]))
+        if len(hung) > 2:
+            parts.append("…")
+        return Msg(
+            N_(
+                "possible hang: {n} GPU at ≥{util:g}% util with flat power, clock and memory and no "
+                "progress (no watched file changed, no user) for {span} ({gpus})"
+            )
+            if len(hung) == 1
+            else N_(
+                "possible hang: {n} GPUs at ≥{util:g}% util with flat power, clock and memory and no "
+                "progress (no watched file changed, no user) for {span} ({gpus})"
+            ),
             n=len(hung),
             util=self.config.util_pct,
             span=fmt_min(for_s),
-            gpus="; ".join(parts) + ("; …" if len(hung) > 2 else ""),
+            gpus=join("; ", parts),
         )
+
+
+def _time(value: object, key: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{key} is not a finite number")
+    return float(value)
+
+
+def _index(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"{value!r} is not a GPU index")
+    return int(value)  # ValueError for a string that is not one
+
+
+def _stretch(value: object) -> _Stretch:
+    def pair(x: object, key: str) -> tuple[float, float]:
+        if not isinstance(x, list) or len(x) != 2:
+            raise ValueError(f"{key} is not a [low, high] pair")
+        lo, hi = (_time(v, key) for v in x)
+        if lo is None or hi is None or not 0 <= lo <= hi:
+            raise ValueError(f"{key} is not a [low, high] pair")
+        return lo, hi
+
+    if not isinstance(value, dict):
+        raise ValueError("a stretch is not an object")
+    start = _time(value.get("start_s"), "start_s")
+    if start is None:
+        raise ValueError("a stretch without start_s")
+    clock = value.get("clock")
+    return _Stretch(
+        start,
+        pair(value.get("power"), "power"),
+        pair(value.get("mem"), "mem"),
+        None if clock is None else pair(clock, "clock"),
+    )
 
 
 def _list(ids: tuple[int, ...]) -> str:

@@ -59,7 +59,8 @@ from typing import Any, Literal
 
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample, Snapshot
-from gpuwise.locale import _, ngettext
+from gpuwise.idle.message import Msg, join
+from gpuwise.locale import N_, _
 
 MIB = 1024**2
 MIN_GAP_S = 120.0
@@ -144,12 +145,14 @@ class PolicyConfig:
             )
         return self
 
-    def describe(self) -> str:
-        return _(
-            "util ≤ {util:g}% (≤ {held_util:g}% on GPUs holding memory, ≤ {noise:g}% display noise on GPUs "
-            "without a job), memory steady within {mem:g} MiB; window {window:g} min, {held_window:g} min "
-            "while GPU memory is held or unknown"
-        ).format(
+    def describe(self) -> Msg:
+        """The options in one sentence (English as a str, for the log; `text()` for people)."""
+        return Msg(
+            N_(
+                "util ≤ {util:g}% (≤ {held_util:g}% on GPUs holding memory, ≤ {noise:g}% display noise on "
+                "GPUs without a job), memory steady within {mem:g} MiB; window {window:g} min, "
+                "{held_window:g} min while GPU memory is held or unknown"
+            ),
             util=self.threshold_pct,
             held_util=min(self.threshold_pct, self.held_threshold_pct),
             noise=self.noise_floor_pct,
@@ -200,7 +203,7 @@ class PolicyState:
     """Everything the policy remembers between observations; JSON-friendly so the daemon can persist it."""
 
     last_activity_s: float | None = None
-    last_activity_cause: str = "start of observation"
+    last_activity_cause: str = Msg(N_("start of observation"))
     last_held_s: float | None = None
     last_held_cause: str = ""
     warn_since_s: float | None = None
@@ -225,6 +228,15 @@ class PolicyState:
             "mem_floor_bytes": {str(k): v for k, v in self.mem_floor_bytes.items()},
             "known_gpus": list(self.known_gpus),
             "observations": self.observations,
+            # the causes as msgid and fields too, so `idle status` can show them in the reader's language
+            **{
+                f"{key}_msg": cause.to_json()
+                for key, cause in (
+                    ("last_activity_cause", self.last_activity_cause),
+                    ("last_held_cause", self.last_held_cause),
+                )
+                if isinstance(cause, Msg)
+            },
         }
 
     @classmethod
@@ -261,11 +273,14 @@ class PolicyState:
                 raise ValueError(f"{key} is not a list")
             return [integer(i) for i in value]
 
+        def cause(key: str, default: str) -> str:  # a damaged `_msg` only loses the translation
+            return Msg.from_json(data.get(f"{key}_msg")) or str(data.get(key, default))[:500]
+
         state = cls(
             last_activity_s=opt_float("last_activity_s"),
-            last_activity_cause=str(data.get("last_activity_cause", "restored state"))[:500],
+            last_activity_cause=cause("last_activity_cause", "restored state"),
             last_held_s=opt_float("last_held_s"),
-            last_held_cause=str(data.get("last_held_cause", ""))[:500],
+            last_held_cause=cause("last_held_cause", ""),
             last_ts=opt_float("last_ts"),
             prev_mem_bytes=int_map("prev_mem_bytes"),
             prev_mem_unknown=int_list("prev_mem_unknown"),
@@ -310,62 +325,79 @@ def _view_gpu(sample: Sample, prev: int | str, cfg: PolicyConfig, floor: int | N
     active: list[str] = []
     if sample.lost:
         return _GpuView(
-            [_("{gpu} lost (missing data counts as busy)").format(gpu=gpu)], _("{gpu} lost").format(gpu=gpu)
+            [Msg(N_("{gpu} lost (missing data counts as busy)"), gpu=gpu)], Msg(N_("{gpu} lost"), gpu=gpu)
         )
     util = _reading(sample.util_gpu_pct)
     mem = _reading(sample.memory_used_bytes)
     n_compute = _compute_processes(sample)
     if isinstance(sample.processes, Failed):
         active.append(
-            _("{gpu} process list failed: {why} (missing data counts as busy)").format(
-                gpu=gpu, why=sample.processes.why
+            Msg(
+                N_("{gpu} process list failed: {why} (missing data counts as busy)"),
+                gpu=gpu,
+                why=sample.processes.why,
             )
         )
     held: str | None = None
     if n_compute:
-        held = ngettext(
-            "{gpu}: {n} compute process holding memory",
-            "{gpu}: {n} compute processes holding memory",
-            n_compute,
-        ).format(gpu=gpu, n=n_compute)
+        held = Msg(
+            N_("{gpu}: {n} compute process holding memory")
+            if n_compute == 1
+            else N_("{gpu}: {n} compute processes holding memory"),
+            gpu=gpu,
+            n=n_compute,
+        )
     elif mem is None:
-        held = _("{gpu}: memory used not reported").format(gpu=gpu)
+        held = Msg(N_("{gpu}: memory used not reported"), gpu=gpu)
     elif mem > cfg.baseline_mem_mib * MIB:
-        held = _("{gpu}: {mem:.0f} MiB used (above the {baseline:g} MiB baseline)").format(
-            gpu=gpu, mem=mem / MIB, baseline=cfg.baseline_mem_mib
+        held = Msg(
+            N_("{gpu}: {mem:.0f} MiB used (above the {baseline:g} MiB baseline)"),
+            gpu=gpu,
+            mem=mem / MIB,
+            baseline=cfg.baseline_mem_mib,
         )
     elif floor is not None and mem > floor + cfg.mem_change_mib * MIB:
-        held = _("{gpu}: {mem:.0f} MiB used, {above:.0f} MiB above its lowest reading").format(
-            gpu=gpu, mem=mem / MIB, above=(mem - floor) / MIB
+        held = Msg(
+            N_("{gpu}: {mem:.0f} MiB used, {above:.0f} MiB above its lowest reading"),
+            gpu=gpu,
+            mem=mem / MIB,
+            above=(mem - floor) / MIB,
         )
     threshold = min(cfg.threshold_pct, cfg.held_threshold_pct) if held else cfg.threshold_pct
     if util is None:
         why = sample.util_gpu_pct if isinstance(sample.util_gpu_pct, Failed | NotSupported) else "?"
-        active.append(_("{gpu} utilization {why} (missing data counts as busy)").format(gpu=gpu, why=why))
+        active.append(Msg(N_("{gpu} utilization {why} (missing data counts as busy)"), gpu=gpu, why=str(why)))
     # display noise: only on a GPU that holds nothing beyond its own lowest reading (and the baseline)
     elif util > threshold and (held or util > cfg.noise_floor_pct):
         active.append(
-            _("{gpu} at {util:.0f}% util").format(gpu=gpu, util=util)
-            + (_(" with memory held") if held and util <= cfg.threshold_pct else "")
+            join(
+                "",
+                [
+                    Msg(N_("{gpu} at {util:.0f}% util"), gpu=gpu, util=util),
+                    Msg(N_(" with memory held")) if held and util <= cfg.threshold_pct else "",
+                ],
+            )
         )
     if isinstance(sample.memory_used_bytes, Failed):
         active.append(
-            _("{gpu} memory reading {reading} (missing data counts as busy)").format(
-                gpu=gpu, reading=sample.memory_used_bytes
+            Msg(
+                N_("{gpu} memory reading {reading} (missing data counts as busy)"),
+                gpu=gpu,
+                reading=str(sample.memory_used_bytes),
             )
         )
     if prev == "absent":
-        active.append(_("{gpu} is back after missing a read").format(gpu=gpu))
+        active.append(Msg(N_("{gpu} is back after missing a read"), gpu=gpu))
     elif prev == "new":
-        active.append(_("{gpu} appeared").format(gpu=gpu))
+        active.append(Msg(N_("{gpu} appeared"), gpu=gpu))
     elif prev == "unknown" and mem is not None:
-        active.append(_("{gpu} memory reported again ({mem:.0f} MiB)").format(gpu=gpu, mem=mem / MIB))
+        active.append(Msg(N_("{gpu} memory reported again ({mem:.0f} MiB)"), gpu=gpu, mem=mem / MIB))
     elif isinstance(prev, int) and mem is None:
-        active.append(_("{gpu} memory no longer reported (missing data counts as busy)").format(gpu=gpu))
+        active.append(Msg(N_("{gpu} memory no longer reported (missing data counts as busy)"), gpu=gpu))
     elif isinstance(prev, int) and mem is not None and abs(mem - prev) >= cfg.mem_change_mib * MIB:
         active.append(
-            _("{gpu} memory {before:.0f} → {after:.0f} MiB").format(
-                gpu=gpu, before=prev / MIB, after=mem / MIB
+            Msg(
+                N_("{gpu} memory {before:.0f} → {after:.0f} MiB"), gpu=gpu, before=prev / MIB, after=mem / MIB
             )
         )
     return _GpuView(active, held)
@@ -377,12 +409,14 @@ def fmt_min(seconds: float) -> str:
 
 def _missing_text(missing: list[int]) -> str:
     gpus = ", ".join(str(i) for i in missing)
-    return _("GPU {gpus} missing from this read (counts as busy)").format(gpus=gpus)
+    return Msg(N_("GPU {gpus} missing from this read (counts as busy)"), gpus=gpus)
 
 
 def _signal_unknown_text(name: str, detail: str | None) -> str:
-    return _("{name} unknown: {detail} (counts as busy)").format(
-        name=name, detail=detail or _("could not be read")
+    return Msg(
+        N_("{name} unknown: {detail} (counts as busy)"),
+        name=name,
+        detail=detail or Msg(N_("could not be read")),
     )
 
 
@@ -400,16 +434,18 @@ class IdlePolicy:
         activity: list[str] = []
         held: list[str] = []
         if st.last_ts is not None and t < st.last_ts:
-            activity.append(_("clock went backwards (counts as busy)"))
+            activity.append(Msg(N_("clock went backwards (counts as busy)")))
         elif st.last_ts is not None and t - st.last_ts > cfg.gap_limit_s:
             activity.append(
-                _("no data for {gap} (gap > {limit:g} s counts as busy)").format(
-                    gap=fmt_min(t - st.last_ts), limit=cfg.gap_limit_s
+                Msg(
+                    N_("no data for {gap} (gap > {limit:g} s counts as busy)"),
+                    gap=fmt_min(t - st.last_ts),
+                    limit=cfg.gap_limit_s,
                 )
             )
         elif st.last_ts is None and st.last_activity_s is None:
-            activity.append(_("start of observation"))
-        activity.extend(_("probe error: {error} (counts as busy)").format(error=e) for e in obs.errors)
+            activity.append(Msg(N_("start of observation")))
+        activity.extend(Msg(N_("probe error: {error} (counts as busy)"), error=e) for e in obs.errors)
         seen: set[int] = set()
         new_mem: dict[int, int] = {}
         for sample in obs.samples:
@@ -443,17 +479,19 @@ class IdlePolicy:
             st.mem_floor_bytes[i] = 0  # as for a missing memory reading
         if missing:
             activity.append(_missing_text(missing))
-            held.append(_("a GPU is missing"))
+            held.append(Msg(N_("a GPU is missing")))
         if not obs.samples and not obs.errors:
-            activity.append(_("no GPUs in this read (counts as busy)"))
+            activity.append(Msg(N_("no GPUs in this read (counts as busy)")))
         signal_marks: list[tuple[float, str]] = []
         for sig in obs.signals:
             if sig.state == "active":
-                activity.append(f"{sig.name}: {sig.detail or 'active'}")  # a bare state word: left as it is
+                activity.append(join(": ", [sig.name, sig.detail or "active"]))  # a bare state word: as it is
             elif sig.state == "unknown":
                 activity.append(_signal_unknown_text(sig.name, sig.detail))
             if sig.last_active_s is not None and math.isfinite(sig.last_active_s):
-                signal_marks.append((min(sig.last_active_s, t), f"{sig.name}: {sig.detail or _('activity')}"))
+                signal_marks.append(
+                    (min(sig.last_active_s, t), join(": ", [sig.name, sig.detail or Msg(N_("activity"))]))
+                )
 
         # -- update evidence
         if activity:
@@ -524,16 +562,19 @@ class IdlePolicy:
     ) -> str:
         cfg, st = self.config, self.state
         n = len({s.index for s in obs.samples})  # a GPU read twice at one instant is still one GPU
-        gpus = _("all {n} GPUs").format(n=n) if n != 1 else _("the GPU")
+        gpus = Msg(N_("all {n} GPUs"), n=n) if n != 1 else Msg(N_("the GPU"))
         if state == IdleState.BUSY:
-            more = _(" (+{n} more)").format(n=len(activity) - 3) if len(activity) > 3 else ""
-            return _("busy: {activity}{more}").format(activity="; ".join(activity[:3]), more=more)
+            more = Msg(N_(" (+{n} more)"), n=len(activity) - 3) if len(activity) > 3 else ""
+            return Msg(N_("busy: {activity}{more}"), activity=join("; ", activity[:3]), more=more)
         quiet = [s for s in obs.signals if s.state == "quiet"]
-        quiet_txt = "".join(", " + (s.detail or _("no {name}").format(name=s.name)) for s in quiet)
-        held_txt = _("GPU memory held ({why})").format(why=held[0]) if held else _("no GPU memory held")
+        quiet_txt = join(
+            "", [x for s in quiet for x in (", ", s.detail or Msg(N_("no {name}"), name=s.name))]
+        )
+        held_txt = Msg(N_("GPU memory held ({why})"), why=held[0]) if held else Msg(N_("no GPU memory held"))
         if held and len(held) > 1:
-            held_txt = _("GPU memory held on {n} GPUs ({why}, …)").format(n=len(held), why=held[0])
-        base = _("{gpus} idle (util ≤ {util:g}%) for {idle}, {held}{quiet}; last activity: {cause}").format(
+            held_txt = Msg(N_("GPU memory held on {n} GPUs ({why}, …)"), n=len(held), why=held[0])
+        base = Msg(
+            N_("{gpus} idle (util ≤ {util:g}%) for {idle}, {held}{quiet}; last activity: {cause}"),
             gpus=gpus,
             util=cfg.threshold_pct,
             idle=fmt_min(idle_s),
@@ -542,9 +583,11 @@ class IdlePolicy:
             cause=st.last_activity_cause,
         )
         if state == IdleState.STOPPING:
-            return _("stop: {base}; window {window} reached").format(base=base, window=fmt_min(window_s))
+            return Msg(N_("stop: {base}; window {window} reached"), base=base, window=fmt_min(window_s))
         if state == IdleState.WARNING:
-            return _("warning: {base}; stop in {left} unless activity resumes").format(
-                base=base, left=fmt_min(max(0.0, due - t))
+            return Msg(
+                N_("warning: {base}; stop in {left} unless activity resumes"),
+                base=base,
+                left=fmt_min(max(0.0, due - t)),
             )
-        return _("idle candidate: {base}; window {window}").format(base=base, window=fmt_min(window_s))
+        return Msg(N_("idle candidate: {base}; window {window}"), base=base, window=fmt_min(window_s))

@@ -19,8 +19,9 @@ from typing import Any
 from gpuwise.gpu.sample import Sample
 from gpuwise.gpu.smi_csv import format_trace_time, iter_snapshot_groups, read_query_csv
 from gpuwise.idle.hang import HangConfig, HangDetector, last_user_activity
+from gpuwise.idle.message import Msg, join, text
 from gpuwise.idle.policy import Decision, IdlePolicy, IdleState, Observation, PolicyConfig, fmt_min
-from gpuwise.locale import _
+from gpuwise.locale import N_
 
 # a recording shows no files, so a replay assumes none changed: hang verdicts are the worst case
 # (English; what is shown goes through _no_progress_note())
@@ -76,7 +77,7 @@ class ReplayResult:
         cfg = self.config
         return {
             "stop_at": at(self.stop_at_s),
-            "reason": self.reason,
+            "reason": text(self.reason),  # sentences in the reader's language
             "samples": self.samples,
             "observations": self.observations,
             "gpus": list(self.gpus),
@@ -109,7 +110,12 @@ class ReplayResult:
                 for s in self.stretches
             ],
             "possible_hangs": [
-                {"since": at(h.since_s), "flagged": at(h.flagged_s), "end": at(h.end_s), "reason": h.reason}
+                {
+                    "since": at(h.since_s),
+                    "flagged": at(h.flagged_s),
+                    "end": at(h.end_s),
+                    "reason": text(h.reason),
+                }
                 for h in self.hangs
             ],
         }
@@ -196,8 +202,9 @@ def replay(
     if last is not None:
         close(last.timestamp_s, "stop" if stopped else "end of trace")  # ids in the JSON: shown translated
     stop_at: float | None = None
+    reason: str
     if last is None:
-        reason = _("no stop: the trace holds no samples")
+        reason = Msg(N_("no stop: the trace holds no samples"))
     elif last.state == IdleState.STOPPING:
         stop_at, reason = last.timestamp_s, last.reason
     elif hang_stop is not None:
@@ -221,16 +228,17 @@ def replay(
 
 def _no_stop_reason(policy: IdlePolicy, last: Decision, max_idle: float) -> str:
     held = (
-        _(" that applies while GPU memory is held or not reported")
+        Msg(N_(" that applies while GPU memory is held or not reported"))
         if last.window_s > policy.config.window_s
         else ""
     )
-    return _(
-        "no stop: the longest idle stretch was {longest}; "
-        "at the end of the trace the machine had been idle {idle} "
-        "(last activity: {cause}), "
-        "short of the {window} window{held}"
-    ).format(
+    return Msg(
+        N_(
+            "no stop: the longest idle stretch was {longest}; "
+            "at the end of the trace the machine had been idle {idle} "
+            "(last activity: {cause}), "
+            "short of the {window} window{held}"
+        ),
         longest=fmt_min(max_idle),
         idle=fmt_min(last.idle_s),
         cause=policy.state.last_activity_cause,
@@ -240,7 +248,7 @@ def _no_stop_reason(policy: IdlePolicy, last: Decision, max_idle: float) -> str:
 
 
 def _no_progress_note() -> str:
-    return _("a recording shows no files, so no progress is assumed")
+    return Msg(N_("a recording shows no files, so no progress is assumed"))
 
 
 def find_hangs(
@@ -256,7 +264,9 @@ def find_hangs(
 
     def close(end_s: float) -> None:
         if flagged is not None:
-            found.append(HangStretch(flagged[0], flagged[1], end_s, f"{flagged[2]}; {_no_progress_note()}"))
+            found.append(
+                HangStretch(flagged[0], flagged[1], end_s, join("; ", [flagged[2], _no_progress_note()]))
+            )
 
     for obs in observations:
         v = detector.observe(obs, last_progress_s=None, last_user_s=last_user_activity(obs))
@@ -268,7 +278,7 @@ def find_hangs(
             flagged = (v.since_s if v.since_s is not None else obs.timestamp_s, obs.timestamp_s, v.reason)
         if v.state == "stopping":
             close(obs.timestamp_s)
-            return tuple(found), (obs.timestamp_s, f"{v.reason}; {_no_progress_note()}")
+            return tuple(found), (obs.timestamp_s, join("; ", [v.reason, _no_progress_note()]))
     if observations:
         close(observations[-1].timestamp_s)
     return tuple(found), None

@@ -31,9 +31,10 @@ from typing import Any, Protocol
 from gpuwise import httpclient
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Snapshot
+from gpuwise.idle.message import Msg, join
 from gpuwise.idle.policy import Signal
 from gpuwise.idle.settings import IdleSettings
-from gpuwise.locale import _, ngettext
+from gpuwise.locale import N_, _
 
 
 class Gatherer(Protocol):
@@ -93,7 +94,9 @@ class GpuProcessActivity:
             pids.update(p.pid for p in s.processes if p.kind != "graphics")
         if not pids:
             self._prev.clear()
-            detail = _("no GPU processes") if not unknown_lists else _("GPU process list not reported")
+            detail = (
+                Msg(N_("no GPU processes")) if not unknown_lists else Msg(N_("GPU process list not reported"))
+            )
             return Signal(self.name, "quiet", detail)
         busy: list[str] = []
         seen: dict[int, tuple[float, ProcCounters]] = {}
@@ -110,19 +113,19 @@ class GpuProcessActivity:
             dt = now - prev[0]
             cpu = 100.0 * max(0.0, c.cpu_s - prev[1].cpu_s) / dt
             if cpu >= self.cpu_pct:
-                busy.append(_("pid {pid} at {cpu:.0f}% CPU").format(pid=pid, cpu=cpu))
+                busy.append(Msg(N_("pid {pid} at {cpu:.0f}% CPU"), pid=pid, cpu=cpu))
             elif c.io_chars is not None and prev[1].io_chars is not None:
                 kib_s = max(0, c.io_chars - prev[1].io_chars) / 1024 / dt
                 if kib_s >= self.io_kib_per_s:
-                    busy.append(_("pid {pid} doing {rate:.0f} KiB/s of I/O").format(pid=pid, rate=kib_s))
+                    busy.append(Msg(N_("pid {pid} doing {rate:.0f} KiB/s of I/O"), pid=pid, rate=kib_s))
         self._prev = seen
         n = len(pids)
-        what = ngettext("{n} GPU process", "{n} GPU processes", n).format(n=n)
+        what = Msg(N_("{n} GPU process") if n == 1 else N_("{n} GPU processes"), n=n)
         if busy:
-            return Signal(self.name, "active", f"{what}: " + ", ".join(busy))
-        note = _(" ({n} not visible here)").format(n=hidden) if hidden else ""
-        quiet = _("{what} with CPU < {cpu:g}% and little I/O{note}").format(
-            what=what, cpu=self.cpu_pct, note=note
+            return Signal(self.name, "active", join("", [what, ": ", join(", ", busy)]))
+        note = Msg(N_(" ({n} not visible here)"), n=hidden) if hidden else ""
+        quiet = Msg(
+            N_("{what} with CPU < {cpu:g}% and little I/O{note}"), what=what, cpu=self.cpu_pct, note=note
         )
         return Signal(self.name, "quiet", quiet)
 
@@ -150,32 +153,37 @@ class SshSessions:
         try:
             remote = [u for u in self.users() if u.host and u.host not in ("localhost", ":0", ":0.0")]
         except Exception as exc:
-            return Signal(self.name, "unknown", _("cannot list logins: {reason}").format(reason=exc))
+            return Signal(self.name, "unknown", Msg(N_("cannot list logins: {reason}"), reason=str(exc)))
         if not remote:
-            return Signal(self.name, "quiet", _("no SSH sessions"))
+            return Signal(self.name, "quiet", Msg(N_("no SSH sessions")))
         latest: float | None = None
         for u in remote:
             if not u.terminal:
                 return Signal(
-                    self.name, "active", _("SSH session of {user} without a terminal").format(user=u.user)
+                    self.name, "active", Msg(N_("SSH session of {user} without a terminal"), user=u.user)
                 )
             try:
                 t = self.tty_atime(u.terminal)
             except OSError:
-                unread = _("cannot read the terminal of {user}'s SSH session").format(user=u.user)
+                unread = Msg(N_("cannot read the terminal of {user}'s SSH session"), user=u.user)
                 return Signal(self.name, "unknown", unread)
             latest = t if latest is None else max(latest, t)
         who = ", ".join(sorted({u.user for u in remote}))
         ago = (
             ""
             if latest is None
-            else _(", last input {minutes:.0f} min ago").format(minutes=max(0.0, now - latest) / 60)
+            else Msg(N_(", last input {minutes:.0f} min ago"), minutes=max(0.0, now - latest) / 60)
         )
         return Signal(
             self.name,
             "quiet",
-            ngettext("{n} SSH session ({who}{ago})", "{n} SSH sessions ({who}{ago})", len(remote)).format(
-                n=len(remote), who=who, ago=ago
+            Msg(
+                N_("{n} SSH session ({who}{ago})")
+                if len(remote) == 1
+                else N_("{n} SSH sessions ({who}{ago})"),
+                n=len(remote),
+                who=who,
+                ago=ago,
             ),
             last_active_s=latest,
         )
@@ -217,25 +225,27 @@ class JupyterKernels:
         except (httpclient.HttpError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             return Signal(
-                self.name, "unknown", _("Jupyter server did not answer: {reason}").format(reason=reason)
+                self.name, "unknown", Msg(N_("Jupyter server did not answer: {reason}"), reason=str(reason))
             )
         if not isinstance(kernels, list):
-            return Signal(self.name, "unknown", _("Jupyter /api/kernels did not return a list"))
+            return Signal(self.name, "unknown", Msg(N_("Jupyter /api/kernels did not return a list")))
         if not kernels:
-            return Signal(self.name, "quiet", _("no Jupyter kernels"))
+            return Signal(self.name, "quiet", Msg(N_("no Jupyter kernels")))
         busy = [k for k in kernels if isinstance(k, dict) and k.get("execution_state") == "busy"]
         if busy:
-            return Signal(self.name, "active", _("{n} Jupyter kernel(s) busy").format(n=len(busy)))
+            return Signal(self.name, "active", Msg(N_("{n} Jupyter kernel(s) busy"), n=len(busy)))
         times = [_iso_to_epoch(str(k.get("last_activity", ""))) for k in kernels if isinstance(k, dict)]
         known = [t for t in times if t is not None]
         if len(known) < len(kernels):
-            return Signal(self.name, "unknown", _("a Jupyter kernel without last_activity"))
+            return Signal(self.name, "unknown", Msg(N_("a Jupyter kernel without last_activity")))
         latest = max(known)
         return Signal(
             self.name,
             "quiet",
-            _("{n} idle Jupyter kernel(s), last activity {minutes:.0f} min ago").format(
-                n=len(kernels), minutes=max(0.0, now - latest) / 60
+            Msg(
+                N_("{n} idle Jupyter kernel(s), last activity {minutes:.0f} min ago"),
+                n=len(kernels),
+                minutes=max(0.0, now - latest) / 60,
             ),
             last_active_s=latest,
         )
@@ -266,21 +276,19 @@ class GpuwiseRunJobs:
             return Signal(
                 self.name,
                 "unknown",
-                _("cannot list {path}: {reason}").format(path=self.run_dir, reason=exc.strerror),
+                Msg(N_("cannot list {path}: {reason}"), path=str(self.run_dir), reason=exc.strerror),
             )
         live: list[str] = []
         for f in files:
             try:
                 pid = int(f.read_text(encoding="utf-8").split()[0])
             except (OSError, ValueError, IndexError):
-                return Signal(self.name, "unknown", _("unreadable pid file {name}").format(name=f.name))
+                return Signal(self.name, "unknown", Msg(N_("unreadable pid file {name}"), name=f.name))
             if self.alive(pid):
                 live.append(f"{f.stem} (pid {pid})")
         if live:
-            return Signal(
-                self.name, "active", _("gpuwise run job alive: {jobs}").format(jobs=", ".join(live))
-            )
-        return Signal(self.name, "quiet", _("no gpuwise run job"))
+            return Signal(self.name, "active", Msg(N_("gpuwise run job alive: {jobs}"), jobs=", ".join(live)))
+        return Signal(self.name, "quiet", Msg(N_("no gpuwise run job")))
 
 
 @dataclass
@@ -292,14 +300,16 @@ class KeepAliveFile:
         try:
             mtime = self.path.stat().st_mtime
         except FileNotFoundError:
-            return Signal(self.name, "quiet", _("keep-alive file {path} not touched").format(path=self.path))
+            return Signal(
+                self.name, "quiet", Msg(N_("keep-alive file {path} not touched"), path=str(self.path))
+            )
         except OSError as exc:
-            unread = _("cannot stat keep-alive file {path}: {reason}").format(
-                path=self.path, reason=exc.strerror
+            unread = Msg(
+                N_("cannot stat keep-alive file {path}: {reason}"), path=str(self.path), reason=exc.strerror
             )
             return Signal(self.name, "unknown", unread)
         ago = max(0.0, now - mtime) / 60
-        touched = _("keep-alive touched {minutes:.0f} min ago").format(minutes=ago)
+        touched = Msg(N_("keep-alive touched {minutes:.0f} min ago"), minutes=ago)
         return Signal(self.name, "quiet", touched, last_active_s=mtime)
 
 

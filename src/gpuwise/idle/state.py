@@ -99,7 +99,10 @@ def clean_state(data: dict[str, Any]) -> dict[str, Any]:
     """The state with every part of the wrong type dropped, so readers can trust the types: `stops` and
     `boots` are lists of dicts with finite numbers, `decision` and `policy` are dicts, and the numbers
     at the top level are finite or absent. The policy evidence itself is checked by
-    `PolicyState.from_json`, which refuses an inconsistent one (the idle clock then starts over)."""
+    `PolicyState.from_json`, which refuses an inconsistent one (the idle clock then starts over), and the
+    hang detector's (`hang`, written only with `watch_paths`) by `HangDetector.restore`. `hang` was added
+    without a new version: a file without it loads (the hang clock starts over) and an older gpuwise drops
+    it here."""
     out: dict[str, Any] = {"version": STATE_VERSION}
     stops = data.get("stops")
     out["stops"] = [
@@ -127,6 +130,8 @@ def clean_state(data: dict[str, Any]) -> dict[str, Any]:
         for key in ("state", "reason"):
             if isinstance(decision.get(key), str):
                 clean[key] = decision[key]
+        if isinstance(decision.get("reason_msg"), dict):  # checked by Msg.from_json where it is shown
+            clean["reason_msg"] = decision["reason_msg"]
         for key in ("timestamp_s", "stop_due_s"):
             if (value := _moment(decision.get(key))) is not None:
                 clean[key] = value
@@ -134,8 +139,9 @@ def clean_state(data: dict[str, Any]) -> dict[str, Any]:
             if (value := _number(decision.get(key))) is not None and value >= 0:
                 clean[key] = value
         out["decision"] = clean
-    if isinstance(data.get("policy"), dict):
-        out["policy"] = data["policy"]
+    for key in ("policy", "hang"):  # checked by PolicyState.from_json and HangDetector.restore
+        if isinstance(data.get(key), dict):
+            out[key] = data[key]
     return out
 
 

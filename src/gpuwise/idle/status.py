@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuwise.idle.message import Msg
 from gpuwise.idle.settings import IdleSettings
 from gpuwise.idle.state import Savings, compute_savings, load_state
 
@@ -32,7 +33,7 @@ class IdleStatus:
     age_s: float | None  # seconds since that write
     dry_run: bool | None
     state: str | None  # the last decision's state (busy, idle_candidate, warning, stopping)
-    reason: str | None
+    reason: str | None  # English as a str (the JSON); a `Msg` when the daemon saved it, for `text()`
     idle_min: float | None
     stop_due_unix: float | None
     stops: tuple[dict[str, Any], ...]  # the last 10 stop records, oldest first, as the daemon wrote them
@@ -48,7 +49,7 @@ class IdleStatus:
             "updated_at": self.updated_at,
             "dry_run": self.dry_run,
             "state": self.state,
-            "reason": self.reason,
+            "reason": None if self.reason is None else str(self.reason),
             "idle_min": self.idle_min,
             "stop_due_unix": self.stop_due_unix,
             "stops": list(self.stops),
@@ -85,7 +86,7 @@ def idle_status(
         age_s=None if updated is None else now - float(updated),
         dry_run=state.get("dry_run"),
         state=decision.get("state"),
-        reason=decision.get("reason"),
+        reason=Msg.from_json(decision.get("reason_msg")) or decision.get("reason"),
         idle_min=None if "idle_s" not in decision else round(float(decision["idle_s"]) / 60, 1),
         stop_due_unix=decision.get("stop_due_s"),
         stops=tuple(state.get("stops", [])[-10:]),

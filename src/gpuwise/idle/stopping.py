@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gpuwise.idle.message import Msg, text
 from gpuwise.idle.providers.base import StopContext, StopStep
 from gpuwise.idle.providers.plan import STEPS, StepFailure, StopPlan, plan_steps, run_steps
-from gpuwise.locale import _
+from gpuwise.locale import N_, _
 
 if TYPE_CHECKING:
     from gpuwise.idle.daemon import IdleDaemon
@@ -79,26 +80,32 @@ def stop_machine(
             "stopping",
             d,
             action=shown,
-            text=_("[dry run] would stop {host} now: {reason}").format(host=daemon.host, reason=d.reason),
+            text=_("[dry run] would stop {host} now: {reason}").format(
+                host=daemon.host, reason=text(d.reason)
+            ),
         )
         return StopReport(None, shown, plan.provider)
     if not plan.steps:
-        text = _(
-            "gpuwise idle: cannot stop {host}: {note}, and no fallback is configured. "
-            'It is still billing. Set [idle] action, or fallback = ["shutdown"]'
-        ).format(host=daemon.host, note=plan.note)
-        log.error("%s", text)
-        say.wall(text)
-        say.notify("stop_failed", d, detail=plan.note, text=text)
+        msg = Msg(
+            N_(
+                "gpuwise idle: cannot stop {host}: {note}, and no fallback is configured. "
+                'It is still billing. Set [idle] action, or fallback = ["shutdown"]'
+            ),
+            host=daemon.host,
+            note=plan.note,
+        )
+        log.error("%s", msg)  # logs in English, people in their language
+        say.wall(msg)
+        say.notify("stop_failed", d, detail=plan.note, text=msg.text())
         return StopReport(False, "no stop step", None)
     if still_up:
         log.warning("the machine is still up %g min after a successful stop call: trying again", retry_s / 60)
-    say.wall(_("gpuwise idle: stopping this machine now. {reason}").format(reason=d.reason))
+    say.wall(Msg(N_("gpuwise idle: stopping this machine now. {reason}"), reason=d.reason))
     say.notify(
         "stopping",
         d,
         action=plan.steps[0].description,
-        text=_("stopping {host} now: {reason}").format(host=daemon.host, reason=d.reason),
+        text=_("stopping {host} now: {reason}").format(host=daemon.host, reason=text(d.reason)),
     )
     s = daemon.settings
     outcome = run_steps(
@@ -122,26 +129,32 @@ def stop_machine(
 def _say_warning(step: StopStep, d: Decision, say: StopNotices, host: str) -> None:
     if not step.warning:
         return
-    text = _("gpuwise idle WARNING: {warning}").format(warning=step.warning)
-    log.warning("%s", text)
-    say.wall(text)
-    say.notify("stop_warning", d, action=step.description, warning=step.warning, text=f"{host}: {text}")
+    msg = Msg(N_("gpuwise idle WARNING: {warning}"), warning=step.warning)
+    log.warning("%s", msg)
+    say.wall(msg)
+    say.notify("stop_warning", d, action=step.description, warning=step.warning, text=f"{host}: {msg.text()}")
 
 
 def _say_failure(f: StepFailure, d: Decision, say: StopNotices, host: str, retry_s: float) -> None:
     detail = f.result.detail[-500:]
     if f.attempt < f.attempts:
-        then = _("trying again ({n} of {attempts})").format(n=f.attempt + 1, attempts=f.attempts)
+        then = Msg(N_("trying again ({n} of {attempts})"), n=f.attempt + 1, attempts=f.attempts)
     elif f.next_step is not None:
-        then = _("falling back to: {step}").format(step=f.next_step.description)
+        then = Msg(N_("falling back to: {step}"), step=f.next_step.description)
     else:
-        then = _("every stop call failed; trying again in {minutes:g} min").format(minutes=retry_s / 60)
-    text = _(
-        "gpuwise idle: the stop call FAILED ({step}: {detail}). This machine may still be billing. Now {then}"
-    ).format(step=f.step.description, detail=detail, then=then)
-    log.error("%s", text)
-    say.wall(text)
+        then = Msg(N_("every stop call failed; trying again in {minutes:g} min"), minutes=retry_s / 60)
+    msg = Msg(
+        N_(
+            "gpuwise idle: the stop call FAILED ({step}: {detail}). This machine may still be billing. "
+            "Now {then}"
+        ),
+        step=f.step.description,
+        detail=detail,
+        then=then,
+    )
+    log.error("%s", msg)
+    say.wall(msg)
     extra: dict[str, Any] = {"action": f.step.description, "attempt": f.attempt, "attempts": f.attempts}
     if f.next_step is not None:
         extra["next"] = f.next_step.description
-    say.notify("stop_failed", d, detail=detail, text=f"{host}: {text}", **extra)
+    say.notify("stop_failed", d, detail=detail, text=f"{host}: {msg.text()}", **extra)
