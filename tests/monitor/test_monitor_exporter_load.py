@@ -107,7 +107,10 @@ def test_1024_idle_connections_do_not_starve_200_parallel_scrapers() -> None:
             assert not failed, f"{len(failed)} of {SCRAPERS} scrapes failed, e.g. {failed[0]!r}"
             assert all(b"DCGM_FI_DEV_GPU_UTIL{" in r for r in results if isinstance(r, bytes))
             assert server.open_connections() <= server.limits.max_connections
-            assert server.evicted >= IDLE + SCRAPERS - server.limits.max_connections
+            # the idle ones never close, so at least the excess over the limit was evicted; scrapers that
+            # finish free their slot for the next one, so how many of them needed an eviction varies with
+            # timing (661 of the 712 at most, seen on a loaded machine)
+            assert server.evicted >= IDLE - server.limits.max_connections
             assert raw_get(addr).startswith(b"HTTP/1.1 200 ")
             print(f"{SCRAPERS} scrapes beside {IDLE} idle connections: {took:.2f} s")
     finally:
