@@ -37,7 +37,8 @@
    parts; boto3 names CRC32, and now gpuwise does too. Measured 2026-12-02 after that change, defaults,
    load 1.5-2 (another engineer's tests running): ratio 1.19 (68.2 against 57.2 MiB/s; client 5.8 +
    server 17.1 CPU s per GiB, boto3 2.4 + 16.0); overhead 0.33 % CPU; wall-clock pairs median -8.2 %
-   (the wrapped job faster: noise of that size either way).
+   (the wrapped job faster: noise of that size either way). With --gib 1 at load 2 the same day: ratio
+   1.14 (62.0 against 54.2 MiB/s; server 15.7 against 16.0 CPU s per GiB: no longer more for gpuwise).
 2. Overhead: a CPU-bound job that reports its own work rate and CPU time runs directly and under
    `gpuwise run --preemption off --no-ledger` with its checkpoint folder watched, --pairs times each,
    alternating, plus an empty job both ways for the fixed cost. The target (< 1 %) is checked on the CPU
