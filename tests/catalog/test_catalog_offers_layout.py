@@ -126,3 +126,18 @@ def test_chinese_rows_fit_80_columns_too() -> None:
     assert "价格日期" in out.stdout
     body = _body(lines)
     assert len(body) <= 2 * 30
+
+
+def test_the_gpu_spec_table_fits_80_columns_with_every_source_number_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    console = Console(file=io.StringIO(), width=80, color_system=None, legacy_windows=False)
+    monkeypatch.setattr(output, "console", console, raising=False)
+    assert main(["catalog", "gpus"]) == 0
+    file = console.file
+    assert isinstance(file, io.StringIO)
+    lines = file.getvalue().splitlines()
+    rows = lines[2 : lines.index(next(line for line in lines if "n/p = not published" in line))]
+    assert rows and all("…" not in line and len(line) <= 80 for line in rows)
+    assert "NVLink" in lines[1] and "FP16" in lines[1]
+    assert any(line.rstrip().endswith("[10]") for line in rows)  # cut to "[1…" before
