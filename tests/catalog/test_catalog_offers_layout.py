@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import date
@@ -141,3 +142,13 @@ def test_the_gpu_spec_table_fits_80_columns_with_every_source_number_whole(
     assert rows and all("…" not in line and len(line) <= 80 for line in rows)
     assert "NVLink" in lines[1] and "FP16" in lines[1]
     assert any(line.rstrip().endswith("[10]") for line in rows)  # cut to "[1…" before
+
+
+def test_a_gpu_only_price_is_starred_and_explained_under_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = _draw(monkeypatch, 120, "--gpu", "H100", "--provider", "gcp", "--limit", "4")
+    body = _body(lines)
+    starred = [line for line in body if "*" in line]
+    assert starred and len(starred) < len(body)  # the bundled gcp H100 rows mix both kinds
+    cents = {re.search(r"\$\d+\.\d\d", line).end() for line in body}  # type: ignore[union-attr]
+    assert len(cents) == 1  # starred and plain prices line up
+    assert any(line.startswith("* GPU-only") for line in lines)

@@ -78,7 +78,8 @@ def offer_cells(offer: Offer, today: date, money: dict[str, str]) -> OfferCells:
         place = f"{place} ({offer.zone})"
     host = f"{num(offer.vcpus)}/{num(offer.memory_gib)}" if offer.vcpus or offer.memory_gib else "—"
     flag = date_flag(offer, today)
-    price = money["price"] + ("*" if offer.gpu_only_price else "")  # * is explained under the table
+    # * is explained under the table; in front, so the cents of all prices stay in one column
+    price = ("*" if offer.gpu_only_price else "") + money["price"]
     fields = {
         "provider": offer.provider,
         "region": place,
