@@ -117,6 +117,9 @@ def gpus(json_out: JsonOption = False) -> None:
     table = Table(
         title=_("GPU specs: dense TFLOPS (no sparsity), memory as nvidia-smi shows it"),
         box=box.SIMPLE_HEAD,
+        # two spaces between columns and no blank edges: the ten columns fit 80 (with three rich cut "[10]")
+        show_edge=False,
+        padding=(0, 1, 0, 0),
         pad_edge=False,
     )
     columns = ("GPU", "GiB", "GB/s", "FP32", "BF16", "FP16", "FP8", "NVLink", "TDP W", _("src"))

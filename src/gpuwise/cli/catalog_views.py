@@ -25,20 +25,6 @@ def num(value: float | None, digits: int = 1) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _age_text(offer: Offer, today: date) -> str:
-    from gpuwise.catalog.query import STALE_AFTER_DAYS, price_age_days
-
-    age = price_age_days(offer, today)
-    if not offer.price_date_exact:
-        return (
-            "[yellow]"
-            + _("date unknown\n(collected {date})").format(date=offer.price_as_of.isoformat())
-            + " ⚠[/]"
-        )
-    text = f"{offer.price_as_of.isoformat()} ({age} d)"
-    return "[yellow]" + _("{text} ⚠ stale").format(text=text) + "[/]" if age > STALE_AFTER_DAYS else text
-
-
 def _money(value: float | None, currency: str) -> str:
     from gpuwise.plan.currency import offer_money  # --currency: in the shown currency, converted
     from gpuwise.units import format_money
@@ -50,10 +36,7 @@ def _money(value: float | None, currency: str) -> str:
 
 
 def print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: int) -> None:
-    from rich import box
-    from rich.markup import escape
-    from rich.table import Table
-
+    from gpuwise.cli.catalog_table import legend, offer_cells, offers_table
     from gpuwise.cli.output import console
 
     if not found:
@@ -62,67 +45,29 @@ def print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: in
         )
         return
     shown = found if limit == 0 else found[:limit]
-    table = Table(
-        title=(_("{n} offer(s), cheapest spot first") if spot else _("{n} offer(s), cheapest first")).format(
-            n=len(found)
-        ),
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
+    title = (_("{n} offer(s), cheapest spot first") if spot else _("{n} offer(s), cheapest first")).format(
+        n=len(found)
     )
-    labels = {
-        "provider": _("provider"),
-        "instance (vCPU, GiB)": _("instance (vCPU, GiB)"),
-        "region": _("region"),
-        "GPUs": _("GPUs"),
-        "price/h": _("price/h"),
-        "spot/h": _("spot/h"),
-        "price date": _("price date"),
-    }
-    for col, label in labels.items():
-        table.add_column(
-            label,
-            justify="right" if col in ("price/h", "spot/h") else "left",
-            overflow="fold",
-            no_wrap=col in ("price/h", "spot/h"),
-            # "date unknown" must stay readable in an 80-column terminal
-            min_width=12 if col == "price date" else None,
+    rows = [
+        offer_cells(
+            o,
+            today,
+            {
+                "price": _money(o.price_usd_per_hour, o.currency),
+                "spot": _money(o.spot_price_usd_per_hour, o.currency),
+            },
         )
-    for o in shown:
-        # names come from catalog files, a user's own CSV included: never rich markup
-        place = escape(o.region or "—")
-        if o.zone and o.zone != o.region:
-            place = f"{place} ({escape(o.zone)})"
-        instance = escape(o.instance_type or "—")
-        price = _money(o.price_usd_per_hour, o.currency)
-        if o.gpu_only_price:
-            price += "\n" + _("GPU-only")
-        host = f"{num(o.vcpus)} vCPU, {num(o.memory_gib)} GiB" if o.vcpus or o.memory_gib else ""
-        table.add_row(
-            escape(o.provider),
-            f"{instance}\n[dim]{host}[/]" if host else instance,
-            place,
-            f"{num(o.gpus, 3)}× {escape(o.gpu)}",
-            price,
-            _money(o.spot_price_usd_per_hour, o.currency),
-            _age_text(o, today),
-        )
-    console.print(table)
+        for o in shown
+    ]
+    console.print(offers_table(rows, console.width, title))
     if len(found) > len(shown):
         console.print(
             _("… {n} more; --limit 0 shows all, --json prints them for scripts.").format(
                 n=len(found) - len(shown)
             )
         )
-    if any(o.gpu_only_price for o in shown):
-        console.print(
-            _("GPU-only: the source prices the GPUs without their host VM; the real cost is higher.")
-        )
-    console.print(
-        _(
-            "⚠ marks prices older than 90 days or without a date of their own; "
-            "`--json` has each offer's source."
-        )
-    )
+    for line in legend(rows, gpu_only=any(o.gpu_only_price for o in shown)):
+        console.print(line, markup=False, style="dim")
 
 
 def report_install(result: Any, json_out: bool, what: str) -> None:
@@ -174,15 +119,16 @@ def report_install(result: Any, json_out: bool, what: str) -> None:
         span = dates[0].isoformat() + ("" if len(dates) == 1 else f" … {dates[-1].isoformat()}")
         console.print(
             _(
-                "These files carry no price date: their prices show as 'date unknown (collected …)' "
-                "with each file's modification time ({span}) as when they were fetched. "
-                "The bundled catalog is unchanged."
+                "These files carry no price date: each file's modification time ({span}) stands as when "
+                "its prices were collected, shown with a trailing ? (date unknown) by `gpuwise catalog "
+                "offers`. The bundled catalog is unchanged."
             ).format(span=span)
         )
         return
     console.print(
         _(
-            "These files carry no price date: their prices show as 'date unknown (collected "
-            "{date})'. The bundled catalog is unchanged."
+            "These files carry no price date: {date} stands as when their prices were collected, "
+            "shown with a trailing ? (date unknown) by `gpuwise catalog offers`. The bundled catalog is "
+            "unchanged."
         ).format(date=result.collected.isoformat())
     )

@@ -1,0 +1,176 @@
+"""The `gpuwise catalog offers` table, laid out for the terminal's width.
+
+One line per offer when the width allows (provider, instance, vCPU/GiB, region, GPUs, price/h, spot/h,
+price date). Narrower, each offer takes two lines: the region under the provider, vCPU/GiB under the GPUs,
+then, if still needed, the spot price under the on-demand one. Instance ids are never split unless one alone
+is wider than all the room left for it (users copy them); region names are cut with an ellipsis (--json
+has them whole). Price dates use `gpuwise plan`'s compact form: a trailing ? = no date of its own (the
+collection date is shown), ! = over the stale limit.
+
+Only rich and the catalog modules are imported, and only by cli/catalog_views.py inside its function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import TYPE_CHECKING
+
+from rich.cells import cell_len
+from rich.table import Table
+from rich.text import Text
+
+from gpuwise.locale import N_, _
+
+if TYPE_CHECKING:
+    from gpuwise.catalog.models import Offer
+
+GAP = 2  # a column's one space of right padding and the box's blank divider; no edges are drawn
+REGION_MIN = 8  # below this a cut region name ("us-east…") no longer says where
+PROVIDER_MIN = 10  # "primeintel…": the one name longer than this still reads
+INSTANCE_MIN = 8  # the narrowest an id may be folded to when nothing else gives way
+
+# Field -> heading (msgids; translated where drawn).
+HEADINGS = {
+    "provider": N_("provider"),
+    "region": N_("region"),
+    "instance": N_("instance"),
+    "host": N_("vCPU/GiB"),
+    "gpus": N_("GPUs"),
+    "price": N_("price/h"),
+    "spot": N_("spot/h"),
+    "date": N_("price date"),
+}
+
+# Each layout is its columns, each column the fields shown one per line; the first that fits is used.
+Layout = tuple[tuple[str, ...], ...]
+LAYOUTS: tuple[Layout, ...] = (
+    (("provider",), ("instance",), ("host",), ("region",), ("gpus",), ("price",), ("spot",), ("date",)),
+    (("provider", "region"), ("instance",), ("gpus", "host"), ("price",), ("spot",), ("date",)),
+    (("provider", "region"), ("instance",), ("gpus", "host"), ("price", "spot"), ("date",)),
+)
+_RIGHT = {"price", "spot"}
+_SECOND_LINE_STYLE = "dim"
+
+
+@dataclass(frozen=True)
+class OfferCells:
+    """One offer's texts, plain (rich measures them; styles are added when drawn)."""
+
+    fields: dict[str, str]
+    flagged: bool  # price date undated or over the stale limit
+
+
+def date_flag(offer: Offer, today: date) -> str:
+    """'?' when the source gives no date (the collection date is shown), '!' when over the stale limit."""
+    from gpuwise.catalog.query import STALE_AFTER_DAYS, price_age_days
+
+    over = price_age_days(offer, today) > STALE_AFTER_DAYS
+    return ("" if offer.price_date_exact else "?") + ("!" if over else "")
+
+
+def offer_cells(offer: Offer, today: date, money: dict[str, str]) -> OfferCells:
+    """``money`` holds the offer's price and spot texts, already in the shown currency."""
+    from gpuwise.cli.catalog_views import num
+
+    place = offer.region or "—"
+    if offer.zone and offer.zone != offer.region:
+        place = f"{place} ({offer.zone})"
+    host = f"{num(offer.vcpus)}/{num(offer.memory_gib)}" if offer.vcpus or offer.memory_gib else "—"
+    flag = date_flag(offer, today)
+    # * is explained under the table; in front, so the cents of all prices stay in one column
+    price = ("*" if offer.gpu_only_price else "") + money["price"]
+    fields = {
+        "provider": offer.provider,
+        "region": place,
+        "instance": offer.instance_type or "—",
+        "host": host,
+        "gpus": f"{num(offer.gpus, 3)}× {offer.gpu}",
+        "price": price,
+        "spot": money["spot"],
+        "date": offer.price_as_of.isoformat() + flag,
+    }
+    return OfferCells(fields, bool(flag))
+
+
+def _heading_need(field: str) -> int:
+    """A heading may wrap at its spaces, so its longest word is what it needs."""
+    return max(cell_len(word) for word in _(HEADINGS[field]).split())
+
+
+def _natural(rows: list[OfferCells], field: str) -> int:
+    return max([_heading_need(field), *(cell_len(r.fields[field]) for r in rows)])
+
+
+def column_widths(rows: list[OfferCells], width: int) -> tuple[Layout, list[int]]:
+    """The first layout whose columns all fit ``width`` with no id split, else the narrowest one with the
+    instance column given whatever is left (only ids longer than that fold)."""
+    natural = {f: _natural(rows, f) for f in HEADINGS}
+    region_min = min(natural["region"], REGION_MIN)
+    for n, layout in enumerate(LAYOUTS):
+        least = [max(region_min if f == "region" else natural[f] for f in col) for col in layout]
+        used = sum(least) + GAP * (len(layout) - 1)
+        last = n == len(LAYOUTS) - 1
+        if used > width and not last:
+            continue
+        widths = least
+        at = layout.index(("instance",))
+        if used > width:  # even the narrowest layout is too wide: a long provider name is cut first,
+            # then the ids fold (a cut name still reads, --provider takes it whole from --json)
+            cut = min(used - width, max(0, widths[0] - PROVIDER_MIN))
+            widths[0] -= cut
+            widths[at] = max(INSTANCE_MIN, widths[at] - (used - cut - width))
+            return layout, widths
+        # spare room goes to the column with the region, up to the region's full length
+        where = next(i for i, col in enumerate(layout) if "region" in col)
+        widths[where] = max(widths[where], min(natural["region"], widths[where] + width - used))
+        return layout, widths
+    raise AssertionError("unreachable: the last layout always returns")
+
+
+def offers_table(rows: list[OfferCells], width: int, title: str) -> Table:
+    from rich import box
+
+    layout, widths = column_widths(rows, width)
+    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0), pad_edge=False)
+    for col, w in zip(layout, widths, strict=True):
+        table.add_column(
+            "\n".join(_(HEADINGS[f]) for f in col),
+            justify="right" if col[0] in _RIGHT else "left",
+            width=w,
+            # an id folds only when it alone is wider than its column; the rest is cut, never wrapped
+            no_wrap=col != ("instance",),
+            overflow="fold" if col == ("instance",) else "ellipsis",
+        )
+    for row in rows:
+        cells = []
+        for col in layout:
+            text = Text()
+            for i, f in enumerate(col):
+                style = "yellow" if f == "date" and row.flagged else (_SECOND_LINE_STYLE if i else "")
+                text.append(("\n" if i else "") + row.fields[f], style=style)
+            cells.append(text)
+        table.add_row(*cells)
+    return table
+
+
+def legend(rows: list[OfferCells], *, gpu_only: bool) -> list[str]:
+    """The lines under the table: what a flagged date and a * mean."""
+    from gpuwise.catalog.query import STALE_AFTER_DAYS
+
+    lines = []
+    if gpu_only:
+        lines.append(
+            "* " + _("GPU-only: the source prices the GPUs without their host VM; the real cost is higher.")
+        )
+    if any(r.flagged for r in rows):
+        lines.append(
+            _(
+                "⚠ A price date ending in ? is when the price was collected: date unknown, the source "
+                "gives none; ! marks a price over {days} days old (by the collection date when undated). "
+                "`--json` has each offer's source."
+            ).format(days=STALE_AFTER_DAYS)
+        )
+    else:
+        lines.append(_("`--json` has each offer's source."))
+    return lines

@@ -1,0 +1,154 @@
+"""`gpuwise catalog offers` reads at a glance in an 80-column terminal and uses the room of a wider one:
+at most two lines per offer at 80 columns, one at 160, instance ids never split, price dates in the compact
+form `gpuwise plan` uses (? undated, ! over the stale limit) with one legend under the table. The bundled
+catalog is drawn into a console of fixed width (our own `console`, swapped for the test)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from datetime import date
+
+import pytest
+from rich.console import Console
+
+from gpuwise.catalog.models import Offer
+from gpuwise.cli import output
+from gpuwise.cli.catalog_table import column_widths, date_flag, offer_cells, offers_table
+from gpuwise.cli.main import main
+
+H100 = ["--gpu", "H100", "--limit", "0"]
+
+
+def _draw(monkeypatch: pytest.MonkeyPatch, width: int, *argv: str) -> list[str]:
+    console = Console(file=io.StringIO(), width=width, color_system=None, legacy_windows=False)
+    monkeypatch.setattr(output, "console", console, raising=False)
+    assert main(["catalog", "offers", *argv]) == 0
+    file = console.file
+    assert isinstance(file, io.StringIO)
+    return file.getvalue().splitlines()
+
+
+def _body(lines: list[str]) -> list[str]:
+    """The table's rows: after the heading rule, up to the notes under the table."""
+    start = next(i for i, line in enumerate(lines) if line.startswith("─")) + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith(("…", "*", "⚠", "`--json`")))
+    return lines[start:end]
+
+
+def _ids(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
+    assert main(["catalog", "offers", *argv, "--json"]) == 0
+    return [o["instance_type"] for o in json.loads(capsys.readouterr().out)["offers"]]
+
+
+@pytest.mark.parametrize(
+    ("width", "most", "limit"),
+    [(80, 2, "30"), (80, 2, "0"), (100, 2, "0"), (160, 1, "0")],
+)
+def test_every_offer_fits_its_lines_and_no_id_is_split(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], width: int, most: int, limit: str
+) -> None:
+    argv = ["--gpu", "H100", "--limit", limit]
+    ids = _ids(capsys, *argv)
+    lines = _draw(monkeypatch, width, *argv)
+    body = _body(lines)
+    assert len(body) <= most * len(ids)
+    assert all(len(line) <= width for line in lines)
+    words = {word for line in body for word in line.split()}
+    # each id whole on one line, ready to copy; at 80 columns the longest of all 355 (40 characters) may
+    # fold, as nothing else is left to give way, but the cheapest 30 the table shows by default never do
+    assert {i for i in ids if width > 80 or limit != "0" or len(i) <= 30} <= words
+
+
+def test_wide_terminals_show_each_field_in_its_own_column(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = _draw(monkeypatch, 160, "--gpu", "H100", "--provider", "lambda", "--limit", "3")
+    heading = lines[lines.index(next(line for line in lines if line.startswith("─"))) - 1]
+    assert heading.split() == ["provider", "instance", "vCPU/GiB", "region", "GPUs", "price/h", "spot/h",
+                               "price", "date"]  # fmt: skip
+    row = _body(lines)[0].split()
+    assert row[0] == "lambda" and row[2] == "26/225" and row[-1].endswith("?!")
+
+
+def test_the_undated_price_reads_as_a_flagged_date_with_its_legend(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = _draw(monkeypatch, 80, "--gpu", "H100", "--provider", "lambda", "--limit", "2")
+    assert all("date unknown\n" not in line and "(collected" not in line for line in _body(lines))
+    assert any(line.rstrip().endswith("?!") for line in _body(lines))
+    legend = " ".join(lines[lines.index(next(line for line in lines if line.startswith("⚠"))) :])
+    assert "ending in ?" in legend and "over 90 days old" in legend
+
+
+def _offer(instance: str, region: str, *, exact: bool = True, day: date = date(2026, 11, 1)) -> Offer:
+    return Offer(
+        provider="aws", instance_type=instance, region=region, zone=None, gpu="H100", gpus=8,
+        gpu_memory_gib=80, vcpus=192, memory_gib=2048, price_usd_per_hour=98.32, spot_price_usd_per_hour=None,
+        currency="USD", price_as_of=day, price_date_exact=exact, source="test",
+    )  # fmt: skip
+
+
+def test_date_flags_match_the_plan_table() -> None:
+    today = date(2026, 12, 2)
+    assert date_flag(_offer("p5", "x"), today) == ""
+    assert date_flag(_offer("p5", "x", day=date(2026, 8, 1)), today) == "!"  # 123 days
+    assert date_flag(_offer("p5", "x", exact=False), today) == "?"
+    assert date_flag(_offer("p5", "x", exact=False, day=date(2026, 1, 1)), today) == "?!"
+
+
+def test_only_an_id_wider_than_all_the_room_folds_and_long_regions_are_cut() -> None:
+    money = {"price": "$98.32", "spot": "—"}
+    today = date(2026, 12, 2)
+    long_id = "x" * 60
+    rows = [offer_cells(_offer(i, "northamerica-northeast2"), today, money) for i in ("p5.48xlarge", long_id)]
+    layout, widths = column_widths(rows, 80)
+    assert sum(widths) + 2 * (len(widths) - 1) <= 80
+    assert widths[layout.index(("instance",))] < 60  # the one id longer than any room folds
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    console.print(offers_table(rows, 80, "t"))
+    file = console.file
+    assert isinstance(file, io.StringIO)
+    drawn = file.getvalue()
+    assert "p5.48xlarge" in drawn.split()
+    assert "northamerica-northeast2" not in drawn and "northam…" in drawn
+
+
+def test_chinese_rows_fit_80_columns_too() -> None:
+    env = {**os.environ, "COLUMNS": "80", "LANGUAGE": "", "LC_ALL": "", "LANG": "C.UTF-8"}
+    argv = ["--lang", "zh", "catalog", "offers", "--gpu", "H100", "--limit", "30"]
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuwise", *argv], capture_output=True, text=True, check=False, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "价格日期" in out.stdout
+    body = _body(lines)
+    assert len(body) <= 2 * 30
+
+
+def test_the_gpu_spec_table_fits_80_columns_with_every_source_number_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    console = Console(file=io.StringIO(), width=80, color_system=None, legacy_windows=False)
+    monkeypatch.setattr(output, "console", console, raising=False)
+    assert main(["catalog", "gpus"]) == 0
+    file = console.file
+    assert isinstance(file, io.StringIO)
+    lines = file.getvalue().splitlines()
+    rows = lines[2 : lines.index(next(line for line in lines if "n/p = not published" in line))]
+    assert rows and all("…" not in line and len(line) <= 80 for line in rows)
+    assert "NVLink" in lines[1] and "FP16" in lines[1]
+    assert any(line.rstrip().endswith("[10]") for line in rows)  # cut to "[1…" before
+
+
+def test_a_gpu_only_price_is_starred_and_explained_under_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = _draw(monkeypatch, 120, "--gpu", "H100", "--provider", "gcp", "--limit", "4")
+    body = _body(lines)
+    starred = [line for line in body if "*" in line]
+    assert starred and len(starred) < len(body)  # the bundled gcp H100 rows mix both kinds
+    cents = {re.search(r"\$\d+\.\d\d", line).end() for line in body}  # type: ignore[union-attr]
+    assert len(cents) == 1  # starred and plain prices line up
+    assert any(line.startswith("* GPU-only") for line in lines)
