@@ -84,11 +84,14 @@ def exporter(  # noqa: PLR0917 - typer maps options to parameters
         Path | None, typer.Option("--config", help=_("Config file (default: the user config)."))
     ] = None,
 ) -> None:
-    """Serve /metrics for Prometheus with NVIDIA dcgm-exporter's metric names and labels (energy in mJ,
-    reserved memory and the DCGM_FI_DRIVER_VERSION label where the GPUs report them), plus
-    gpuwise_idle_seconds, gpuwise_price_usd_per_hour, gpuwise_cost_usd_total, per-process GPU memory,
-    gpuwise_gpu_up, and gpuwise_up / gpuwise_sampler_errors_total / gpuwise_last_sample_age_seconds
-    (0, counted and growing when background sampling, alerts or history fail).
+    """Serve /metrics for Prometheus with NVIDIA dcgm-exporter's metric names and labels, plus gpuwise's
+    idle, price, cost and health metrics.
+
+    Beside dcgm-exporter's metrics (energy in mJ, reserved memory and the DCGM_FI_DRIVER_VERSION label
+    where the GPUs report them): gpuwise_idle_seconds, gpuwise_price_usd_per_hour, gpuwise_cost_usd_total,
+    per-process GPU memory, gpuwise_gpu_up, and gpuwise_up / gpuwise_sampler_errors_total /
+    gpuwise_last_sample_age_seconds (0, counted and growing when background sampling, alerts or history
+    fail).
 
     Binds 127.0.0.1 unless --bind says otherwise. On a non-loopback address a bearer token is required
     (--token-file or $GPUWISE_EXPORTER_TOKEN) unless --no-auth is given; it is checked before any work.
