@@ -134,6 +134,25 @@ BASE_BYTES_PER_PARAM = {
     "awq-4bit": 0.5 + 4 / 128,
 }
 
+# peft's prepare_model_for_kbit_training casts every fp16/bf16 parameter a bitsandbytes model still holds
+# (the embedding, the output head that transformers leaves unquantized, the norms) to fp32: +2 B per such
+# parameter over the 16-bit charge (huggingface/peft src/peft/utils/other.py @ 012c0d5a, "cast all non INT8
+# parameters to fp32"; GPTQ models are skipped). Firefly's train.py calls it for QLoRA (yangjianxin1/Firefly
+# @ c561b252), so do TRL's trainers; TRL casts the embedding and head back to bf16 only when bf16 is on
+# (peft_module_casting_to_bf16), as does the QLoRA reference script: the upcast is charged for fp16 runs on
+# the stacks that call it. Norms (2·layers·hidden parameters) are left out as negligible.
+KBIT_FP32_UPCAST_BYTES = Constant(
+    "kbit_fp32_upcast_bytes",
+    2,
+    N_("B per embedding/head param"),
+    N_(
+        "peft prepare_model_for_kbit_training casts the embedding and output head of a 4-bit "
+        "bitsandbytes base to fp32; TRL and the QLoRA script cast them back to bf16 only under bf16, so "
+        "fp16 runs keep fp32"
+    ),
+)
+KBIT_FP32_UPCAST_STACKS = ("hf",)
+
 # --- fit verdicts ---------------------------------------------------------------------------------------
 TIGHT_MARGIN = Constant(
     "tight_margin",

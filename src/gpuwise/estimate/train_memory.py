@@ -7,7 +7,7 @@ every constant is cited in memory_constants.py and named in the notes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuwise.estimate import constants as K  # noqa: N812 - K is the constants table, read everywhere
 from gpuwise.estimate import memory_constants as MEM  # noqa: N812 - the memory constants table
@@ -52,6 +52,8 @@ def train_memory(
     states = (_full_states if t.method == "full" else _lora_states)(
         m, t, dp=dp, shard=shard, compute_b=compute_b, opt_state=opt_state, notes=notes
     )
+    if t.method != "full":
+        states = _with_kbit_upcast(m, t, states, stack=stack, dp=dp, shard=shard, notes=notes)
     trainable_local = states.trainable / shard / (dp if t.zero_stage >= 1 else 1)
     weights, grads, optimizer, offloaded = _offload(
         m, t, states, shard=shard, compute_b=compute_b, notes=notes
@@ -155,6 +157,25 @@ def _lora_states(
         ).format(rank=t.lora_rank, where=where, params=f"{lora * shard / 1e6:.0f}", optimizer=t.optimizer)
     )
     return _States(base + lora * 4, lora * 4, lora * opt_state, trainable=lora * shard, adapters=lora)
+
+
+def _with_kbit_upcast(
+    m: ModelSpec, t: TrainSpec, s: _States, *, stack: Stack, dp: int, shard: int, notes: Notes
+) -> _States:
+    """States plus the fp32 copy of the embedding and output head that peft's
+    prepare_model_for_kbit_training makes of an NF4 base, where the stack calls it and nothing casts them
+    back (fp16 runs; see the constant)."""
+    if not (t.base_dtype == "nf4" and t.precision == "fp16" and stack.name in MEM.KBIT_FP32_UPCAST_STACKS):
+        return s
+    emb = m.embedding_params * (1 if m.tied_embeddings else 2)
+    extra = emb * notes.const(MEM.KBIT_FP32_UPCAST_BYTES) / shard / (dp if t.zero_stage >= 3 else 1)
+    notes.add(
+        _(
+            "peft's prepare_model_for_kbit_training keeps the embedding and output head in fp32 on an nf4 "
+            "base under fp16: +{gib} GiB"
+        ).format(gib=f"{extra / GIB:.2f}")
+    )
+    return replace(s, weights=s.weights + extra)
 
 
 def _offload(
