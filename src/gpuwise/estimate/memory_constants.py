@@ -151,6 +151,9 @@ KBIT_FP32_UPCAST_BYTES = Constant(
         "fp16 runs keep fp32"
     ),
 )
+# Not axolotl: it calls the function but casts the norms and embedding modules back to the run's torch_dtype
+# whenever an adapter is used (src/axolotl/utils/models.py, Jan-Aug 2024). Not llama-factory: it never calls
+# it (its own prepare_model_for_training upcasts only on opt-in flags; hiyouga/LLaMA-Factory @ 973cf8e).
 KBIT_FP32_UPCAST_STACKS = ("hf",)
 
 # --- fit verdicts ---------------------------------------------------------------------------------------

@@ -248,7 +248,34 @@ def _transformer_activations(
     acts += loss
     if t.quantized_base:
         acts += 2 * (m.hidden or 0) * m.n_ffn * 2 / tp  # one dequantized BF16 weight matrix at a time
+    if t.base_dtype == "nf4" and m.encoder_layers is None:
+        _note_old_bitsandbytes_inputs(m, t, tp=tp, tokens=tokens, notes=notes)
     return acts
+
+
+def _note_old_bitsandbytes_inputs(m: ModelSpec, t: TrainSpec, *, tp: int, tokens: int, notes: Notes) -> None:
+    """Name, without charging it, what an NF4 base kept with bitsandbytes before 0.43.2.
+
+    Until bitsandbytes PR #1270 (in 0.43.2, July 2024) MatMul4Bit saved its input for the backward whenever
+    that input needed a gradient, though the backward never read it (the weight is frozen); a frozen 16-bit
+    linear keeps no input (torch saves it only for the weight's gradient). The inputs of the four frozen
+    linears per layer: the q/k/v input, the attention output, the MLP input, the down projection's input.
+    Current releases do not keep them, so the figure is a note for pinned environments, not a charge: on
+    LitGPT's published LoRA/QLoRA pairs (2023-24) the LoRA-to-QLoRA step is short of the weight saving by
+    about this much (docs/accuracy.md). Under full checkpointing only one layer is live: negligible.
+    """
+    if t.activation_checkpointing == "full":
+        return
+    h, qd = m.hidden or 0, (m.heads or 1) * m.n_head_dim
+    per_token_layer = 2 * h + 2 * qd + 2 * h + 2 * m.n_ffn * m.experts_per_token
+    elem = 2 if t.precision in ("fp32", "tf32") else 1  # bytes above are 16-bit
+    extra = (m.layers or 1) * per_token_layer * elem * tokens / tp
+    notes.add(
+        _(
+            "bitsandbytes before 0.43.2 (July 2024) also kept the input of every 4-bit linear layer for the "
+            "backward: +{gib} GiB with such a version (not included; current versions do not keep them)"
+        ).format(gib=f"{extra / GIB:.2f}")
+    )
 
 
 def _layer_activations(
