@@ -51,7 +51,8 @@ def test_note_charges_nothing_and_only_where_it_applies() -> None:
     dequant = 2 * 4096 * 11008 * 2
     diff = _est().memory.activations - _est(base_precision="bf16").memory.activations
     assert abs(diff - dequant) < 1.0
-    assert _notes(_est(framework="hf"))  # every stack's NF4 path ran MatMul4Bit
+    assert _notes(_est(framework="hf"))  # peft's and Lightning's NF4 layers ran MatMul4Bit
+    assert not _notes(_est(framework="unsloth"))  # Unsloth's LoRA kernels dequantize and multiply themselves
     # A 16-bit or int8 base never ran MatMul4Bit; under full checkpointing only one layer is live.
     for other in (
         {"base_precision": "bf16"},

@@ -248,7 +248,7 @@ def _transformer_activations(
     acts += loss
     if t.quantized_base:
         acts += 2 * (m.hidden or 0) * m.n_ffn * 2 / tp  # one dequantized BF16 weight matrix at a time
-    if t.base_dtype == "nf4" and m.encoder_layers is None:
+    if t.base_dtype == "nf4" and m.encoder_layers is None and stack.name != "unsloth":  # own LoRA kernels
         _note_old_bitsandbytes_inputs(m, t, tp=tp, tokens=tokens, notes=notes)
     return acts
 
