@@ -12,7 +12,7 @@ from gpuwise.cli.main import main
 from gpuwise.doctor.tables import load_tables
 from gpuwise.errors import UsageError
 from gpuwise.export.images import ImageChoice, choose_image
-from gpuwise.setup.choose import branch_problem, build_runs_on
+from gpuwise.setup.choose import branch_problem, build_runs_on, os_carries_cuda
 from gpuwise.setup.images import image_runs_on
 from gpuwise.setup.tables import load_setup_tables
 
@@ -26,13 +26,15 @@ _DRIVERS: list[str | None] = [None, "999.1"]
 
 def _setup_accepts(choice: ImageChoice) -> bool:
     """Some branch setup installs drives the GPU (branch_problem) and runs both the build (build_runs_on)
-    and the image on every release."""
+    and the image on every release; and the image's Ubuntu carries the build's CUDA (setup's OS rule)."""
     tables, setup_tables = load_tables(), load_setup_tables()
     architecture = setup_tables.architecture_of(choice.compute_capability or "")
     assert architecture is not None, choice.gpu
     build = tables.framework_build("pytorch", choice.torch_version, choice.torch_variant)
     assert build is not None, choice
-    return any(
+    system = setup_tables.system(f"ubuntu-{choice.image.ubuntu}")
+    assert system is not None, choice.image
+    return os_carries_cuda(system, build) and any(
         branch_problem(b.branch, architecture) is None
         and build_runs_on(build, b, tables)
         and image_runs_on(choice.image, b.min_version, tables)
@@ -110,3 +112,12 @@ def test_maxwell_to_volta_still_get_a_container() -> None:
     for gpu in ("V100", "P100", "M60"):
         choice = choose_image(gpu)
         assert choice.torch_variant == "cu126" and choice.min_driver[0] <= 580, (gpu, choice)
+
+
+@pytest.mark.parametrize("torch", ["1.13", "2.0"])
+def test_a_build_older_than_every_image_goes_into_an_image_whose_ubuntu_carries_its_cuda(torch: str) -> None:
+    """torch 2.0's stable build is CUDA 11.7, older than every image: it once landed in a CUDA 13
+    Ubuntu 24.04 image, whose NVIDIA repository starts at CUDA 12.5 and whose Python 3.12 no torch 2.0
+    wheel supports. It goes into an Ubuntu 22.04 image (Python 3.11) now."""
+    choice = choose_image("A100", torch=torch)
+    assert choice.torch_cuda < (11, 8) and choice.image.ubuntu == "22.04", choice.base

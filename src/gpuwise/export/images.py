@@ -27,7 +27,7 @@ from gpuwise.doctor.tables import FrameworkBuild, Tables, load_tables
 from gpuwise.doctor.versions import Version, at_least, format_version, major_minor, parse_version
 from gpuwise.errors import UsageError
 from gpuwise.locale import _
-from gpuwise.setup.choose import branch_problem, build_runs_on
+from gpuwise.setup.choose import branch_problem, build_runs_on, os_carries_cuda
 from gpuwise.setup.images import (
     CudaImage,
     build_min_driver,
@@ -88,8 +88,22 @@ def _need(row: FrameworkBuild, images: tuple[CudaImage, ...]) -> Version:
     tables = _tables()
     own = build_min_driver(row, tables)
     assert own is not None  # _candidates kept only rows the table knows
-    image_needs = [need for image in images if (need := image_min_driver(image, tables)) is not None]
+    image_needs = [
+        need for image in _images_for(row, images) if (need := image_min_driver(image, tables)) is not None
+    ]
     return max(own, min(image_needs)) if image_needs else own
+
+
+def _images_for(row: FrameworkBuild, images: tuple[CudaImage, ...]) -> tuple[CudaImage, ...]:
+    """The images whose Ubuntu's NVIDIA repository carries ``row``'s CUDA (setup's OS rule, as `setup`
+    applies it to the machine's OS): no CUDA 11.7 build in an Ubuntu 24.04 image, whose repository starts at
+    12.5. An image of unknown Ubuntu is kept."""
+    setup_tables = load_setup_tables()
+    return tuple(
+        image
+        for image in images
+        if (system := setup_tables.system(f"ubuntu-{image.ubuntu}")) is None or os_carries_cuda(system, row)
+    )
 
 
 def _runs(row: FrameworkBuild, driver: Version, images: tuple[CudaImage, ...]) -> bool:
@@ -176,7 +190,9 @@ def choose_image(gpu: str, *, driver: str | None = None, torch: str | None = Non
     torch_cuda = major_minor(parse_version(best.cuda_version) or (0,))
     # the image must run on the given driver and on a branch that drives the GPU: on the older of the two
     limits = [v for v in (wanted_driver, _ceiling(best, branches, images)) if v is not None]
-    image = choose_base_image(torch_cuda, min(limits, default=None), tables=tables, images=images)
+    image = choose_base_image(
+        torch_cuda, min(limits, default=None), tables=tables, images=_images_for(best, images)
+    )
     assert image is not None  # _runs held (or no driver was given)
     own = build_min_driver(best, tables)
     image_own = image_min_driver(image, tables)
