@@ -11,7 +11,9 @@ from gpuwise.catalog.specs import load_gpu_specs
 from gpuwise.cli.main import main
 from gpuwise.doctor.tables import load_tables
 from gpuwise.errors import UsageError
+from gpuwise.export.dockerfile import render_dockerfile
 from gpuwise.export.images import ImageChoice, choose_image
+from gpuwise.export.target import Job, target_from_flags
 from gpuwise.setup.choose import branch_problem, build_runs_on, os_carries_cuda
 from gpuwise.setup.images import image_runs_on
 from gpuwise.setup.tables import load_setup_tables
@@ -121,3 +123,12 @@ def test_a_build_older_than_every_image_goes_into_an_image_whose_ubuntu_carries_
     wheel supports. It goes into an Ubuntu 22.04 image (Python 3.11) now."""
     choice = choose_image("A100", torch=torch)
     assert choice.torch_cuda < (11, 8) and choice.image.ubuntu == "22.04", choice.base
+
+
+def test_a_driver_past_the_last_branch_gets_a_note_and_an_image_the_last_branch_runs() -> None:
+    """--driver 590 on a V100: no 590 driver drives Volta (last branch 580). The Dockerfile says so, and its
+    image and build still run on a 580 driver."""
+    text = render_dockerfile(target_from_flags("V100:1"), Job(driver="590.44.01"))
+    assert "# Note: driver branch 590 no longer drives Volta GPUs (the last branch that does is 580)" in text
+    assert choose_image("V100", driver="590.44.01").min_driver[0] <= 580
+    assert "Note:" not in render_dockerfile(target_from_flags("V100:1"), Job(driver="580.95.05"))

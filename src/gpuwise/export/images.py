@@ -8,7 +8,8 @@ set NVIDIA_REQUIRE_CUDA, and the NVIDIA Container Toolkit refuses to start one o
 build must carry code for the GPU's architecture, and run on a driver that drives that architecture: setup's
 rule (setup.choose.branch_problem and build_runs_on), so export never writes a container `gpuwise setup`
 refuses, such as a CUDA 11.8 image for a Kepler GPU whose last driver branch, 470, predates CUDA 11.8's own
-driver. A --driver newer than the architecture's last branch cannot lift that ceiling.
+driver. A --driver newer than the architecture's last branch cannot lift that ceiling. The image's Ubuntu
+must carry the build's CUDA (setup's OS rule, setup.choose.os_carries_cuda).
 
 Given a driver, builds are ranked as setup ranks them on a driver branch: the newest PyTorch, stable before
 experimental, the newest CUDA (setup.images.build_rank). Without one, the newest PyTorch with its oldest
@@ -53,6 +54,8 @@ class ImageChoice:
     driver: Version | None  # the driver it was chosen for, when given
     gpu: str
     compute_capability: str | None
+    # the given driver's branch no longer drives the GPU's architecture: (architecture, its last branch)
+    dropped_by_driver: tuple[str, int] | None = None
 
     @property
     def base(self) -> str:
@@ -148,6 +151,16 @@ def _ceiling(
     )
 
 
+def _dropped(driver: Version | None, capability: str | None) -> tuple[str, int] | None:
+    """(architecture, last branch) when ``driver``'s branch is past the architecture's last one (setup's
+    branch_problem): the Dockerfile says so; its image was chosen for that last branch anyway."""
+    architecture = _architecture_of(capability)
+    if driver is None or architecture is None or architecture.last_driver_branch is None:
+        return None
+    past = driver[0] > architecture.last_driver_branch and branch_problem(driver[0], architecture) is not None
+    return (architecture.name, architecture.last_driver_branch) if past else None
+
+
 def _oldest_cuda_first(row: FrameworkBuild) -> tuple[Version, Version]:
     cuda = parse_version(row.cuda_version) or (0,)
     return parse_version(row.version) or (0,), tuple(-p for p in cuda)
@@ -208,6 +221,7 @@ def choose_image(gpu: str, *, driver: str | None = None, torch: str | None = Non
         driver=wanted_driver,
         gpu=spec.name,
         compute_capability=capability,
+        dropped_by_driver=_dropped(wanted_driver, capability),
     )
 
 
