@@ -14,7 +14,7 @@ from gpuwise.errors import UsageError
 from gpuwise.export.dockerfile import render_dockerfile
 from gpuwise.export.images import ImageChoice, choose_image
 from gpuwise.export.target import Job, target_from_flags
-from gpuwise.setup.choose import branch_problem, build_runs_on, os_carries_cuda
+from gpuwise.setup.choose import branch_problem, build_runs_on
 from gpuwise.setup.images import image_runs_on
 from gpuwise.setup.tables import load_setup_tables
 
@@ -36,7 +36,7 @@ def _setup_accepts(choice: ImageChoice) -> bool:
     assert build is not None, choice
     system = setup_tables.system(f"ubuntu-{choice.image.ubuntu}")
     assert system is not None, choice.image
-    return os_carries_cuda(system, build) and any(
+    return system.carries_cuda(build.cuda_version) and any(
         branch_problem(b.branch, architecture) is None
         and build_runs_on(build, b, tables)
         and image_runs_on(choice.image, b.min_version, tables)

@@ -9,7 +9,7 @@ build must carry code for the GPU's architecture, and run on a driver that drive
 rule (setup.choose.branch_problem and build_runs_on), so export never writes a container `gpuwise setup`
 refuses, such as a CUDA 11.8 image for a Kepler GPU whose last driver branch, 470, predates CUDA 11.8's own
 driver. A --driver newer than the architecture's last branch cannot lift that ceiling. The image's Ubuntu
-must carry the build's CUDA (setup's OS rule, setup.choose.os_carries_cuda).
+must carry the build's CUDA (setup's OS rule, setup.tables.OsSupport.carries_cuda).
 
 Given a driver, builds are ranked as setup ranks them on a driver branch: the newest PyTorch, stable before
 experimental, the newest CUDA (setup.images.build_rank). Without one, the newest PyTorch with its oldest
@@ -28,7 +28,7 @@ from gpuwise.doctor.tables import FrameworkBuild, Tables, load_tables
 from gpuwise.doctor.versions import Version, at_least, format_version, major_minor, parse_version
 from gpuwise.errors import UsageError
 from gpuwise.locale import _
-from gpuwise.setup.choose import branch_problem, build_runs_on, os_carries_cuda
+from gpuwise.setup.choose import branch_problem, build_runs_on
 from gpuwise.setup.images import (
     CudaImage,
     build_min_driver,
@@ -105,7 +105,8 @@ def _images_for(row: FrameworkBuild, images: tuple[CudaImage, ...]) -> tuple[Cud
     return tuple(
         image
         for image in images
-        if (system := setup_tables.system(f"ubuntu-{image.ubuntu}")) is None or os_carries_cuda(system, row)
+        if (system := setup_tables.system(f"ubuntu-{image.ubuntu}")) is None
+        or system.carries_cuda(row.cuda_version)
     )
 
 

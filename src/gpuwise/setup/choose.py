@@ -209,16 +209,7 @@ def build_has_kernels(build: FrameworkBuild, capability: str) -> bool:
 def _os_offers(system: OsSupport, branch: DriverBranch, build: FrameworkBuild | None = None) -> bool:
     if system.max_driver_branch is not None and branch.branch > system.max_driver_branch:
         return False
-    return build is None or os_carries_cuda(system, build)
-
-
-def os_carries_cuda(system: OsSupport, build: FrameworkBuild) -> bool:
-    """Whether the OS's NVIDIA repository carries ``build``'s CUDA (its min_cuda; export applies it to a
-    base image's Ubuntu)."""
-    if system.min_cuda is None:
-        return True
-    cuda = parse_version(build.cuda_version)
-    return cuda is not None and major_minor(cuda) >= major_minor(system.min_cuda)
+    return build is None or system.carries_cuda(build.cuda_version)
 
 
 def _branch_rank(branch: DriverBranch) -> tuple[int, int]:
