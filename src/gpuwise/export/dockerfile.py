@@ -30,7 +30,7 @@ def _header(target: Target, choice: ImageChoice) -> list[str]:
         else "no --driver given: the oldest CUDA of the newest PyTorch, for the widest range of drivers"
     )
     arch = f", compute capability {choice.compute_capability}" if choice.compute_capability else ""
-    return [
+    lines = [
         f"gpuwise export dockerfile: {target.gpus_per_node} x {target.gpu}{arch} ({target.source})",
         f"Base: CUDA {format_version(choice.image.cuda)} ({driver}); it needs NVIDIA driver "
         f">= {driver_text(choice.min_driver)} (CUDA release notes, as `gpuwise doctor` checks it).",
@@ -43,6 +43,14 @@ def _header(target: Target, choice: ImageChoice) -> list[str]:
         ),
         "Build: docker build -t IMAGE . (the build context holds the training script)",
     ]
+    if choice.dropped_by_driver is not None and choice.driver is not None:
+        architecture, last = choice.dropped_by_driver
+        lines.insert(
+            2,
+            f"Note: driver branch {choice.driver[0]} no longer drives {architecture} GPUs (the last branch "
+            f"that does is {last}); this image runs on a {last} driver too.",
+        )
+    return lines
 
 
 def render_dockerfile(target: Target, job: Job) -> str:

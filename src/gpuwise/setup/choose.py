@@ -209,10 +209,7 @@ def build_has_kernels(build: FrameworkBuild, capability: str) -> bool:
 def _os_offers(system: OsSupport, branch: DriverBranch, build: FrameworkBuild | None = None) -> bool:
     if system.max_driver_branch is not None and branch.branch > system.max_driver_branch:
         return False
-    if build is not None and system.min_cuda is not None:
-        cuda = parse_version(build.cuda_version)
-        return cuda is not None and major_minor(cuda) >= major_minor(system.min_cuda)
-    return True
+    return build is None or system.carries_cuda(build.cuda_version)
 
 
 def _branch_rank(branch: DriverBranch) -> tuple[int, int]:

@@ -15,7 +15,7 @@ from functools import cache
 from importlib import resources
 
 from gpuwise.doctor.tables import Tables, load_tables
-from gpuwise.doctor.versions import Version, parse_version
+from gpuwise.doctor.versions import Version, major_minor, parse_version
 from gpuwise.setup.images import CudaImage, parse_images
 
 
@@ -50,6 +50,12 @@ class OsSupport:
     min_cuda: Version | None  # the oldest CUDA the distribution's NVIDIA repository carries (None: not known)
     max_driver_branch: int | None
     source: str
+
+    def carries_cuda(self, cuda_version: str) -> bool:
+        """Whether the distribution's NVIDIA repository carries this CUDA (min_cuda): setup's OS rule,
+        which export applies to a base image's Ubuntu."""
+        cuda = parse_version(cuda_version)
+        return self.min_cuda is None or (cuda is not None and major_minor(cuda) >= major_minor(self.min_cuda))
 
 
 @dataclass(frozen=True)
