@@ -46,6 +46,7 @@ from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample
 from gpuwise.idle.message import Msg, join
 from gpuwise.idle.policy import MIB, Observation, fmt_min
+from gpuwise.idle.state import finite_or_none, whole
 from gpuwise.locale import N_, _
 
 MEM_UTIL_MAX_PCT = 10.0  # "0% memory utilization" in a spinning NCCL deadlock (NVIDIA/nccl#2079)
@@ -162,13 +163,13 @@ class HangDetector:
         (a stretch or the machine's stretch beginning after the last observation, or the machine's before
         one of its GPUs'): a damaged file must not date a hang earlier than anyone saw it; the caller then
         starts the clock over, which only delays a verdict."""
-        last = _time(data.get("last_ts"), "last_ts")
+        last = finite_or_none(data.get("last_ts"), "last_ts")
         stretches = data.get("stretches", {})
         known = data.get("known_gpus", [])
         if not isinstance(stretches, dict) or not isinstance(known, list):
             raise ValueError("stretches or known_gpus of the wrong type")
-        out = {_index(k): _stretch(v) for k, v in stretches.items()}
-        since = _time(data.get("machine_since"), "machine_since")
+        out = {whole(k, "a GPU index"): _stretch(v) for k, v in stretches.items()}
+        since = finite_or_none(data.get("machine_since"), "machine_since")
         starts = [s.start_s for s in out.values()]
         if out and (last is None or max(starts) > last):
             raise ValueError("a stretch begins after the last observation")
@@ -176,7 +177,7 @@ class HangDetector:
             raise ValueError("machine_since does not match the stretches")
         self.reset()
         self._stretches, self._machine_since, self._last_ts = out, since, last
-        self._known = {_index(i) for i in known}
+        self._known = {whole(i, "a GPU index") for i in known}
         self._restored_gpus = set(self._known)
 
     def _flat(self, lo_hi: tuple[float, float]) -> bool:
@@ -311,32 +312,18 @@ class HangDetector:
         )
 
 
-def _time(value: object, key: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{key} is not a finite number")
-    return float(value)
-
-
-def _index(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError(f"{value!r} is not a GPU index")
-    return int(value)  # ValueError for a string that is not one
-
-
 def _stretch(value: object) -> _Stretch:
     def pair(x: object, key: str) -> tuple[float, float]:
         if not isinstance(x, list) or len(x) != 2:
             raise ValueError(f"{key} is not a [low, high] pair")
-        lo, hi = (_time(v, key) for v in x)
+        lo, hi = (finite_or_none(v, key) for v in x)
         if lo is None or hi is None or not 0 <= lo <= hi:
             raise ValueError(f"{key} is not a [low, high] pair")
         return lo, hi
 
     if not isinstance(value, dict):
         raise ValueError("a stretch is not an object")
-    start = _time(value.get("start_s"), "start_s")
+    start = finite_or_none(value.get("start_s"), "start_s")
     if start is None:
         raise ValueError("a stretch without start_s")
     clock = value.get("clock")

@@ -60,6 +60,7 @@ from typing import Any, Literal
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample, Snapshot
 from gpuwise.idle.message import Msg, join
+from gpuwise.idle.state import finite_or_none, whole
 from gpuwise.locale import N_, _
 
 MIB = 1024**2
@@ -248,45 +249,32 @@ class PolicyState:
         observation (`last_ts`): activity or held memory after it, or activity without it, would let a
         damaged file claim idle time nobody observed."""
 
-        def opt_float(key: str) -> float | None:
-            value = data.get(key)
-            if value is None:
-                return None
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise ValueError(f"{key} is not a finite number")
-            return float(value)
-
-        def integer(value: object) -> int:
-            if isinstance(value, bool) or not isinstance(value, int | str):
-                raise ValueError(f"{value!r} is not an integer")
-            return int(value)  # ValueError for a string that is not one
-
         def int_map(key: str) -> dict[int, int]:
             value = data.get(key, {})
             if not isinstance(value, dict):
                 raise ValueError(f"{key} is not an object")
-            return {integer(k): integer(v) for k, v in value.items()}
+            return {whole(k): whole(v) for k, v in value.items()}
 
         def int_list(key: str) -> list[int]:
             value = data.get(key, [])
             if not isinstance(value, list):
                 raise ValueError(f"{key} is not a list")
-            return [integer(i) for i in value]
+            return [whole(i) for i in value]
 
         def cause(key: str, default: str) -> str:  # a damaged `_msg` only loses the translation
             return Msg.from_json(data.get(f"{key}_msg")) or str(data.get(key, default))[:500]
 
         state = cls(
-            last_activity_s=opt_float("last_activity_s"),
+            last_activity_s=finite_or_none(data.get("last_activity_s"), "last_activity_s"),
             last_activity_cause=cause("last_activity_cause", "restored state"),
-            last_held_s=opt_float("last_held_s"),
+            last_held_s=finite_or_none(data.get("last_held_s"), "last_held_s"),
             last_held_cause=cause("last_held_cause", ""),
-            last_ts=opt_float("last_ts"),
+            last_ts=finite_or_none(data.get("last_ts"), "last_ts"),
             prev_mem_bytes=int_map("prev_mem_bytes"),
             prev_mem_unknown=int_list("prev_mem_unknown"),
             mem_floor_bytes=int_map("mem_floor_bytes"),
             known_gpus=int_list("known_gpus"),
-            observations=integer(data.get("observations", 0)),
+            observations=whole(data.get("observations", 0)),
         )
         last = state.last_ts
         for key, when in (("last_activity_s", state.last_activity_s), ("last_held_s", state.last_held_s)):

@@ -76,6 +76,23 @@ def load_state(path: Path) -> dict[str, Any] | None:
     return clean_state(data)
 
 
+def finite_or_none(value: object, key: str) -> float | None:
+    """A persisted time or amount (`key` names it): None, or a finite number. ValueError otherwise (the
+    caller then starts its clock over)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{key} is not a finite number")
+    return float(value)
+
+
+def whole(value: object, what: str = "an integer") -> int:
+    """A persisted whole number (an int, or its digits as JSON object keys are); ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"{value!r} is not {what}")
+    return int(value)  # ValueError for a string that is not one
+
+
 def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
