@@ -133,7 +133,7 @@ class HangDetector:
     _last_ts: float | None = field(default=None, init=False)
     _suspected_at: float | None = field(default=None, init=False)
     _known: set[int] = field(default_factory=set, init=False)
-    _restored_gpus: set[int] | None = field(default=None, init=False)  # until the first read after restore
+    _just_restored: bool = field(default=False, init=False)  # until the first read after restore
 
     def reset(self) -> None:
         """Forget every stretch (after a stop, or when told the job moved on)."""
@@ -178,7 +178,7 @@ class HangDetector:
         self.reset()
         self._stretches, self._machine_since, self._last_ts = out, since, last
         self._known = {whole(i, "a GPU index") for i in known}
-        self._restored_gpus = set(self._known)
+        self._just_restored = True
 
     def _flat(self, lo_hi: tuple[float, float]) -> bool:
         lo, hi = lo_hi
@@ -221,7 +221,7 @@ class HangDetector:
         t = obs.timestamp_s
         gap = self._last_ts is not None and not (0 <= t - self._last_ts <= self.gap_s)
         self._last_ts = t
-        restored, self._restored_gpus = self._restored_gpus, None
+        restored, self._just_restored = self._just_restored, False
         if gap or obs.errors or not obs.samples:
             self.reset()
             return ()
@@ -232,8 +232,8 @@ class HangDetector:
             prev = looks.get(s.index)
             looks[s.index] = state if prev is None or state == "busy" or prev == "idle" else prev
         missing = self._known - set(looks)
-        if restored is not None and set(looks) != restored:  # not the GPUs the restored stretch was about
-            missing = missing or set(looks) - restored
+        if restored and set(looks) != self._known:  # not the GPUs the restored stretch was about
+            missing = missing or set(looks) - self._known
         self._known |= set(looks)
         if missing:  # a GPU missing from this read: missing data
             self.reset()
