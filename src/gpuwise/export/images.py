@@ -128,15 +128,20 @@ def _branches(capability: str | None) -> tuple[DriverBranch, ...] | None:
     return tuple(b for b in load_setup_tables().branches if branch_problem(b.branch, architecture) is None)
 
 
+def _running(
+    row: FrameworkBuild, branches: tuple[DriverBranch, ...], images: tuple[CudaImage, ...]
+) -> list[DriverBranch]:
+    """The branches among ``branches`` on whose every release ``row`` runs (setup's build_runs_on), in a
+    base image that runs on the branch's lowest release."""
+    tables = _tables()
+    return [b for b in branches if build_runs_on(row, b, tables) and _runs(row, b.min_version, images)]
+
+
 def _drives(
     row: FrameworkBuild, branches: tuple[DriverBranch, ...] | None, images: tuple[CudaImage, ...]
 ) -> bool:
-    """Whether ``row`` runs, in some base image, on every release of a branch that drives the GPU: setup's
-    build_runs_on, and the image rule on the branch's lowest release."""
-    if branches is None:
-        return True
-    tables = _tables()
-    return any(build_runs_on(row, b, tables) and _runs(row, b.min_version, images) for b in branches)
+    """Whether ``row`` runs on some branch that drives the GPU (always, when setup has no facts for it)."""
+    return branches is None or bool(_running(row, branches, images))
 
 
 def _ceiling(
@@ -146,10 +151,7 @@ def _ceiling(
     drives the GPU and runs ``row`` (an image that runs there runs on a branch setup accepts)."""
     if branches is None:
         return None
-    tables = _tables()
-    return max(
-        b.min_version for b in branches if build_runs_on(row, b, tables) and _runs(row, b.min_version, images)
-    )
+    return max(b.min_version for b in _running(row, branches, images))
 
 
 def _dropped(driver: Version | None, capability: str | None) -> tuple[str, int] | None:
