@@ -25,6 +25,12 @@ def price_age_days(offer: Offer, today: date) -> int:
     return (today - offer.price_as_of).days
 
 
+def date_marks(exact: bool, over_limit: bool) -> str:
+    """The marks after a price date in plan's and catalog's tables: '?' the source gives no date (the
+    collection date is shown), '!' over the stale limit."""
+    return ("" if exact else "?") + ("!" if over_limit else "")
+
+
 def is_stale(offer: Offer, today: date, *, max_age_days: int = STALE_AFTER_DAYS) -> bool:
     """An undated price (collection date only) counts as stale, like one older than ``max_age_days``."""
     return (not offer.price_date_exact) or price_age_days(offer, today) > max_age_days

@@ -63,10 +63,9 @@ class OfferCells:
 
 def date_flag(offer: Offer, today: date) -> str:
     """'?' when the source gives no date (the collection date is shown), '!' when over the stale limit."""
-    from gpuwise.catalog.query import STALE_AFTER_DAYS, price_age_days
+    from gpuwise.catalog.query import STALE_AFTER_DAYS, date_marks, price_age_days
 
-    over = price_age_days(offer, today) > STALE_AFTER_DAYS
-    return ("" if offer.price_date_exact else "?") + ("!" if over else "")
+    return date_marks(offer.price_date_exact, price_age_days(offer, today) > STALE_AFTER_DAYS)
 
 
 def offer_cells(offer: Offer, today: date, money: dict[str, str]) -> OfferCells:

@@ -141,11 +141,12 @@ def _offer_cell(group: OptionGroup) -> str:
 
 
 def _pricing_cell(o: Option) -> str:
+    from gpuwise.catalog.query import date_marks
     from gpuwise.plan.currency import money
     from gpuwise.plan.output import pricing_word
 
     day = formats.format_date(o.price_as_of)
-    flag = ("" if o.price_date_exact else "?") + ("!" if o.price_over_limit else "")
+    flag = date_marks(o.price_date_exact, o.price_over_limit)
     if flag:
         day = f"[yellow]{day}{flag}[/]"
     return f"{pricing_word(o.pricing)}\n{money(o.price_usd_per_hour)}/h\n{day}"
