@@ -44,6 +44,24 @@ def test_run_dry_run_on_a_replay_writes_state(capsys: pytest.CaptureFixture[str]
     assert "gpuwise idle dry run" in capsys.readouterr().err
 
 
+def test_run_on_a_replay_never_stops_this_machine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A recording's GPUs are not this machine's: without --dry-run, `idle run --replay` once ran the real
+    stop action when the recording looked idle, under whatever this machine's own GPUs were doing."""
+    marker = tmp_path / "stopped"
+    trace = tmp_path / "idle.csv"
+    rows = [f"2026/05/04 21:00:{i:02d}.000, 0, 0 %, 1 MiB, 81559 MiB" for i in range(60)]
+    trace.write_text(
+        "timestamp, index, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n" + "\n".join(rows),
+        encoding="utf-8",
+    )
+    argv = ["idle", "run", "--replay", str(trace), "--interval-s", "0.05", "--window-min", "0.02"]
+    argv += ["--warn-min", "0.01", "--action", "command", "--command", f"touch {marker}", "--max-steps", "60"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "judges a recording, not this machine's GPUs" in err and "To fix: add --dry-run" in err
+    assert not marker.exists() and load_state(state_path(paths.data_dir())) is None
+
+
 def test_run_rejects_bad_options() -> None:
     assert main(["idle", "run", "--action", "terminate", "--max-steps", "1"]) == 2
     assert main(["idle", "run", "--action", "command", "--max-steps", "1"]) == 2

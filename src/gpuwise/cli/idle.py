@@ -216,7 +216,11 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     replay_path: Annotated[
         Path | None,
         typer.Option(
-            "--replay", help=_("Read GPUs from a recording (nvidia-smi XML, -q, table or CSV log).")
+            "--replay",
+            help=_(
+                "Read GPUs from a recording (nvidia-smi XML, -q, table or CSV log); only with --dry-run, "
+                "as a recording's GPUs are not this machine's."
+            ),
         ),
     ] = None,
     config: ConfigOpt = None,
@@ -269,6 +273,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
 
     from gpuwise import paths
     from gpuwise.cli.output import check_input_file, setup_logging
+    from gpuwise.errors import ConfigError
     from gpuwise.gpu.probe import open_probe
     from gpuwise.idle.daemon import IdleDaemon, RetryingProbe
     from gpuwise.idle.providers.metadata import MetadataEndpoints
@@ -296,6 +301,16 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     # retried at every observation and counts as busy meanwhile
     if replay_path is not None:
         check_input_file(replay_path, _("Recording"), fix=_trace_fix())
+        if not dry_run:
+            # the recording's GPUs are not this machine's: a real stop would act on GPUs nobody looked at
+            raise ConfigError(
+                _("gpuwise idle run --replay judges a recording, not this machine's GPUs"),
+                why=_("a stop would then stop this machine while its own GPUs may be running a job"),
+                fix=_(
+                    "add --dry-run to rehearse the daemon on a recording, or drop --replay to watch this "
+                    "machine's GPUs"
+                ),
+            )
     probe = open_probe(replay_path) if replay_path is not None else RetryingProbe(open_probe)
     endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
     history = None
