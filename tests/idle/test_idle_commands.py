@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -14,6 +15,7 @@ from idle_fakes import make_stubs
 from gpuwise import paths
 from gpuwise.cli.main import main
 from gpuwise.errors import ConfigError
+from gpuwise.idle.lock import lock_path
 from gpuwise.idle.settings import load_settings
 from gpuwise.idle.state import load_state, save_state, state_path
 
@@ -60,6 +62,34 @@ def test_run_on_a_replay_never_stops_this_machine(tmp_path: Path, capsys: pytest
     err = capsys.readouterr().err
     assert "judges a recording, not this machine's GPUs" in err and "To fix: add --dry-run" in err
     assert not marker.exists() and load_state(state_path(paths.data_dir())) is None
+
+
+def _dry_run_argv() -> list[str]:
+    trace = FIXTURES / "multi_gpu_8x_one_busy_30s.csv"
+    return ["idle", "run", "--dry-run", "--replay", str(trace), "--max-steps", "1", "--interval-s", "0.05"]
+
+
+def test_a_second_daemon_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """Two daemons warned and stopped twice and overwrote each other's state file every interval."""
+    lock = lock_path(paths.data_dir())
+    lock.parent.mkdir(parents=True)
+    with lock.open("w", encoding="utf-8") as held:
+        held.write("4242 gpu-box\n")
+        held.flush()
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert main(_dry_run_argv()) == 2
+        err = capsys.readouterr().err
+        assert "another gpuwise idle daemon is already running here (pid 4242 on gpu-box)" in err
+        assert "To fix: keep one" in err and "Traceback" not in err
+        assert load_state(state_path(paths.data_dir())) is None  # the running daemon's file is left alone
+    # released when its holder ends: the next daemon starts, and its own lock goes with it
+    assert main(_dry_run_argv()) == 0 and main(_dry_run_argv()) == 0
+
+
+def test_a_lock_that_cannot_be_taken_does_not_stop_the_daemon(capsys: pytest.CaptureFixture[str]) -> None:
+    lock_path(paths.data_dir()).mkdir(parents=True)  # not a file: cannot be opened for writing
+    assert main(_dry_run_argv()) == 0
+    assert "running without it" in capsys.readouterr().err
 
 
 def test_run_rejects_bad_options() -> None:

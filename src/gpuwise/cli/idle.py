@@ -17,6 +17,7 @@ import typer
 from gpuwise.locale import _, ngettext
 
 if TYPE_CHECKING:
+    from gpuwise.idle.daemon import IdleDaemon
     from gpuwise.idle.settings import IdleSettings
 
 app = typer.Typer(
@@ -268,14 +269,12 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     api_url: Annotated[str | None, typer.Option("--api-url", hidden=True)] = None,
 ) -> None:
     """Run the auto-stop daemon: observe every interval, warn, run the hook, stop the machine."""
-    import logging
-    import signal as signal_mod
-
     from gpuwise import paths
     from gpuwise.cli.output import check_input_file, setup_logging
     from gpuwise.errors import ConfigError
     from gpuwise.gpu.probe import open_probe
     from gpuwise.idle.daemon import IdleDaemon, RetryingProbe
+    from gpuwise.idle.lock import daemon_lock, lock_path
     from gpuwise.idle.providers.metadata import MetadataEndpoints
 
     settings = _settings(
@@ -311,16 +310,30 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
                     "machine's GPUs"
                 ),
             )
-    probe = open_probe(replay_path) if replay_path is not None else RetryingProbe(open_probe)
-    endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
-    history = None
-    if replay_path is None and not no_history:  # a replay's old timestamps must not enter the history
-        from gpuwise.monitor.history import HistoryStore
+    # one daemon per data directory, taken before the daemon reads or tidies its state file
+    with daemon_lock(lock_path(paths.data_dir())):
+        probe = open_probe(replay_path) if replay_path is not None else RetryingProbe(open_probe)
+        endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
+        history = None
+        if replay_path is None and not no_history:  # a replay's old timestamps must not enter the history
+            from gpuwise.monitor.history import HistoryStore
 
-        history = HistoryStore(paths.history_db())
-    daemon = IdleDaemon.on_this_machine(
-        settings, probe, paths.data_dir(), dry_run=dry_run, endpoints=endpoints, history=history
-    )
+            history = HistoryStore(paths.history_db())
+        daemon = IdleDaemon.on_this_machine(
+            settings, probe, paths.data_dir(), dry_run=dry_run, endpoints=endpoints, history=history
+        )
+        try:
+            _run_until_signal(daemon, max_steps)
+        finally:
+            probe.close()
+            if history is not None:
+                history.close()
+
+
+def _run_until_signal(daemon: IdleDaemon, max_steps: int | None) -> None:
+    """Run the daemon until SIGINT/SIGTERM (or `max_steps`), keeping its state file."""
+    import logging
+    import signal as signal_mod
 
     def _term(signum: int, frame: object) -> None:  # noqa: ARG001 - signal handler signature
         raise KeyboardInterrupt
@@ -334,9 +347,6 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
         )
     finally:
         signal_mod.signal(signal_mod.SIGTERM, previous)
-        probe.close()
-        if history is not None:
-            history.close()
 
 
 @app.command("install")

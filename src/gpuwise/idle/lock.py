@@ -1,0 +1,88 @@
+"""One `gpuwise idle run` per data directory.
+
+Two daemons on one machine (the systemd unit `gpuwise idle install` set up, and a second one started by hand
+or by a re-run of a SkyPilot task's `run` section) warned and stopped twice, and overwrote each other's state
+file every interval, so `gpuwise idle status` flipped between them and stop records were lost; a dry-run
+rehearsal beside the real daemon made `idle status` say "(dry run)" while the real one was armed. So the
+daemon holds an exclusive flock on `<data dir>/idle/daemon.lock` (holding its pid and host, for the message)
+for as long as it runs; the kernel drops the lock when the process dies, so a crash never leaves it held.
+
+A lock that cannot be taken for a reason other than another holder (a read-only or network filesystem without
+locks, no fcntl on this OS) is logged and the daemon runs without it: the lock guards against a mistake, and
+refusing to watch the machine over it would leave the machine billing unwatched. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+from gpuwise.errors import UsageError
+from gpuwise.idle.unit import UNIT_NAME
+from gpuwise.locale import _
+
+log = logging.getLogger("gpuwise.idle")
+
+
+def lock_path(data_dir: Path) -> Path:
+    return data_dir / "idle" / "daemon.lock"
+
+
+def _holder(fd: int) -> str:
+    try:
+        words = os.pread(fd, 200, 0).decode("utf-8", "replace").split()
+    except OSError:
+        words = []
+    if len(words) >= 2 and words[0].isdigit():  # "pid host", as `daemon_lock` writes it
+        return _("pid {pid} on {host}").format(pid=words[0], host=words[1][:100])
+    return _("its pid is not known")
+
+
+@contextlib.contextmanager
+def daemon_lock(path: Path) -> Iterator[None]:
+    """Hold the daemon's lock while the block runs. UsageError (exit 2) when another daemon holds it."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): no lock, as the catalog's
+        yield
+        return
+    flags = (
+        os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        log.warning("cannot open the daemon lock %s (%s): running without it", path, exc.strerror or exc)
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(
+                _("another gpuwise idle daemon is already running here ({holder})").format(
+                    holder=_holder(fd)
+                ),
+                why=_(
+                    "two daemons would warn and stop twice and overwrite each other's state file every "
+                    "interval"
+                ),
+                fix=_(
+                    "keep one: stop the other (`systemctl stop {unit}` if `gpuwise idle install` set it up); "
+                    "`gpuwise idle status` shows what the running one decides"
+                ).format(unit=UNIT_NAME),
+            ) from None
+        except OSError as exc:  # ENOLCK on a network filesystem without locks
+            log.warning("cannot lock %s (%s): running without the one-daemon lock", path, exc.strerror or exc)
+        else:
+            with contextlib.suppress(OSError):  # the holder's name is only for the message
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
