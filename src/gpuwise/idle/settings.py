@@ -27,8 +27,8 @@ PROVIDER_ACTIONS = (
 )  # fmt: skip
 ACTIONS = ("auto", *PROVIDER_ACTIONS, "shutdown", "command")
 FALLBACKS = (*PROVIDER_ACTIONS, "shutdown", "command")
-SIGNALS = ("gpu_processes", "ssh", "jupyter", "gpuwise_run", "keepalive")
-DEFAULT_SIGNALS = ("gpu_processes", "ssh", "gpuwise_run", "keepalive")
+SIGNALS = ("gpu_processes", "ssh", "jupyter", "gpuwise_run", "keepalive", "host")
+DEFAULT_SIGNALS = ("gpu_processes", "ssh", "gpuwise_run", "keepalive", "host")
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,10 @@ class IdleSettings:
     keepalive_file: str | None = None  # default: <data dir>/idle/keepalive
     process_cpu_pct: float = 10.0  # CPU of a GPU process and its children, % of one core, that counts as busy
     process_io_kib_per_s: float = 64.0  # read+write chars/s (files, pipes, sockets) that counts as busy
+    host_cpu_pct: float = (
+        50.0  # CPU of all processes here, % of one core, that is busy (idle/hostload)
+    )
+    host_net_kib_per_s: float = 1024.0  # network in + out (not loopback) that counts as busy
     price_usd_per_hour: float | None = None
     # -- how the stop is made (providers, fallbacks); keys added by issue 17 items 1-2
     instance_id: str | None = None  # this machine's id at its provider, where it cannot be detected
@@ -92,7 +96,7 @@ class IdleSettings:
         # `process_cpu_pct = nan` made every busy GPU process look quiet
         if not (math.isfinite(self.interval_s) and self.interval_s > 0):
             raise _invalid("interval_s", self.interval_s, _("use a positive number"))
-        for name in ("process_cpu_pct", "process_io_kib_per_s"):
+        for name in ("process_cpu_pct", "process_io_kib_per_s", "host_cpu_pct", "host_net_kib_per_s"):
             value = float(getattr(self, name))
             if not (math.isfinite(value) and value >= 0):
                 raise _invalid(name, value, _("use zero or a positive number"))
@@ -234,6 +238,8 @@ def load_settings(sections: dict[str, dict[str, Any]]) -> IdleSettings:
         keepalive_file: str | None = None
         process_cpu_pct: float | None = None
         process_io_kib_per_s: float | None = None
+        host_cpu_pct: float | None = None
+        host_net_kib_per_s: float | None = None
         activity_command: str | None = None
         activity_url: str | None = None
         activity_timeout_s: float | None = None

@@ -13,6 +13,8 @@ callables so tests feed them recorded data:
   kernel is active; `last_activity` moves the clock.
 * gpuwise_run — a `gpuwise run` job alive: a `*.pid` file under <data dir>/run whose pid exists.
 * keepalive — a file whose mtime the user or a hook touches (`touch <data dir>/idle/keepalive`).
+* host — CPU and network use of everything on the machine (gpuwise.idle.hostload): a download, a build
+  or an upload with no GPU process.
 
 psutil is imported inside the functions that need it.
 """
@@ -31,6 +33,7 @@ from typing import Any, Protocol
 from gpuwise import httpclient
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Snapshot
+from gpuwise.idle.hostload import HostActivity
 from gpuwise.idle.message import Msg, join
 from gpuwise.idle.policy import Signal
 from gpuwise.idle.settings import IdleSettings
@@ -329,6 +332,8 @@ def gatherers_for(settings: IdleSettings, data_dir: Path) -> list[Gatherer]:
             out.append(GpuwiseRunJobs(data_dir / "run"))
         elif name == "keepalive":
             out.append(KeepAliveFile(settings.keepalive_path(data_dir)))
+        elif name == "host":
+            out.append(HostActivity(settings.host_cpu_pct, settings.host_net_kib_per_s))
     return out
 
 
