@@ -34,8 +34,10 @@ from gpuwise.locale import N_
 
 # exit codes a POSIX shell uses for "found but not executable" and "not found": the check did not run
 _CANNOT_RUN_EXITS = (126, 127)
-# statuses that say the request did not reach the check the user wrote (auth, wrong path, throttling)
-_FAILED_STATUSES = (401, 403, 404, 407, 408, 429)
+# statuses that say the request did not reach the check the user wrote (auth, wrong path, throttling; a
+# malformed or refused request such as Django's 400 for a Host not in ALLOWED_HOSTS, a route written for
+# POST only (405), a server that wants another protocol (421, 426))
+_FAILED_STATUSES = (400, 401, 403, 404, 405, 407, 408, 421, 426, 429)
 _URL_MAX_BYTES = 64 * 1024  # the answer's body is not read for meaning; a check needs no more
 
 
