@@ -115,7 +115,9 @@ def test_without_watch_paths_there_is_no_hang_detection(tmp_path: Path) -> None:
 def test_watched_paths_report_their_latest_change(tmp_path: Path) -> None:
     now = 2_000_000_000.0
     ckpt = tmp_path / "ckpt"
-    assert WatchedPaths((str(ckpt),)).last_change(now) is None  # nothing there yet: no progress
+    nothing = WatchedPaths((str(ckpt),))
+    assert nothing.last_change(now) == now  # nothing there (yet): no evidence, which counts as progress
+    assert nothing.problem is not None and "no watched path exists" in nothing.problem
     ckpt.mkdir()
     (ckpt / "step-100.pt").write_bytes(b"x" * 10)
     for p in (ckpt / "step-100.pt", ckpt):
@@ -129,6 +131,25 @@ def test_watched_paths_report_their_latest_change(tmp_path: Path) -> None:
     (ckpt / "step-100.pt").write_bytes(b"x" * 20)  # rewritten, its old mtime put back (rsync -t)
     os.utime(ckpt / "step-100.pt", (now - 900, now - 900))
     assert watch.last_change(now + 40) == now + 40
+
+
+def test_a_mistyped_watch_path_never_stops_a_job_that_runs_flat(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`stop_on_hang` with a watch path that matches nothing (a typo): "no progress" read from no files
+    stopped the constructed flat, fully busy job 80 minutes in. It is said once in the log instead."""
+    clock = FakeClock()
+    _old_log(tmp_path, clock)
+    typo = str(tmp_path / "lgos")
+    settings = IdleSettings(
+        action="shutdown", watch_paths=(typo, typo + "/*.log"), hang=HangConfig(stop=True)
+    )
+    d = _daemon(tmp_path, clock, settings)
+    with caplog.at_level("WARNING", logger="gpuwise.idle"):
+        d.run(max_steps=int(150 * 60 / 30))
+    assert _calls(tmp_path) == []
+    said = [r.getMessage() for r in caplog.records if "cannot see the job's progress" in r.getMessage()]
+    assert len(said) == 1 and "no watched path exists" in said[0] and typo in said[0]
 
 
 def test_an_unreadable_watched_path_counts_as_progress(tmp_path: Path) -> None:

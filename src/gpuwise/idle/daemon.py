@@ -98,6 +98,8 @@ class IdleDaemon:
     _data: dict[str, Any] = field(init=False, default_factory=dict)
     _prev_state: IdleState = field(init=False, default=IdleState.BUSY)
     _retry_at: float | None = field(init=False, default=None)
+    _watched: WatchedPaths | None = field(init=False, default=None)
+    _watch_problem: str | None = field(init=False, default=None)
 
     @classmethod
     def on_this_machine(
@@ -151,7 +153,8 @@ class IdleDaemon:
                 self.settings.hang, pol.threshold_pct, pol.mem_change_mib, pol.gap_limit_s, pol.warn_s
             )
             if self.progress is None:
-                self.progress = WatchedPaths(self.settings.watch_paths).last_change
+                self._watched = WatchedPaths(self.settings.watch_paths)
+                self.progress = self._watched.last_change
             self._restore_hang(data.get("hang"))
         self._data = {
             "stops": list(data.get("stops", []))[-200:],
@@ -306,6 +309,13 @@ class IdleDaemon:
         except Exception as exc:  # an unreadable watch list counts as progress: it can only delay a stop
             log.warning("watched paths unreadable (counts as progress): %s", exc)
             last_progress = obs.timestamp_s
+        problem = None if self._watched is None else self._watched.problem
+        if (
+            problem != self._watch_problem
+        ):  # said once, when it begins: a typo in watch_paths blinds the check
+            self._watch_problem = problem
+            if problem:
+                log.warning("hang detection cannot see the job's progress: %s (counts as progress)", problem)
         verdict = self.hang.observe(obs, last_progress_s=last_progress, last_user_s=last_user_activity(obs))
         before, self._hang_state = self._hang_state, verdict.state
         d = Decision(obs.timestamp_s, IdleState.BUSY, verdict.reason, 0.0, 0.0, verdict.stop_due_s or 0.0)

@@ -3,8 +3,9 @@
 `WatchedPaths.last_change(now)` says when any watched file last changed: the newest modification time of
 the files (a directory is searched, up to `MAX_FILES` files), or the moment a poll saw the set of files
 or their sizes differ from the previous poll (a copy that kept old mtimes). A path that cannot be read
-counts as a change now: missing data can only delay a hang verdict. Paths that do not exist (yet) are no
-progress.
+counts as a change now: missing data can only delay a hang verdict. So does a poll where no watched path
+exists at all: a typo in `watch_paths` (or a log not written yet) leaves nothing to see progress in, and
+"no progress" read from nothing let `stop_on_hang` stop a healthy job that ran flat at full utilization.
 """
 
 from __future__ import annotations
@@ -60,12 +61,17 @@ class WatchedPaths:
         return newest, tuple(sorted(seen))
 
     def last_change(self, now: float) -> float | None:
-        """When a watched path last changed (None: nothing watched exists and nothing changed yet)."""
+        """When a watched path last changed; `now` when it cannot be told (see `problem`)."""
         try:
             newest, fingerprint = self._scan()
             self.problem = None
         except OSError as exc:
             self.problem = _("cannot read a watched path: {reason}").format(reason=exc.strerror or exc)
+            self._changed_s = now
+            self._fingerprint = None
+            return now
+        if not fingerprint:  # nothing watched exists: no evidence either way
+            self.problem = _("no watched path exists ({patterns})").format(patterns=", ".join(self.patterns))
             self._changed_s = now
             self._fingerprint = None
             return now
