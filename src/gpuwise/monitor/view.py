@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -58,23 +58,64 @@ def _mem_fraction(s: Sample) -> float | None:
     return None if used is None or not total else used / total
 
 
-def gpu_table(snapshot: Snapshot, util_history: Mapping[int, Sequence[float | None]] | None = None) -> Table:
+# Below this many columns a GPU's row no longer fits on one line: the compact layout keeps it to one (an
+# 8-GPU machine in an 80x24 terminal folded to 5 lines per GPU, with the throttle heading cut to "throt").
+COMPACT_BELOW = 120
+
+
+class GpuTable:
+    """The GPU table, laid out for the width it is given: `gpu_table` in full on a wide terminal, its compact
+    form below `COMPACT_BELOW` columns."""
+
+    def __init__(
+        self, snapshot: Snapshot, util_history: Mapping[int, Sequence[float | None]] | None = None
+    ) -> None:
+        self.snapshot, self.util_history = snapshot, util_history
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield gpu_table(self.snapshot, self.util_history, compact=options.max_width < COMPACT_BELOW)
+
+
+def _compact_memory(s: Sample) -> str:
+    """`60/80 GiB`: used and total in one unit, as narrow as it stays honest."""
+    used, total = value_or_none(s.memory_used_bytes), value_or_none(s.memory_total_bytes)
+    if used is None:
+        return "n/a"
+    if total is None or total < 2**30:
+        return format_bytes(used)
+    gib = used / 2**30
+    return f"{gib:.1f}/{total / 2**30:.0f} GiB" if gib < 10 else f"{gib:.0f}/{total / 2**30:.0f} GiB"
+
+
+def gpu_table(
+    snapshot: Snapshot,
+    util_history: Mapping[int, Sequence[float | None]] | None = None,
+    *,
+    compact: bool = False,
+) -> Table:
     table = Table(expand=True, show_edge=False, pad_edge=False)
-    # Wide terminals get one line per GPU; narrow ones wrap the name and the text columns.
-    table.add_column("GPU", min_width=6)
-    table.add_column(_("util"), no_wrap=True, min_width=17)
-    table.add_column(_("memory"), overflow="fold", min_width=14)
-    table.add_column(_("recent util"), no_wrap=True, max_width=30)
-    table.add_column(_("power / temp / clocks"), overflow="fold")
-    table.add_column(_("throttle"), overflow="fold")
+    names = {str(value_or_none(s.name) or "?") for s in snapshot.samples if not s.lost}
+    # compact: one line per GPU in 80 columns; a model shared by every GPU is named once, above the table
+    shared = compact and len(names) == 1
+    if shared:
+        table.title, table.title_justify = next(iter(names)), "left"
+    # The full layout gets one line per GPU from ~190 columns and wraps the name and text columns below that;
+    # the compact one keeps one line per GPU in 80 columns (the clocks left to --json and wide terminals).
+    table.add_column("GPU", min_width=6, no_wrap=shared)
+    table.add_column(_("util"), no_wrap=True, min_width=11 if compact else 17)
+    table.add_column(_("memory"), overflow="fold", min_width=14, no_wrap=compact)
+    table.add_column(_("recent util"), no_wrap=True, max_width=11 if compact else 30)
+    table.add_column(_("power / temp") if compact else _("power / temp / clocks"), overflow="fold")
+    table.add_column(_("throttle"), overflow="fold", min_width=8)
+    bar_width = 6 if compact else 12
     for s in snapshot.samples:
         name = value_or_none(s.name) or "?"
-        head = Text(f"GPU {s.index} ", style="bold") + Text(name)
+        head = Text(f"GPU {s.index}" + ("" if shared else " "), style="bold") + Text("" if shared else name)
         if s.lost:
             table.add_row(head, Text(_("LOST"), style="bold red"), "", "", _("GPU does not answer"), "")
             continue
         util = value_or_none(s.util_gpu_pct)
-        util_cell = bar(None if util is None else util / 100, 12) + Text(
+        util_cell = bar(None if util is None else util / 100, bar_width) + Text(
             f" {_r(s.util_gpu_pct, unit='%'):>4}"
         )
         frac = _mem_fraction(s)
@@ -85,11 +126,14 @@ def gpu_table(snapshot: Snapshot, util_history: Mapping[int, Sequence[float | No
             if used is None
             else format_bytes(used) + ("" if total is None else f"/{format_bytes(total)}")
         )
-        mem_cell = bar(frac, 12) + Text(" " + mem_text)
+        mem_cell = bar(frac, bar_width) + Text(" " + (_compact_memory(s) if compact else mem_text))
         hist = (util_history or {}).get(s.index, [])
-        spark = Text(sparkline(list(hist)[-30:]), style="cyan")
+        spark = Text(sparkline(list(hist)[-11 if compact else -30 :]), style="cyan")
         power = f"{_r(s.power_draw_watts)}/{_r(s.power_limit_watts)} W  {_r(s.temperature_c)}°C  "
-        power += _("SM {sm} MHz  mem {mem} MHz").format(sm=_r(s.sm_clock_mhz), mem=_r(s.memory_clock_mhz))
+        if compact:  # the clocks are left to wide terminals and --json; throttling has its own column
+            power = f"{_r(s.power_draw_watts)} W {_r(s.temperature_c)}°C"
+        else:
+            power += _("SM {sm} MHz  mem {mem} MHz").format(sm=_r(s.sm_clock_mhz), mem=_r(s.memory_clock_mhz))
         enc = value_or_none(s.util_encoder_pct)
         dec = value_or_none(s.util_decoder_pct)
         if (enc or 0) > 0 or (dec or 0) > 0:
@@ -185,7 +229,7 @@ def dashboard(
     for err in snapshot.errors:
         parts.append(Text(err, style="bold red"))
     if snapshot.samples:
-        parts.append(gpu_table(snapshot, util_history))
+        parts.append(GpuTable(snapshot, util_history))
     procs = process_table(snapshot)
     if procs is not None:
         parts.append(procs)
