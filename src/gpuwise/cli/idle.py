@@ -300,7 +300,10 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     # retried at every observation and counts as busy meanwhile
     if replay_path is not None:
         check_input_file(replay_path, _("Recording"), fix=_trace_fix())
-        if not dry_run:
+    probe = open_probe(replay_path) if replay_path is not None else RetryingProbe(open_probe)
+    history = None
+    try:
+        if replay_path is not None and not dry_run:
             # the recording's GPUs are not this machine's: a real stop would act on GPUs nobody looked at
             raise ConfigError(
                 _("gpuwise idle run --replay judges a recording, not this machine's GPUs"),
@@ -310,24 +313,21 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
                     "machine's GPUs"
                 ),
             )
-    # one daemon per data directory, taken before the daemon reads or tidies its state file
-    with daemon_lock(lock_path(paths.data_dir())):
-        probe = open_probe(replay_path) if replay_path is not None else RetryingProbe(open_probe)
-        endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
-        history = None
-        if replay_path is None and not no_history:  # a replay's old timestamps must not enter the history
-            from gpuwise.monitor.history import HistoryStore
+        # one daemon per data directory, taken before the daemon reads or tidies its state file
+        with daemon_lock(lock_path(paths.data_dir())):
+            endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
+            if replay_path is None and not no_history:  # a replay's old timestamps stay out of the history
+                from gpuwise.monitor.history import HistoryStore
 
-            history = HistoryStore(paths.history_db())
-        daemon = IdleDaemon.on_this_machine(
-            settings, probe, paths.data_dir(), dry_run=dry_run, endpoints=endpoints, history=history
-        )
-        try:
+                history = HistoryStore(paths.history_db())
+            daemon = IdleDaemon.on_this_machine(
+                settings, probe, paths.data_dir(), dry_run=dry_run, endpoints=endpoints, history=history
+            )
             _run_until_signal(daemon, max_steps)
-        finally:
-            probe.close()
-            if history is not None:
-                history.close()
+    finally:
+        probe.close()
+        if history is not None:
+            history.close()
 
 
 def _run_until_signal(daemon: IdleDaemon, max_steps: int | None) -> None:
