@@ -80,3 +80,22 @@ def test_enable_unit_runs_nothing_without_systemd(tmp_path: Path) -> None:
     assert plan.target == tmp_path / "gpuwise-idle.service"
     assert plan.commands[-1] == ("systemctl", "enable", "--now", "gpuwise-idle.service")
     assert enable_unit(plan, Runner(env={"PATH": str(tmp_path)}), tmp_path) is False  # no systemctl
+
+
+def test_status_asks_the_daemons_lock_whether_it_runs(tmp_path: Path) -> None:
+    """A daemon stopped a few seconds ago read as running for two more minutes (its file was fresh); a user
+    who checked `idle status` then left a machine billing with nothing to stop it."""
+    import fcntl
+
+    from gpuwise.idle.lock import daemon_lock, lock_path
+    from gpuwise.idle.state import save_state, state_path
+    from gpuwise.idle.status import read_idle_status
+
+    state = state_path(tmp_path)
+    save_state(state, {"updated_at": NOW - 5, "interval_s": 30.0, "decision": {"state": "busy"}})
+    assert read_idle_status(state, IdleSettings(), NOW).daemon_running is True  # no lock file: the file's age
+    with daemon_lock(lock_path(tmp_path)):
+        assert read_idle_status(state, IdleSettings(), NOW + 3600).daemon_running is True  # held: it runs
+    assert read_idle_status(state, IdleSettings(), NOW).daemon_running is False  # released: it stopped
+    with lock_path(tmp_path).open("rb") as other:  # status only looks: it never keeps the lock
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)

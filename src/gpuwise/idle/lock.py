@@ -28,8 +28,11 @@ from gpuwise.locale import _
 log = logging.getLogger("gpuwise.idle")
 
 
+LOCK_NAME = "daemon.lock"  # beside the state file (idle/state.py)
+
+
 def lock_path(data_dir: Path) -> Path:
-    return data_dir / "idle" / "daemon.lock"
+    return data_dir / "idle" / LOCK_NAME
 
 
 def _holder(fd: int) -> str:
@@ -86,3 +89,25 @@ def daemon_lock(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def lock_held(path: Path) -> bool | None:
+    """Whether a running daemon holds the lock at `path`: None when that cannot be told (no lock file, as
+    before a daemon with the lock ever ran here; no flock; an unreadable file)."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing drops a lock taken here
+    return False

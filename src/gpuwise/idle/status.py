@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuwise.idle.lock import LOCK_NAME
+from gpuwise.idle.lock import lock_held as daemon_lock_held
 from gpuwise.idle.message import Msg
 from gpuwise.idle.settings import IdleSettings
 from gpuwise.idle.state import Savings, compute_savings, load_state
@@ -66,10 +68,16 @@ class IdleStatus:
 
 
 def idle_status(
-    data: dict[str, Any] | None, state_file: Path, settings: IdleSettings, now: float
+    data: dict[str, Any] | None,
+    state_file: Path,
+    settings: IdleSettings,
+    now: float,
+    lock_held: bool | None = None,
 ) -> IdleStatus:
     """The status from a cleaned state dict (`load_state`; None when there is none). The price is the
-    config's `[machine] price_usd_per_hour`, else the one the daemon recorded, else unknown."""
+    config's `[machine] price_usd_per_hour`, else the one the daemon recorded, else unknown. Whether the
+    daemon runs is `lock_held` (its lock, see idle/lock.py) when known, else a recent update of the file:
+    a daemon stopped a minute ago read as running, and a user who trusted that left a machine billing."""
     state = data or {}
     price = settings.price_usd_per_hour
     if price is None and isinstance(state.get("price_usd_per_hour"), int | float):
@@ -78,6 +86,8 @@ def idle_status(
     updated = state.get("updated_at")
     interval = float(state.get("interval_s") or settings.interval_s)
     running = updated is not None and now - float(updated) <= max(_ALIVE_INTERVALS * interval, _ALIVE_MIN_S)
+    if lock_held is not None:
+        running = lock_held
     return IdleStatus(
         state_file=state_file,
         found=data is not None,
@@ -95,5 +105,7 @@ def idle_status(
 
 
 def read_idle_status(state_file: Path, settings: IdleSettings, now: float) -> IdleStatus:
-    """The status from the daemon's state file (a missing or damaged file reads as no state)."""
-    return idle_status(load_state(state_file), state_file, settings, now)
+    """The status from the daemon's state file (a missing or damaged file reads as no state) and its lock
+    beside it."""
+    held = daemon_lock_held(state_file.with_name(LOCK_NAME))
+    return idle_status(load_state(state_file), state_file, settings, now, held)
