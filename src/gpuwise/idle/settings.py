@@ -47,9 +47,7 @@ class IdleSettings:
     keepalive_file: str | None = None  # default: <data dir>/idle/keepalive
     process_cpu_pct: float = 10.0  # CPU of a GPU process and its children, % of one core, that counts as busy
     process_io_kib_per_s: float = 64.0  # read+write chars/s (files, pipes, sockets) that counts as busy
-    host_cpu_pct: float = (
-        50.0  # CPU of all processes here, % of one core, that is busy (idle/hostload)
-    )
+    host_cpu_pct: float = 50.0  # CPU of all processes here, % of one core, that is busy (idle/hostload)
     host_net_kib_per_s: float = 1024.0  # network in + out (not loopback) that counts as busy
     price_usd_per_hour: float | None = None
     # -- how the stop is made (providers, fallbacks); keys added by issue 17 items 1-2
