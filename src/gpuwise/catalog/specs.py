@@ -40,6 +40,11 @@ _DTYPE_COLUMN = {
 }
 _NOT_PUBLISHED = "not published"
 _KEY_STRIP = re.compile(r"[\s_\-]+")
+# What nvidia-smi and the vendors put around a card's name, in alias_key's form (lower case, no separators)
+_VENDOR_WORD = re.compile(r"^(?:nvidia|amd|intel|tesla|geforce|instinct)(?=.)")
+_EDITION = re.compile(r"(?:maxq)?(?:server|workstation)edition$")  # "RTX PRO 6000 Blackwell Server Edition"
+_GEFORCE_NUMBER = re.compile(r"[2-5]0[5-9]0(?:ti|super|s)?")  # 4090, 3090ti: GeForce, never 6000 (3 cards)
+_MEMORY_SUFFIX = re.compile(r"(?P<base>.*?\D)[\s_-]*(?P<gb>\d+)\s*GB?", re.IGNORECASE)
 _GPU_COUNT = re.compile(r"^\s*(?P<name>[^:]+?)\s*:\s*(?P<count>\d+(?:\.\d+)?)\s*$")
 
 
@@ -151,8 +156,27 @@ def canonical_gpu_names() -> list[str]:
 
 
 def canonical_gpu_name(name: str) -> str | None:
-    """The canonical name for ``name`` or one of its aliases (case-insensitive); None when unknown."""
-    return _alias_index().get(alias_key(name))
+    """The canonical name for ``name`` or one of its aliases (case-insensitive); None when unknown.
+
+    Also takes a name as ``nvidia-smi`` prints it (``NVIDIA A100-SXM4-80GB``, ``NVIDIA GeForce RTX 4090``,
+    ``Tesla V100-SXM2-16GB``, ``AMD Instinct MI300X``), a bare GeForce number (``4090``, ``3090 Ti``) and a
+    name with the card's own memory after it (``RTX 4090 24GB``): people copy these from their machine."""
+    index = _alias_index()
+    key = alias_key(name)
+    found = index.get(key)
+    while found is None and (shorter := _VENDOR_WORD.sub("", key, count=1)) != key:
+        key = shorter  # nvidia-smi's vendor and brand words, one at a time
+        found = index.get(key)
+    if found is None:
+        found = index.get(_EDITION.sub("", key))
+    if found is None and _GEFORCE_NUMBER.fullmatch(key):
+        found = index.get("rtx" + key)
+    if found is None and (sized := _MEMORY_SUFFIX.fullmatch(name.strip())) is not None:
+        # only the card's own memory: 'A100 80GB' is an alias of its own, never the 40 GB A100
+        base = canonical_gpu_name(sized["base"])
+        gib = load_gpu_specs()[base].memory_gib if base is not None else None
+        found = base if gib is not None and abs(gib - float(sized["gb"])) <= 0.1 * gib else None
+    return found
 
 
 @cache

@@ -1,0 +1,56 @@
+"""GPU names as a newcomer types them: the product name nvidia-smi prints on the machine they rented, a bare
+GeForce number, a name with the card's memory after it. Each must name the right card; a memory that is
+not the card's, or a number shared by several cards, must stay unknown rather than pick one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpuwise.catalog.specs import canonical_gpu_name
+from gpuwise.cli.main import main
+
+
+@pytest.mark.parametrize(
+    ("typed", "canonical"),
+    [
+        # product names exactly as nvidia-smi prints them (tests/fixtures/recordings, NVIDIA's docs)
+        ("NVIDIA A100-SXM4-80GB", "A100-80GB"),
+        ("NVIDIA A100-SXM4-40GB", "A100"),
+        ("NVIDIA A100 80GB PCIe", "A100-80GB-PCIe"),
+        ("NVIDIA H100 PCIe", "H100-PCIe"),
+        ("NVIDIA H100 NVL", "H100-NVL"),
+        ("NVIDIA GeForce RTX 4090", "RTX4090"),
+        ("NVIDIA GeForce RTX 3090", "RTX3090"),
+        ("NVIDIA RTX A6000", "RTXA6000"),
+        ("NVIDIA RTX 6000 Ada Generation", "RTX6000-Ada"),
+        ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTXPRO6000"),
+        ("Tesla V100-SXM2-32GB", "V100-32GB"),
+        ("AMD Instinct MI300X", "MI300X"),
+        # bare GeForce numbers
+        ("4090", "RTX4090"),
+        ("5090", "RTX5090"),
+        ("3090 Ti", "RTX3090Ti"),
+        ("geforce 4090", "RTX4090"),
+        # the card's own memory after its name
+        ("RTX 4090 24GB", "RTX4090"),
+        ("4090 24gb", "RTX4090"),
+        ("h100 sxm5 80gb", "H100"),
+        ("A100 80GB", "A100-80GB"),  # an alias of its own: the 80 GB card, never the 40 GB A100
+    ],
+)
+def test_names_people_copy_or_type_find_the_right_card(typed: str, canonical: str) -> None:
+    assert canonical_gpu_name(typed) == canonical
+
+
+@pytest.mark.parametrize("typed", ["6000", "A10 48GB", "a100 96gb", "nvidia", "80gb", "NVIDIA"])
+def test_a_number_of_several_cards_or_a_memory_not_the_cards_stays_unknown(typed: str) -> None:
+    # "6000": Quadro RTX 6000, RTX 6000 Ada or RTX PRO 6000; the A10 has 24 GB, the A100 40 or 80
+    assert canonical_gpu_name(typed) is None
+
+
+def test_catalog_offers_takes_a_bare_geforce_number(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog", "offers", "--gpu", "4090", "--json"]) == 0
+    offers = json.loads(capsys.readouterr().out)["offers"]
+    assert offers and {o["gpu"] for o in offers} == {"RTX4090"}
