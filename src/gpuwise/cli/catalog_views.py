@@ -35,14 +35,18 @@ def _money(value: float | None, currency: str) -> str:
     return "—" if value is None else format_money(value, currency)
 
 
-def print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: int) -> None:
+def print_offers_table(
+    found: list[Offer], today: date, *, spot: bool, limit: int, why_none: list[str] | None = None
+) -> None:
+    """``why_none``: what to say when nothing was found (which filter matched nothing)."""
     from gpuwise.cli.catalog_table import legend, offer_cells, offers_table
     from gpuwise.cli.output import console
 
     if not found:
-        console.print(
+        for line in why_none or [
             _("No offers match. Drop a filter, or see `gpuwise catalog stats` for what the catalog holds.")
-        )
+        ]:
+            console.print(line, markup=False)
         return
     shown = found if limit == 0 else found[:limit]
     title = (_("{n} offer(s), cheapest spot first") if spot else _("{n} offer(s), cheapest first")).format(

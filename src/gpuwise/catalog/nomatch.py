@@ -1,0 +1,103 @@
+"""Why `gpuwise catalog offers` found nothing: which filter emptied the list and what each would give alone.
+
+A newcomer who asks for ``--gpu H100 --count 3`` or ``--gpu H20`` used to read only "No offers match";
+this says what matched nothing (a GPU no provider in the catalog sells, a GPU count no instance has, a
+provider or region without that GPU, no spot price) and how many offers dropping each filter would show.
+
+Pure: the caller passes the loaded catalog and the filters as given (already checked by ``query_offers``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, replace
+
+from gpuwise.catalog.models import Catalog
+from gpuwise.catalog.query import query_offers, resolve_offer_gpu
+from gpuwise.locale import _
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The filters of one query, as the user gave them (None / False = not given)."""
+
+    gpu: str | None = None
+    count: int | None = None
+    provider: str | None = None
+    region: str | None = None
+    spot: bool = False
+
+    def flags(self) -> str:
+        """The filters as options, for the message: ``--gpu H100 --count 3``."""
+        given = [
+            f"--gpu {self.gpu}" if self.gpu else "",
+            f"--count {self.count}" if self.count is not None else "",
+            f"--provider {self.provider}" if self.provider else "",
+            f"--region {self.region}" if self.region else "",
+            "--spot" if self.spot else "",
+        ]
+        return " ".join(g for g in given if g)
+
+    def count_matches(self, catalog: Catalog) -> int:
+        return len(
+            query_offers(
+                catalog,
+                gpu=self.gpu,
+                count=self.count,
+                provider=self.provider,
+                region=self.region,
+                spot=self.spot,
+            )
+        )
+
+
+def why_no_offers(catalog: Catalog, filters: Filters) -> list[str]:
+    """Lines that say what matched nothing; call only when the query found no offer."""
+    tail = _("See `gpuwise catalog stats` for what the catalog holds.")
+    if not filters.flags():
+        return [_("The catalog holds no offers."), tail]
+    lines = [_("No offers match {filters}.").format(filters=filters.flags())]
+    if filters.gpu and not Filters(gpu=filters.gpu).count_matches(catalog):
+        gpu = resolve_offer_gpu(catalog, filters.gpu)
+        lines.append(_("No provider in the catalog sells {gpu}.").format(gpu=gpu))
+        near = difflib.get_close_matches(gpu, catalog.gpu_names(), n=4, cutoff=0.5)
+        if near:
+            lines.append(_("GPUs with offers and a similar name: {names}.").format(names=", ".join(near)))
+        return [*lines, tail]
+    if filters.count is not None:
+        counts = _counts_without_count(catalog, filters)
+        if counts:
+            lines.append(
+                _("The instances that match the other filters have {counts} GPUs each.").format(
+                    counts=", ".join(counts)
+                )
+            )
+    for name, without in _without_each(filters):
+        n = without.count_matches(catalog)
+        if n:
+            lines.append(_("Without {flag}: {n} offer(s).").format(flag=name, n=n))
+    return [*lines, tail]
+
+
+def _without_each(filters: Filters) -> list[tuple[str, Filters]]:
+    """(option, the filters without it) for each option given."""
+    out: list[tuple[str, Filters]] = []
+    if filters.gpu:
+        out.append(("--gpu", replace(filters, gpu=None)))
+    if filters.count is not None:
+        out.append(("--count", replace(filters, count=None)))
+    if filters.provider:
+        out.append(("--provider", replace(filters, provider=None)))
+    if filters.region:
+        out.append(("--region", replace(filters, region=None)))
+    if filters.spot:
+        out.append(("--spot", replace(filters, spot=False)))
+    return out
+
+
+def _counts_without_count(catalog: Catalog, filters: Filters) -> list[str]:
+    found = query_offers(
+        catalog, gpu=filters.gpu, provider=filters.provider, region=filters.region, spot=filters.spot
+    )
+    whole = sorted({o.gpus for o in found})
+    return [f"{g:g}" for g in whole]
