@@ -265,6 +265,12 @@ def offers(
     check_at_least(count, 1, "--count", example="--count 8")
     check_at_least(limit, 0, "--limit", example="--limit 0 (all)")
     check_catalog_dir(catalog_dir)
+    if exchange_rate and currency is None:  # the rate would be read and never used: say so
+        raise UsageError(
+            _("--exchange-rate is used only with --currency"),
+            why=_("without --currency each price is shown in its own currency, unconverted"),
+            fix=_("add --currency USD or --currency CNY"),
+        )
     if gpu is not None:
         gpu, shorthand = parse_gpu_request(gpu)
         if shorthand is not None:
