@@ -184,3 +184,14 @@ def test_the_whole_catalog_at_80_columns_splits_no_id(
     lifted = _lifted(body, set(ids))
     assert 0 < lifted < len(ids) // 4  # only the ids too wide for the column sit above their figures
     assert len(body) <= 2 * len(ids) + lifted
+
+
+def test_too_narrow_for_an_instance_column_every_id_has_its_own_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = _ids(capsys, "--gpu", "H100", "--limit", "0")
+    body = _body(_draw(monkeypatch, 50, "--gpu", "H100", "--limit", "0"))
+    assert all(len(line) <= 50 for line in body)
+    assert set(ids) <= {word for line in body for word in line.split()}  # folded in two ("1V100.6/V") before
+    assert _lifted(body, set(ids)) == len(ids)
+    assert not any("…" in line.split()[-1] for line in body if "$" in line)  # price dates whole, not cut

@@ -106,7 +106,8 @@ def _natural(rows: list[OfferCells], field: str) -> int:
 def column_widths(rows: list[OfferCells], width: int) -> tuple[Layout, list[int]]:
     """The first layout whose columns all fit ``width`` with no id split, else the narrowest one with the
     instance column given whatever is left: the ids wider than that are drawn on a line of their own
-    (see :func:`offers_table`), so the column needs only the width of the others."""
+    (see :func:`offers_table`), so the column needs only the width of the others. Where not even a short
+    id fits, the instance column is left out and every id has its own line."""
     natural = {f: _natural(rows, f) for f in HEADINGS}
     region_min = min(natural["region"], REGION_MIN)
     for n, layout in enumerate(LAYOUTS):
@@ -123,14 +124,23 @@ def column_widths(rows: list[OfferCells], width: int) -> tuple[Layout, list[int]
             at = layout.index(("instance",))
             cut = min(used - width, max(0, widths[0] - PROVIDER_MIN))
             widths[0] -= cut
-            room = max(INSTANCE_MIN, widths[at] - (used - cut - width))
+            room = widths[at] - (used - cut - width)
+            if room < INSTANCE_MIN:  # no room for even a short id: every id goes on a line of its own
+                spare = room + GAP
+                return tuple(c for c in layout if c != ("instance",)), _grow_region(
+                    [w for i, w in enumerate(widths) if i != at], where, natural["region"], spare
+                )
             fitting = [w for r in rows if (w := cell_len(r.fields["instance"])) <= room]
             widths[at] = max([min(_heading_need("instance"), room), *fitting])
             spare = room - widths[at]
-        # spare room goes to the column with the region, up to the region's full length
-        widths[where] = max(widths[where], min(natural["region"], widths[where] + spare))
-        return layout, widths
+        return layout, _grow_region(widths, where, natural["region"], spare)
     raise AssertionError("unreachable: the last layout always returns")
+
+
+def _grow_region(widths: list[int], where: int, region: int, spare: int) -> list[int]:
+    """Spare room goes to the column with the region, up to the region's full length."""
+    widths[where] = max(widths[where], min(region, widths[where] + spare))
+    return widths
 
 
 def _table(layout: Layout, widths: list[int], title: str | None, *, header: bool) -> Table:
@@ -174,8 +184,8 @@ def offers_table(rows: list[OfferCells], width: int, title: str) -> RenderableTy
     from rich.console import Group
 
     layout, widths = column_widths(rows, width)
-    at = layout.index(("instance",))
-    lifted = [cell_len(r.fields["instance"]) > widths[at] for r in rows]
+    at = layout.index(("instance",)) if ("instance",) in layout else None
+    lifted = [at is None or cell_len(r.fields["instance"]) > widths[at] for r in rows]
     if not any(lifted):
         whole = _table(layout, widths, title, header=True)
         for row in rows:
@@ -183,7 +193,7 @@ def offers_table(rows: list[OfferCells], width: int, title: str) -> RenderableTy
         return whole
     # rich has no cell that spans columns: the rows between two lifted ids go in one headless table of the
     # same fixed widths, so every piece lines up under the heading
-    indent = sum(widths[:at]) + GAP * at
+    indent = 0 if at is None else sum(widths[:at]) + GAP * at
     parts: list[RenderableType] = [_table(layout, widths, title, header=True)]
     table: Table | None = None
     for row, lift in zip(rows, lifted, strict=True):
