@@ -54,3 +54,18 @@ def test_catalog_offers_takes_a_bare_geforce_number(capsys: pytest.CaptureFixtur
     assert main(["catalog", "offers", "--gpu", "4090", "--json"]) == 0
     offers = json.loads(capsys.readouterr().out)["offers"]
     assert offers and {o["gpu"] for o in offers} == {"RTX4090"}
+
+
+def test_catalog_gpus_shows_only_the_gpus_named(capsys: pytest.CaptureFixture[str]) -> None:
+    # `gpuwise catalog gpus h100` was refused ("unexpected extra argument"): a newcomer looking up one card
+    assert main(["catalog", "gpus", "h100", "4090", "--json"]) == 0
+    assert [g["name"] for g in json.loads(capsys.readouterr().out)["gpus"]] == ["H100", "RTX4090"]
+    assert main(["catalog", "gpus", "NVIDIA A100-SXM4-80GB"]) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line[:1].isalnum()]
+    assert "A100-80GB" in rows and "H100" not in rows
+
+
+def test_catalog_gpus_refuses_an_unknown_name_with_close_matches(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog", "gpus", "h10o"]) == 2
+    err = capsys.readouterr().err
+    assert "Unknown GPU 'h10o'" in err and "Did you mean 'H100'" in err

@@ -101,15 +101,28 @@ def _check_target_dir(catalog_dir: Path | None) -> None:
 
 
 @app.command("gpus")
-def gpus(json_out: JsonOption = False) -> None:
+def gpus(
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="NAME",
+            help=_("Only these GPUs (names or aliases, e.g. h100 4090); default: all."),
+            show_default=False,
+        ),
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
     """The GPU spec table: memory, bandwidth, dense tensor TFLOPS, NVLink, power, each with its source."""
     from rich import box
     from rich.table import Table
 
-    from gpuwise.catalog.specs import load_gpu_specs
+    from gpuwise.catalog.specs import load_gpu_specs, resolve_gpu
     from gpuwise.cli.output import console, print_json
 
     specs = load_gpu_specs()
+    if names:  # an unknown name is refused with close matches (exit 2)
+        wanted = {resolve_gpu(n).name for n in names}
+        specs = {k: v for k, v in specs.items() if k in wanted}
     if json_out:
         # an object, not a bare list, so it can grow metadata (0.1.0 printed the list alone)
         print_json({"schema_version": JSON_SCHEMA_VERSION, "gpus": [_spec_json(s) for s in specs.values()]})
@@ -155,7 +168,8 @@ def gpus(json_out: JsonOption = False) -> None:
         console.print(f"  [{ref}] {source}", markup=False)
     console.print(
         _(
-            "Aliases are accepted case-insensitively (h100-sxm, A100 80GB, a100-40gb, …). "
+            "Aliases are accepted case-insensitively (h100-sxm, A100 80GB, a100-40gb, …), and so are the "
+            "names nvidia-smi prints (NVIDIA A100-SXM4-80GB) and bare GeForce numbers (4090). "
             "`gpuwise catalog gpus --json` lists every figure with its own source."
         )
     )
