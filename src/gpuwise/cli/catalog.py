@@ -215,12 +215,12 @@ def offer_json(offer: Offer, today: date) -> dict[str, Any]:
 
 
 def print_offers_table(
-    found: list[Offer], today: date, *, spot: bool, limit: int, why_none: list[str] | None = None
+    found: list[Offer], today: date, *, spot: bool, limit: int, hints: list[str] | None = None
 ) -> None:
     """The offers table (cli/catalog_views.py draws it; cli/catalog_money.py calls it by this name)."""
     from gpuwise.cli.catalog_views import print_offers_table as draw
 
-    draw(found, today, spot=spot, limit=limit, why_none=why_none)
+    draw(found, today, spot=spot, limit=limit, hints=hints)
 
 
 @app.command("offers")
@@ -298,17 +298,18 @@ def offers(
     catalog = load_catalog(catalog_dir)
     check_region(catalog, region)  # an unknown region is a typo, not "no offers match"
     found = query_offers(catalog, gpu=gpu, count=count, provider=provider, region=region, spot=spot)
-    why_none: list[str] = []
-    if not found and not json_out:  # say which filter matched nothing, not just "no offers"
-        from gpuwise.catalog.nomatch import Filters, why_no_offers
+    hints: list[str] = []
+    if not json_out:  # what matched nothing, or which GPUs an exact --gpu left out
+        from gpuwise.catalog.hints import Filters, left_out, why_no_offers
 
-        why_none = why_no_offers(catalog, Filters(gpu, count, provider, region, spot))
+        filters = Filters(gpu, count, provider, region, spot)
+        hints = left_out(catalog, filters) if found else why_no_offers(catalog, filters)
     if currency is not None:
         from gpuwise.cli.catalog_money import offers_in_currency
 
         offers_in_currency(
             found, currency, exchange_rate or [], today, spot=spot, json_out=json_out, limit=limit,
-            why_none=why_none,
+            hints=hints,
         )  # fmt: skip
         return
     if json_out:
@@ -318,7 +319,7 @@ def offers(
         print_json({"schema_version": JSON_SCHEMA_VERSION, "offers": [offer_json(o, today) for o in shown]})
         return
     print_offers_table(
-        found, today, spot=spot, limit=_TABLE_DEFAULT_LIMIT if limit is None else limit, why_none=why_none
+        found, today, spot=spot, limit=_TABLE_DEFAULT_LIMIT if limit is None else limit, hints=hints
     )
 
 

@@ -24,7 +24,7 @@ def offers_in_currency(
     spot: bool,
     json_out: bool,
     limit: int | None,
-    why_none: list[str] | None = None,
+    hints: list[str] | None = None,
 ) -> None:
     from gpuwise.cli.catalog import _TABLE_DEFAULT_LIMIT, JSON_SCHEMA_VERSION, offer_json, print_offers_table
     from gpuwise.cli.options import exchange_rates
@@ -57,5 +57,5 @@ def offers_in_currency(
             today,
             spot=spot,
             limit=_TABLE_DEFAULT_LIMIT if limit is None else limit,
-            why_none=why_none,
+            hints=hints,
         )

@@ -36,14 +36,15 @@ def _money(value: float | None, currency: str) -> str:
 
 
 def print_offers_table(
-    found: list[Offer], today: date, *, spot: bool, limit: int, why_none: list[str] | None = None
+    found: list[Offer], today: date, *, spot: bool, limit: int, hints: list[str] | None = None
 ) -> None:
-    """``why_none``: what to say when nothing was found (which filter matched nothing)."""
+    """``hints``: lines said when nothing was found (which filter matched nothing), else under the table
+    (the GPUs an exact --gpu left out)."""
     from gpuwise.cli.catalog_table import legend, offer_cells, offers_table
     from gpuwise.cli.output import console
 
     if not found:
-        for line in why_none or [
+        for line in hints or [
             _("No offers match. Drop a filter, or see `gpuwise catalog stats` for what the catalog holds.")
         ]:
             console.print(line, markup=False)
@@ -70,6 +71,8 @@ def print_offers_table(
                 n=len(found) - len(shown)
             )
         )
+    for line in hints or []:
+        console.print(line, markup=False)
     for line in legend(rows, gpu_only=any(o.gpu_only_price for o in shown)):
         console.print(line, markup=False, style="dim")
 

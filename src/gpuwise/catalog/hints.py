@@ -1,8 +1,10 @@
-"""Why `gpuwise catalog offers` found nothing: which filter emptied the list and what each would give alone.
+"""What `gpuwise catalog offers` says beside its offers: why it found none, which GPUs a --gpu left out.
 
-A newcomer who asks for ``--gpu H100 --count 3`` or ``--gpu H20`` used to read only "No offers match";
-this says what matched nothing (a GPU no provider in the catalog sells, a GPU count no instance has, a
-provider or region without that GPU, no spot price) and how many offers dropping each filter would show.
+A newcomer who asks for ``--gpu H100 --count 5`` or ``--gpu H20`` used to read only "No offers match";
+:func:`why_no_offers` says what matched nothing (a GPU no provider in the catalog sells, a GPU count no
+instance has, a provider or region without that GPU, no spot price) and how many offers dropping each
+filter would show. ``--gpu A100`` means the 40 GB card only (an exact match, as in `plan`): a newcomer
+who meant any A100 would miss the 80 GB ones unseen, so :func:`left_out` names them with their counts.
 
 Pure: the caller passes the loaded catalog and the filters as given (already checked by ``query_offers``).
 """
@@ -76,7 +78,7 @@ def why_no_offers(catalog: Catalog, filters: Filters) -> list[str]:
         n = without.count_matches(catalog)
         if n:
             lines.append(_("Without {flag}: {n} offer(s).").format(flag=name, n=n))
-    return [*lines, tail]
+    return [*lines, *left_out(catalog, filters), tail]
 
 
 def _without_each(filters: Filters) -> list[tuple[str, Filters]]:
@@ -101,3 +103,24 @@ def _counts_without_count(catalog: Catalog, filters: Filters) -> list[str]:
     )
     whole = sorted({o.gpus for o in found})
     return [f"{g:g}" for g in whole]
+
+
+def left_out(catalog: Catalog, filters: Filters) -> list[str]:
+    """A line naming the GPUs with offers whose names extend the asked one (A100 -> A100-80GB, H100 ->
+    H100-PCIe), with how many offers each would show under the same other filters; none when no --gpu."""
+    if not filters.gpu:
+        return []
+    gpu = resolve_offer_gpu(catalog, filters.gpu)
+    found = []
+    for name in catalog.gpu_names():
+        if name.startswith(gpu + "-"):
+            n = replace(filters, gpu=name).count_matches(catalog)
+            if n:
+                found.append(_("{gpu} ({n} offers)").format(gpu=name, n=n))
+    if not found:
+        return []
+    return [
+        _("Not included, as --gpu {gpu} names one card exactly: {others}; --gpu takes each name.").format(
+            gpu=gpu, others=", ".join(found)
+        )
+    ]
