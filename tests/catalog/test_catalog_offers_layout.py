@@ -36,7 +36,8 @@ def _draw(monkeypatch: pytest.MonkeyPatch, width: int, *argv: str) -> list[str]:
 def _body(lines: list[str]) -> list[str]:
     """The table's rows: after the heading rule, up to the notes under the table."""
     start = next(i for i, line in enumerate(lines) if line.startswith("─")) + 1
-    end = next(i for i in range(start, len(lines)) if lines[i].startswith(("…", "*", "⚠", "`--json`")))
+    notes = ("…", "*", "⚠", "`--json`", "Not included", "Spot prices", "On-demand prices")
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith(notes))
     return lines[start:end]
 
 
@@ -195,3 +196,19 @@ def test_too_narrow_for_an_instance_column_every_id_has_its_own_line(
     assert set(ids) <= {word for line in body for word in line.split()}  # folded in two ("1V100.6/V") before
     assert _lifted(body, set(ids)) == len(ids)
     assert not any("…" in line.split()[-1] for line in body if "$" in line)  # price dates whole, not cut
+
+
+def test_spot_prices_are_shown_with_their_own_date(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # AWS's spot prices come from a file of 2025-11-30, its on-demand ones from 2026-01-21; --spot ranks by
+    # the spot price, yet the table dated every row with the on-demand date
+    argv = ("--gpu", "H100:8", "--provider", "aws", "--limit", "3")
+    spot = _draw(monkeypatch, 120, *argv, "--spot")
+    assert all(line.rstrip().endswith("2025-11-30!") for line in _body(spot))
+    assert any(line.startswith("On-demand prices of aws (2026-01-21) are of another date") for line in spot)
+    plain = _draw(monkeypatch, 120, *argv)
+    assert all(line.rstrip().endswith("2026-01-21!") for line in _body(plain))
+    assert any(line.startswith("Spot prices of aws (2025-11-30) are of another date") for line in plain)
+    lines = _draw(monkeypatch, 120, "--gpu", "H100", "--provider", "lambda", "--limit", "3")
+    assert not any("of another date" in line for line in lines)  # one date for all its prices

@@ -61,24 +61,33 @@ class OfferCells:
 
     fields: dict[str, str]
     flagged: bool  # price date undated or over the stale limit
+    other_date: str | None = None  # the date of the price not dated in the table, where it differs
 
 
-def date_flag(offer: Offer, today: date) -> str:
-    """'?' when the source gives no date (the collection date is shown), '!' when over the stale limit."""
+def date_flag(offer: Offer, today: date, *, spot: bool = False) -> str:
+    """'?' when the source gives no date (the collection date is shown), '!' when over the stale limit.
+    ``spot``: of the spot price, which may come from another, dated source (AWS)."""
     from gpuwise.catalog.query import STALE_AFTER_DAYS, date_marks, price_age_days
 
+    if spot and offer.spot_price_as_of is not None:  # a source of its own, with its own date
+        return date_marks(True, (today - offer.spot_price_as_of).days > STALE_AFTER_DAYS)
     return date_marks(offer.price_date_exact, price_age_days(offer, today) > STALE_AFTER_DAYS)
 
 
-def offer_cells(offer: Offer, today: date, money: dict[str, str]) -> OfferCells:
-    """``money`` holds the offer's price and spot texts, already in the shown currency."""
+def offer_cells(offer: Offer, today: date, money: dict[str, str], *, spot: bool = False) -> OfferCells:
+    """``money`` holds the offer's price and spot texts, already in the shown currency. ``spot``: the
+    table is of spot prices, so the date shown is the spot price's (AWS's is older than its on-demand)."""
     from gpuwise.cli.catalog_views import num
 
     place = offer.region or "—"
     if offer.zone and offer.zone != offer.region:
         place = f"{place} ({offer.zone})"
     host = f"{num(offer.vcpus)}/{num(offer.memory_gib)}" if offer.vcpus or offer.memory_gib else "—"
-    flag = date_flag(offer, today)
+    flag = date_flag(offer, today, spot=spot)
+    day = offer.spot_price_as_of if spot and offer.spot_price_as_of is not None else offer.price_as_of
+    other = offer.price_as_of if spot else offer.spot_price_as_of  # the other column's price's date
+    if (offer.price_usd_per_hour if spot else offer.spot_price_usd_per_hour) is None:
+        other = None
     # * is explained under the table; in front, so the cents of all prices stay in one column
     price = ("*" if offer.gpu_only_price else "") + money["price"]
     fields = {
@@ -89,9 +98,9 @@ def offer_cells(offer: Offer, today: date, money: dict[str, str]) -> OfferCells:
         "gpus": f"{num(offer.gpus, 3)}× {offer.gpu}",
         "price": price,
         "spot": money["spot"],
-        "date": offer.price_as_of.isoformat() + flag,
+        "date": day.isoformat() + flag,
     }
-    return OfferCells(fields, bool(flag))
+    return OfferCells(fields, bool(flag), None if other is None or other == day else other.isoformat())
 
 
 def _heading_need(field: str) -> int:
@@ -208,7 +217,7 @@ def offers_table(rows: list[OfferCells], width: int, title: str) -> RenderableTy
     return Group(*parts)
 
 
-def legend(rows: list[OfferCells], *, gpu_only: bool) -> list[str]:
+def legend(rows: list[OfferCells], *, gpu_only: bool, spot: bool = False) -> list[str]:
     """The lines under the table: what a flagged date and a * mean."""
     from gpuwise.catalog.query import STALE_AFTER_DAYS
 
@@ -216,6 +225,20 @@ def legend(rows: list[OfferCells], *, gpu_only: bool) -> list[str]:
     if gpu_only:
         lines.append(
             "* " + _("GPU-only: the source prices the GPUs without their host VM; the real cost is higher.")
+        )
+    others = sorted({(r.fields["provider"], r.other_date) for r in rows if r.other_date})
+    if others:
+        which = ", ".join(f"{p} ({d})" for p, d in others)
+        lines.append(
+            _(
+                "On-demand prices of {which} are of another date than the price date shown (the spot "
+                "price's)."
+            ).format(which=which)
+            if spot
+            else _(
+                "Spot prices of {which} are of another date than the price date shown (the on-demand "
+                "price's); `--spot` shows theirs."
+            ).format(which=which)
         )
     if any(r.flagged for r in rows):
         lines.append(

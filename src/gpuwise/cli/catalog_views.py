@@ -61,6 +61,7 @@ def print_offers_table(
                 "price": _money(o.price_usd_per_hour, o.currency),
                 "spot": _money(o.spot_price_usd_per_hour, o.currency),
             },
+            spot=spot,
         )
         for o in shown
     ]
@@ -73,7 +74,7 @@ def print_offers_table(
         )
     for line in hints or []:
         console.print(line, markup=False)
-    for line in legend(rows, gpu_only=any(o.gpu_only_price for o in shown)):
+    for line in legend(rows, gpu_only=any(o.gpu_only_price for o in shown), spot=spot):
         console.print(line, markup=False, style="dim")
 
 
