@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from gpuwise.catalog.specs import canonical_gpu_name
+from gpuwise.catalog.specs import canonical_gpu_name, parse_gpu_request
 from gpuwise.cli.main import main
 
 
@@ -69,3 +69,31 @@ def test_catalog_gpus_refuses_an_unknown_name_with_close_matches(capsys: pytest.
     assert main(["catalog", "gpus", "h10o"]) == 2
     err = capsys.readouterr().err
     assert "Unknown GPU 'h10o'" in err and "Did you mean 'H100'" in err
+
+
+@pytest.mark.parametrize(
+    ("typed", "request_"),
+    [
+        ("8xH100", ("H100", 8)),
+        ("8x H100", ("H100", 8)),
+        ("8×H100", ("H100", 8)),
+        ("H100x8", ("H100", 8)),
+        ("2x A100 80GB", ("A100 80GB", 2)),
+        ("RTX4090x2", ("RTX4090", 2)),
+        ("MI300Xx8", ("MI300X", 8)),
+        # a GPU name is never read as a count: not 'RT' times 4090, nor 'MI300' times nothing
+        ("RTX4090", ("RTX4090", None)),
+        ("MI300X", ("MI300X", None)),
+        ("0xH100", ("0xH100", None)),  # left to the unknown-GPU error with its close matches
+    ],
+)
+def test_a_count_written_as_providers_write_it_is_the_count(
+    typed: str, request_: tuple[str, int | None]
+) -> None:
+    assert parse_gpu_request(typed) == request_
+
+
+def test_catalog_offers_takes_8x_h100(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog", "offers", "--gpu", "8x H100", "--json"]) == 0
+    offers = json.loads(capsys.readouterr().out)["offers"]
+    assert offers and {(o["gpu"], o["gpus"]) for o in offers} == {("H100", 8)}

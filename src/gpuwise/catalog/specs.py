@@ -45,6 +45,8 @@ _VENDOR_WORD = re.compile(r"^(?:nvidia|amd|intel|tesla|geforce|instinct)(?=.)")
 _EDITION = re.compile(r"(?:maxq)?(?:server|workstation)edition$")  # "RTX PRO 6000 Blackwell Server Edition"
 _GEFORCE_NUMBER = re.compile(r"[2-5]0[5-9]0(?:ti|super|s)?")  # 4090, 3090ti: GeForce, never 6000 (3 cards)
 _MEMORY_SUFFIX = re.compile(r"(?P<base>.*?\D)[\s_-]*(?P<gb>\d+)\s*GB?", re.IGNORECASE)
+_COUNT_FIRST = re.compile(r"(?P<count>\d+)\s*[x×*]\s*(?P<name>\S.*)", re.IGNORECASE)
+_COUNT_LAST = re.compile(r"(?P<name>.*\S)\s*[x×*]\s*(?P<count>\d+)", re.IGNORECASE)
 _GPU_COUNT = re.compile(r"^\s*(?P<name>[^:]+?)\s*:\s*(?P<count>\d+(?:\.\d+)?)\s*$")
 
 
@@ -229,7 +231,8 @@ def _suggestion_names() -> list[str]:
 
 
 def parse_gpu_request(text: str) -> tuple[str, int | None]:
-    """'H100:8' -> ('H100', 8); 'H100' -> ('H100', None). The name is returned as given (not resolved)."""
+    """'H100:8' -> ('H100', 8); 'H100' -> ('H100', None); '8x H100' and 'H100x8' -> ('H100', 8). The name
+    is returned as given (not resolved)."""
     match = _GPU_COUNT.match(text)
     if match is None:
         if ":" in text:
@@ -237,7 +240,7 @@ def parse_gpu_request(text: str) -> tuple[str, int | None]:
                 _("GPU request {text} is not NAME or NAME:COUNT").format(text=repr(text)),
                 fix=_("write e.g. --gpu H100:8 for eight H100s per instance"),
             )
-        return text.strip(), None
+        return _count_written_with_x(text.strip())
     count = float(match.group("count"))
     if count <= 0 or count != int(count):
         raise UsageError(
@@ -245,6 +248,17 @@ def parse_gpu_request(text: str) -> tuple[str, int | None]:
             fix=_("write e.g. --gpu H100:8"),
         )
     return match.group("name"), int(count)
+
+
+def _count_written_with_x(text: str) -> tuple[str, int | None]:
+    """'8x H100' / '8xH100' / 'H100x8' (as providers name instances) -> ('H100', 8), but only when the
+    text is no GPU name itself and the rest is one ('RTX4090' stays a name, never 'RT' times 4090)."""
+    if canonical_gpu_name(text) is None:
+        for pattern in (_COUNT_FIRST, _COUNT_LAST):
+            found = pattern.fullmatch(text)
+            if found and int(found["count"]) > 0 and canonical_gpu_name(found["name"]) is not None:
+                return found["name"], int(found["count"])
+    return text, None
 
 
 @cache
