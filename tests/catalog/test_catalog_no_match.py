@@ -54,3 +54,13 @@ def test_an_exact_gpu_names_the_variants_it_left_out(capsys: pytest.CaptureFixtu
     assert "Not included" not in _said(capsys, "--gpu", "L4", "--limit", "1")  # L40S is no L4 variant
     assert main(["catalog", "offers", "--gpu", "A100", "--json"]) == 0
     assert "Not included" not in capsys.readouterr().out
+
+
+def test_offers_in_another_currency_listed_after_the_usd_ones_are_said_to_be_unranked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # AWS China's T4 offers (CNY) sit after all 555 USD ones: the default 30 rows never showed them
+    said = _said(capsys, "--gpu", "T4")
+    assert "Offers priced in CNY (12) follow the USD ones, not ranked with them" in said
+    assert "Offers priced in" not in _said(capsys, "--gpu", "T4", "--currency", "USD")  # ranked together
+    assert "Offers priced in" not in _said(capsys, "--gpu", "T4", "--region", "cn-*")  # CNY only

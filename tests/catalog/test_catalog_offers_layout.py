@@ -36,7 +36,7 @@ def _draw(monkeypatch: pytest.MonkeyPatch, width: int, *argv: str) -> list[str]:
 def _body(lines: list[str]) -> list[str]:
     """The table's rows: after the heading rule, up to the notes under the table."""
     start = next(i for i, line in enumerate(lines) if line.startswith("─")) + 1
-    notes = ("…", "*", "⚠", "`--json`", "Not included", "Spot prices", "On-demand prices")
+    notes = ("…", "*", "⚠", "`--json`", "Not included", "Spot prices", "On-demand prices", "Offers priced")
     end = next(i for i in range(start, len(lines)) if lines[i].startswith(notes))
     return lines[start:end]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, replace
 
-from gpuwise.catalog.models import Catalog
+from gpuwise.catalog.models import Catalog, Offer
 from gpuwise.catalog.query import query_offers, resolve_offer_gpu
 from gpuwise.locale import _
 
@@ -123,4 +123,19 @@ def left_out(catalog: Catalog, filters: Filters) -> list[str]:
         _("Not included, as --gpu {gpu} names one card exactly: {others}; --gpu takes each name.").format(
             gpu=gpu, others=", ".join(found)
         )
+    ]
+
+
+def unranked_currencies(found: list[Offer]) -> list[str]:
+    """A line when offers in another currency (AWS China's CNY) follow the USD ones unranked: 'cheapest
+    first' holds within each currency only, and a newcomer reading the top rows would never see them."""
+    others = sorted({o.currency for o in found} - {"USD"})
+    if not others or all(o.currency != "USD" for o in found):
+        return []
+    n = sum(1 for o in found if o.currency != "USD")
+    return [
+        _(
+            "Offers priced in {currencies} ({n}) follow the USD ones, not ranked with them; --currency USD "
+            "(or CNY) converts and ranks them together, the rate printed."
+        ).format(n=n, currencies=", ".join(others))
     ]

@@ -300,10 +300,11 @@ def offers(
     found = query_offers(catalog, gpu=gpu, count=count, provider=provider, region=region, spot=spot)
     hints: list[str] = []
     if not json_out:  # what matched nothing, or which GPUs an exact --gpu left out
-        from gpuwise.catalog.hints import Filters, left_out, why_no_offers
+        from gpuwise.catalog.hints import Filters, left_out, unranked_currencies, why_no_offers
 
         filters = Filters(gpu, count, provider, region, spot)
         hints = left_out(catalog, filters) if found else why_no_offers(catalog, filters)
+        hints += unranked_currencies(found) if currency is None else []
     if currency is not None:
         from gpuwise.cli.catalog_money import offers_in_currency
 
