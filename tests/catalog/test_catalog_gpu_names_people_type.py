@@ -28,6 +28,8 @@ from gpuwise.cli.main import main
         ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTXPRO6000"),
         ("Tesla V100-SXM2-32GB", "V100-32GB"),
         ("AMD Instinct MI300X", "MI300X"),
+        ("H100 80GB HBM3", "H100"),
+        ("H200 141GB HBM3e", "H200"),
         # bare GeForce numbers
         ("4090", "RTX4090"),
         ("5090", "RTX5090"),

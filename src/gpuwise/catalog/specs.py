@@ -42,7 +42,9 @@ _NOT_PUBLISHED = "not published"
 _KEY_STRIP = re.compile(r"[\s_\-]+")
 # What nvidia-smi and the vendors put around a card's name, in alias_key's form (lower case, no separators)
 _VENDOR_WORD = re.compile(r"^(?:nvidia|amd|intel|tesla|geforce|instinct)(?=.)")
-_EDITION = re.compile(r"(?:maxq)?(?:server|workstation)edition$")  # "RTX PRO 6000 Blackwell Server Edition"
+# "RTX PRO 6000 Blackwell Server Edition"; "H100 80GB HBM3" (nvidia-smi's, here without its "NVIDIA").
+# Not HBM2e: it tells the 80 GB A100 from the 40 GB one, so it must not be dropped.
+_EDITION = re.compile(r"(?:(?:maxq)?(?:server|workstation)edition|hbm3e?)$")
 _GEFORCE_NUMBER = re.compile(r"[2-5]0[5-9]0(?:ti|super|s)?")  # 4090, 3090ti: GeForce, never 6000 (3 cards)
 _MEMORY_SUFFIX = re.compile(r"(?P<base>.*?\D)[\s_-]*(?P<gb>\d+)\s*GB?", re.IGNORECASE)
 _COUNT_FIRST = re.compile(r"(?P<count>\d+)\s*[x×*]\s*(?P<name>\S.*)", re.IGNORECASE)
