@@ -46,9 +46,10 @@ def test_names_people_copy_or_type_find_the_right_card(typed: str, canonical: st
     assert canonical_gpu_name(typed) == canonical
 
 
-@pytest.mark.parametrize("typed", ["6000", "A10 48GB", "a100 96gb", "nvidia", "80gb", "NVIDIA"])
+@pytest.mark.parametrize("typed", ["6000", "A10 48GB", "a100 96gb", "nvidia", "80gb", "NVIDIA", "A100 HBM2e"])
 def test_a_number_of_several_cards_or_a_memory_not_the_cards_stays_unknown(typed: str) -> None:
-    # "6000": Quadro RTX 6000, RTX 6000 Ada or RTX PRO 6000; the A10 has 24 GB, the A100 40 or 80
+    # "6000": Quadro RTX 6000, RTX 6000 Ada or RTX PRO 6000; the A10 has 24 GB, the A100 40 or 80 (HBM2e:
+    # the 80 GB one, so never dropped to "A100")
     assert canonical_gpu_name(typed) is None
 
 
