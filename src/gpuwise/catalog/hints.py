@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from gpuwise.catalog.models import Catalog, Offer
 from gpuwise.catalog.query import query_offers, resolve_offer_gpu
-from gpuwise.locale import _
+from gpuwise.locale import _, ngettext
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def left_out(catalog: Catalog, filters: Filters) -> list[str]:
         if name.startswith(gpu + "-"):
             n = replace(filters, gpu=name).count_matches(catalog)
             if n:
-                found.append(_("{gpu} ({n} offers)").format(gpu=name, n=n))
+                found.append(ngettext("{gpu} ({n} offer)", "{gpu} ({n} offers)", n).format(gpu=name, n=n))
     if not found:
         return []
     return [
