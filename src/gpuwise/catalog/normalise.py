@@ -62,6 +62,10 @@ def offer_gpu(name: str, instance_type: str, per_gpu_mib: float | None) -> tuple
             return "H100-PCIe", "H100 -> H100-PCIe (instance name says PCIe)"
         if per_gpu_mib is not None and 90 * 1024 <= per_gpu_mib <= 100 * 1024:
             return "H100-NVL", "H100 -> H100-NVL (94 GB per GPU in GpuInfo)"
+    if gpu == "A100" and "pcie" in inst:  # the PCIe cards have less bandwidth and power than the SXM ones
+        if (per_gpu_mib is not None and per_gpu_mib >= 70 * 1024) or re.search(r"80\s*g", inst) is not None:
+            return "A100-80GB-PCIe", "A100 -> A100-80GB-PCIe (80 GB per GPU, instance name says PCIe)"
+        return "A100-PCIe", "A100 -> A100-PCIe (instance name says PCIe)"
     if gpu == "A100" and (
         (per_gpu_mib is not None and per_gpu_mib >= 70 * 1024) or re.search(r"80\s*g", inst) is not None
     ):
