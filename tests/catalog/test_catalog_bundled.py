@@ -123,7 +123,7 @@ def test_azure_prices_and_fake_spot(catalog: Catalog) -> None:
     assert (nd.price_usd_per_hour, nd.spot_price_usd_per_hour) == (98.32, 18.169536)
     assert nd.price_date_exact and nd.price_as_of == date(2026, 5, 20)
     nc = one(catalog, provider="azure", instance_type="Standard_NC24ads_A100_v4", region="eastus")
-    assert nc.gpu == "A100-80GB"
+    assert nc.gpu == "A100-80GB-PCIe"  # NC A100 v4: A100 PCIe 80GB (Microsoft Docs)
     h200 = find(catalog, provider="azure", gpu="H200")
     assert len(h200) == 28
     assert all(o.spot_price_usd_per_hour is None for o in h200)  # spot == on-demand in the source

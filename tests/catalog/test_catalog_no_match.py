@@ -48,8 +48,8 @@ def test_the_same_explanation_in_another_currency_and_json_stays_an_empty_list(
 def test_an_exact_gpu_names_the_variants_it_left_out(capsys: pytest.CaptureFixture[str]) -> None:
     # --gpu A100 is the 40 GB card only: a newcomer who meant any A100 missed the 80 GB ones unseen
     said = _said(capsys, "--gpu", "a100", "--limit", "1")
-    assert "Not included, as --gpu A100 names one card exactly: A100-80GB (226 offers)" in said
-    assert "A100-80GB-PCIe (18 offers)" in said
+    assert "Not included, as --gpu A100 names one card exactly: A100-80GB (145 offers)" in said
+    assert "A100-80GB-PCIe (99 offers)" in said
     said = _said(capsys, "--gpu", "A100", "--provider", "cudo")  # cudo sells only the 80 GB card
     assert "No offers match" in said and "A100-80GB (" in said
     assert "Not included" not in _said(capsys, "--gpu", "L4", "--limit", "1")  # L40S is no L4 variant

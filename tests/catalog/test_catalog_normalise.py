@@ -247,3 +247,10 @@ def test_bundled_a100_pcie_offers_are_labelled_pcie() -> None:
 
     pcie = {o.gpu for o in load_catalog(None).offers if "pcie" in o.instance_type.lower()}
     assert pcie <= {"H100-PCIe", "A100-PCIe", "A100-80GB-PCIe"}
+
+
+def test_azure_nc_a100_v4_is_the_pcie_card_and_nd_stays_sxm() -> None:
+    # Microsoft Docs (nc-a100-v4-series): "up to 4 NVIDIA A100 PCIe GPUs with 80GB memory each"
+    assert offer_gpu("A100-80GB", "Standard_NC24ads_A100_v4", None)[0] == "A100-80GB-PCIe"
+    assert offer_gpu("A100-80GB", "Standard_NC96ads_A100_v4", None)[0] == "A100-80GB-PCIe"
+    assert offer_gpu("A100-80GB", "Standard_ND96amsr_A100_v4", None) == ("A100-80GB", None)
