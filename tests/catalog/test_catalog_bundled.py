@@ -123,7 +123,7 @@ def test_azure_prices_and_fake_spot(catalog: Catalog) -> None:
     assert (nd.price_usd_per_hour, nd.spot_price_usd_per_hour) == (98.32, 18.169536)
     assert nd.price_date_exact and nd.price_as_of == date(2026, 5, 20)
     nc = one(catalog, provider="azure", instance_type="Standard_NC24ads_A100_v4", region="eastus")
-    assert nc.gpu == "A100-80GB"
+    assert nc.gpu == "A100-80GB-PCIe"  # NC A100 v4: A100 PCIe 80GB (Microsoft Docs)
     h200 = find(catalog, provider="azure", gpu="H200")
     assert len(h200) == 28
     assert all(o.spot_price_usd_per_hour is None for o in h200)  # spot == on-demand in the source
@@ -131,10 +131,10 @@ def test_azure_prices_and_fake_spot(catalog: Catalog) -> None:
 
 def test_variant_from_gpuinfo_memory(catalog: Catalog) -> None:
     cudo = find(catalog, provider="cudo", instance_type="epyc-genoa-a100-pcie_1x2v4gb")
-    assert cudo and {o.gpu for o in cudo} == {"A100-80GB"}  # AcceleratorName A100, 81920 MiB
+    assert cudo and {o.gpu for o in cudo} == {"A100-80GB-PCIe"}  # AcceleratorName A100, 81920 MiB, pcie
     sxm4 = {o.region: o.gpu for o in find(catalog, provider="vast", instance_type="1x-A100_SXM4-32-65536")}
     assert sxm4 == {"Czechia, CZ, EU": "A100-80GB", "Georgia, US, NA": "A100"}  # 81920 vs 40960 MiB
-    assert one(catalog, provider="vast", instance_type="2x-A100_PCIE-32-65536").gpu == "A100"  # 81920 for two
+    assert one(catalog, provider="vast", instance_type="2x-A100_PCIE-32-65536").gpu == "A100-PCIe"  # 81920/2
     assert one(catalog, provider="vast", instance_type="1x-H100_NVL-32-65536").gpu == "H100-NVL"
     assert {o.gpu for o in find(catalog, provider="shadeform", instance_type="paperspace_V100-32GB")} == {
         "V100-32GB"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,29 @@ def test_the_cache_key_covers_every_module_that_builds_the_catalog(
     needed = _catalog_modules_imported_by("offers", set())
     assert {"build", "skypilot", "aws", "normalise"} <= needed  # the walk really follows the imports
     assert needed - keyed == set()
+
+
+def test_a_user_catalog_file_changed_by_hand_is_not_served_from_the_cache(tmp_path: Path) -> None:
+    # the cache was keyed by the manifest alone: with a file removed by hand, `catalog stats` said the user
+    # catalog was damaged while `catalog offers` and `plan` went on serving its old offers from the cache
+    from gpuwise.catalog.store import install_user_catalog, read_import_files
+    from gpuwise.errors import CatalogError
+
+    src = tmp_path / "mine.csv"
+    src.write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region\n"
+        "box-1,H100,1,16,128,1.23,,moon-1\n"
+        "box-2,H100,2,32,256,2.46,,moon-1\n"
+    )
+    target = tmp_path / "catalog"
+    today = date(2026, 12, 2)
+    install_user_catalog(target, read_import_files([("mine", src)], today=today), today=today)
+    offers._CACHE.clear()
+    assert offers.load_catalog(target).offers_by_provider()["mine"] == 2
+    (target / "mine.csv").write_text(src.read_text().splitlines()[0] + "\nbox-1,H100,1,16,128,1.23,,moon-1\n")
+    offers._CACHE.clear()  # a new process, same manifest
+    assert offers.load_catalog(target).offers_by_provider()["mine"] == 1
+    (target / "mine.csv").unlink()
+    offers._CACHE.clear()
+    with pytest.raises(CatalogError, match="cannot be read"):
+        offers.load_catalog(target)

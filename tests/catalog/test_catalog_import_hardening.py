@@ -307,3 +307,16 @@ def test_a_full_disk_during_import_is_a_clean_error_and_changes_nothing(
     else:
         assert not target.exists()
     assert [p.name for p in target.parent.iterdir() if p.name.startswith(".")] == [".catalog.lock"]
+
+
+def test_a_csv_saved_as_gbk_is_refused_with_how_to_convert_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Excel's plain "CSV" on a Chinese Windows writes GBK: the user got Python's "'utf-8' codec can't decode"
+    src = tmp_path / "prices.csv"
+    src.write_bytes((HEADER + "gn7i,A10,1,8,30,1.5,,华东1\n").encode("gbk"))
+    assert main(["catalog", "import", str(src), "--catalog-dir", str(tmp_path / "cat")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "prices.csv is not UTF-8 text" in err and "codec" not in err
+    assert f"iconv -f GBK -t UTF-8 {src} > {tmp_path / 'prices'}-utf8.csv" in err
+    assert not (tmp_path / "cat").exists()

@@ -231,3 +231,26 @@ def test_tpu_rows_are_not_gpu_offers() -> None:
     catalog = build_catalog([gcp(",,,tpu-v2-8,1,,us-central1,us-central1-b,700.0,700.0")])
     assert catalog.offers == ()
     assert catalog.stats.skipped_rows == {"not a GPU (TPU)": 1}
+
+
+def test_a100_pcie_instances_are_the_pcie_cards() -> None:
+    # cudo's epyc-genoa-a100-pcie (80 GB) and vast's A100_PCIE (40 GB) were counted as SXM cards, whose
+    # bandwidth and power the PCIe ones do not have
+    assert offer_gpu("A100", "epyc-genoa-a100-pcie_1x2v4gb", 81920)[0] == "A100-80GB-PCIe"
+    assert offer_gpu("A100", "1x-A100_PCIE-32-65536", 40960)[0] == "A100-PCIe"
+    assert offer_gpu("A100", "a100-pcie-80gb", None)[0] == "A100-80GB-PCIe"
+    assert offer_gpu("A100", "1x-A100_SXM4-32-65536", 40960) == ("A100", None)
+
+
+def test_bundled_a100_pcie_offers_are_labelled_pcie() -> None:
+    from gpuwise.catalog.offers import load_catalog
+
+    pcie = {o.gpu for o in load_catalog(None).offers if "pcie" in o.instance_type.lower()}
+    assert pcie <= {"H100-PCIe", "A100-PCIe", "A100-80GB-PCIe"}
+
+
+def test_azure_nc_a100_v4_is_the_pcie_card_and_nd_stays_sxm() -> None:
+    # Microsoft Docs (nc-a100-v4-series): "up to 4 NVIDIA A100 PCIe GPUs with 80GB memory each"
+    assert offer_gpu("A100-80GB", "Standard_NC24ads_A100_v4", None)[0] == "A100-80GB-PCIe"
+    assert offer_gpu("A100-80GB", "Standard_NC96ads_A100_v4", None)[0] == "A100-80GB-PCIe"
+    assert offer_gpu("A100-80GB", "Standard_ND96amsr_A100_v4", None) == ("A100-80GB", None)

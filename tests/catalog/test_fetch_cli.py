@@ -101,6 +101,7 @@ def test_a_failing_region_warns_on_stderr_and_the_rest_is_written(
     [
         (["catalog", "fetch", "alyun"], "Did you mean 'aliyun'"),
         (["catalog", "fetch", "baidu"], "not built yet"),
+        (["catalog", "fetch", "aws"], "other clouds' prices come with `gpuwise catalog update`"),
         (["catalog", "fetch", "aliyun", "--region", "cn-hangzou"], "Did you mean 'cn-hangzhou'"),
         (["catalog", "fetch", "aliyun", "--billed-in", "USD"], "--billed-in is for tencent only"),
         (["catalog", "fetch", "tencent", "--billed-in", "EUR"], "bills in CNY or USD"),

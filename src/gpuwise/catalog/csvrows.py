@@ -6,7 +6,7 @@ has its extra fields joined into the last column when that column is free text (
 price above on-demand) are not errors here: the offer normaliser drops and counts them.
 
 Pure: takes text, returns rows and problems. Must not import the CLI or anything outside the standard
-library and gpuwise.catalog.
+library, gpuwise.errors, gpuwise.locale and gpuwise.catalog.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import io
 import math
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 
+from gpuwise.errors import UsageError
 from gpuwise.locale import _
 
 REQUIRED_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price")
@@ -195,3 +197,14 @@ def price_date_column(text: str) -> date | None:
     except csv.Error:
         return None
     return found
+
+
+def not_utf8(file: Path, exc: UnicodeDecodeError) -> UsageError:
+    """The error for a catalog file that is not UTF-8: Excel's plain "CSV" on a Chinese Windows is GBK."""
+    return UsageError(
+        _("{file} is not UTF-8 text (byte {at} cannot be read)").format(file=file, at=exc.start),
+        why=_("catalog files are CSV in UTF-8; a spreadsheet saved as plain CSV may be in GBK or ANSI"),
+        fix=_('save it as "CSV UTF-8", or convert it: iconv -f GBK -t UTF-8 {file} > {stem}-utf8.csv').format(
+            file=file, stem=file.with_suffix("")
+        ),
+    )

@@ -18,6 +18,9 @@ from gpuwise.catalog.specs import canonical_gpu_name, load_gpu_specs
 # (vast: "2x-H200" has 287542 = 2 x 143771; primeintellect: "8xA100_80GB" has 655360).
 _GPUINFO_SIZE_IS_TOTAL = frozenset({"vast", "primeintellect"})
 _SIZE_RE = re.compile(r"sizeinmib['\"]?\s*:\s*([0-9.]+)", re.IGNORECASE)
+# Azure's NC A100 v4 sizes (Standard_NC24ads_A100_v4, …) are "up to 4 NVIDIA A100 PCIe GPUs with 80GB
+# memory each" (Microsoft Docs, virtual-machines/nc-a100-v4-series); the ND ones are SXM.
+_AZURE_NC_A100 = re.compile(r"^standard_nc\d+ads_a100_v4$")
 PLACEHOLDER_PRICES = frozenset({700.0})  # GCP TPU rows carry 700.0 (README of the bundled files)
 
 
@@ -62,6 +65,12 @@ def offer_gpu(name: str, instance_type: str, per_gpu_mib: float | None) -> tuple
             return "H100-PCIe", "H100 -> H100-PCIe (instance name says PCIe)"
         if per_gpu_mib is not None and 90 * 1024 <= per_gpu_mib <= 100 * 1024:
             return "H100-NVL", "H100 -> H100-NVL (94 GB per GPU in GpuInfo)"
+    if gpu in ("A100", "A100-80GB") and _AZURE_NC_A100.search(inst):
+        return "A100-80GB-PCIe", "A100 -> A100-80GB-PCIe (Azure NC A100 v4: A100 PCIe 80GB)"
+    if gpu == "A100" and "pcie" in inst:  # the PCIe cards have less bandwidth and power than the SXM ones
+        if (per_gpu_mib is not None and per_gpu_mib >= 70 * 1024) or re.search(r"80\s*g", inst) is not None:
+            return "A100-80GB-PCIe", "A100 -> A100-80GB-PCIe (80 GB per GPU, instance name says PCIe)"
+        return "A100-PCIe", "A100 -> A100-PCIe (instance name says PCIe)"
     if gpu == "A100" and (
         (per_gpu_mib is not None and per_gpu_mib >= 70 * 1024) or re.search(r"80\s*g", inst) is not None
     ):

@@ -152,6 +152,9 @@ def _disk_cache_key(catalog_dir: Path, manifest_stamp: str) -> str | None:
     # every module whose code shapes the built catalog: a change to any of them must rebuild it
     built_by = (build, normalise, skypilot, aws, csvrows, models, specs, cache)
     code = [Path(__file__), *(Path(m.__file__) for m in built_by if m.__file__)]
+    # and the user catalog's own files: one damaged or removed by hand must not be served from the cache
+    # (a fresh build reports it, as `catalog stats` does), though no import changed the manifest
+    user = sorted(catalog_dir.glob("*")) if manifest_stamp else []
     return cache.cache_key(
-        f"{__version__}|{catalog_dir}|{manifest_stamp}", [*code, *sorted(bundled.rglob("*"))]
+        f"{__version__}|{catalog_dir}|{manifest_stamp}", [*code, *sorted(bundled.rglob("*")), *user]
     )

@@ -40,6 +40,15 @@ _DTYPE_COLUMN = {
 }
 _NOT_PUBLISHED = "not published"
 _KEY_STRIP = re.compile(r"[\s_\-]+")
+# What nvidia-smi and the vendors put around a card's name, in alias_key's form (lower case, no separators)
+_VENDOR_WORD = re.compile(r"^(?:nvidia|amd|intel|tesla|geforce|instinct)(?=.)")
+# "RTX PRO 6000 Blackwell Server Edition"; "H100 80GB HBM3" (nvidia-smi's, here without its "NVIDIA").
+# Not HBM2e: it tells the 80 GB A100 from the 40 GB one, so it must not be dropped.
+_EDITION = re.compile(r"(?:(?:maxq)?(?:server|workstation)edition|hbm3e?)$")
+_GEFORCE_NUMBER = re.compile(r"[2-5]0[5-9]0(?:ti|super|s)?")  # 4090, 3090ti: GeForce, never 6000 (3 cards)
+_MEMORY_SUFFIX = re.compile(r"(?P<base>.*?\D)[\s_-]*(?P<gb>\d+)\s*GB?", re.IGNORECASE)
+_COUNT_FIRST = re.compile(r"(?P<count>\d+)\s*[x×*]\s*(?P<name>\S.*)", re.IGNORECASE)
+_COUNT_LAST = re.compile(r"(?P<name>.*\S)\s*[x×*]\s*(?P<count>\d+)", re.IGNORECASE)
 _GPU_COUNT = re.compile(r"^\s*(?P<name>[^:]+?)\s*:\s*(?P<count>\d+(?:\.\d+)?)\s*$")
 
 
@@ -151,8 +160,27 @@ def canonical_gpu_names() -> list[str]:
 
 
 def canonical_gpu_name(name: str) -> str | None:
-    """The canonical name for ``name`` or one of its aliases (case-insensitive); None when unknown."""
-    return _alias_index().get(alias_key(name))
+    """The canonical name for ``name`` or one of its aliases (case-insensitive); None when unknown.
+
+    Also takes a name as ``nvidia-smi`` prints it (``NVIDIA A100-SXM4-80GB``, ``NVIDIA GeForce RTX 4090``,
+    ``Tesla V100-SXM2-16GB``, ``AMD Instinct MI300X``), a bare GeForce number (``4090``, ``3090 Ti``) and a
+    name with the card's own memory after it (``RTX 4090 24GB``): people copy these from their machine."""
+    index = _alias_index()
+    key = alias_key(name)
+    found = index.get(key)
+    while found is None and (shorter := _VENDOR_WORD.sub("", key, count=1)) != key:
+        key = shorter  # nvidia-smi's vendor and brand words, one at a time
+        found = index.get(key)
+    if found is None:
+        found = index.get(_EDITION.sub("", key))
+    if found is None and _GEFORCE_NUMBER.fullmatch(key):
+        found = index.get("rtx" + key)
+    if found is None and (sized := _MEMORY_SUFFIX.fullmatch(name.strip())) is not None:
+        # only the card's own memory: 'A100 80GB' is an alias of its own, never the 40 GB A100
+        base = canonical_gpu_name(sized["base"])
+        gib = load_gpu_specs()[base].memory_gib if base is not None else None
+        found = base if gib is not None and abs(gib - float(sized["gb"])) <= 0.1 * gib else None
+    return found
 
 
 @cache
@@ -205,7 +233,8 @@ def _suggestion_names() -> list[str]:
 
 
 def parse_gpu_request(text: str) -> tuple[str, int | None]:
-    """'H100:8' -> ('H100', 8); 'H100' -> ('H100', None). The name is returned as given (not resolved)."""
+    """'H100:8' -> ('H100', 8); 'H100' -> ('H100', None); '8x H100' and 'H100x8' -> ('H100', 8). The name
+    is returned as given (not resolved)."""
     match = _GPU_COUNT.match(text)
     if match is None:
         if ":" in text:
@@ -213,7 +242,7 @@ def parse_gpu_request(text: str) -> tuple[str, int | None]:
                 _("GPU request {text} is not NAME or NAME:COUNT").format(text=repr(text)),
                 fix=_("write e.g. --gpu H100:8 for eight H100s per instance"),
             )
-        return text.strip(), None
+        return _count_written_with_x(text.strip())
     count = float(match.group("count"))
     if count <= 0 or count != int(count):
         raise UsageError(
@@ -221,6 +250,17 @@ def parse_gpu_request(text: str) -> tuple[str, int | None]:
             fix=_("write e.g. --gpu H100:8"),
         )
     return match.group("name"), int(count)
+
+
+def _count_written_with_x(text: str) -> tuple[str, int | None]:
+    """'8x H100' / '8xH100' / 'H100x8' (as providers name instances) -> ('H100', 8), but only when the
+    text is no GPU name itself and the rest is one ('RTX4090' stays a name, never 'RT' times 4090)."""
+    if canonical_gpu_name(text) is None:
+        for pattern in (_COUNT_FIRST, _COUNT_LAST):
+            found = pattern.fullmatch(text)
+            if found and int(found["count"]) > 0 and canonical_gpu_name(found["name"]) is not None:
+                return found["name"], int(found["count"])
+    return text, None
 
 
 @cache

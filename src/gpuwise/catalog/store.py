@@ -225,6 +225,7 @@ def read_import_files(
     """Each file's text, read whole but bounded: a file over ``max_file_bytes`` or files over
     ``max_total_bytes`` together are bad input (exit 2), and a FIFO or device is refused unread. With
     ``file_dates`` each file's collection date is its modification time (see :func:`uses_file_dates`)."""
+    from gpuwise.catalog.csvrows import not_utf8
     from gpuwise.files import read_regular
 
     inputs = []
@@ -233,7 +234,9 @@ def read_import_files(
         try:
             data = read_regular(file, limit=max_file_bytes, label="Catalog file")
             text = data.decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
+            raise not_utf8(file, exc) from exc
+        except OSError as exc:
             raise UsageError(
                 _("Cannot read {file}: {reason}").format(file=file, reason=exc),
                 fix=_("check the file and its permissions"),

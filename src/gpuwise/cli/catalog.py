@@ -101,15 +101,28 @@ def _check_target_dir(catalog_dir: Path | None) -> None:
 
 
 @app.command("gpus")
-def gpus(json_out: JsonOption = False) -> None:
+def gpus(
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="NAME",
+            help=_("Only these GPUs (names or aliases, e.g. h100 4090); default: all."),
+            show_default=False,
+        ),
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
     """The GPU spec table: memory, bandwidth, dense tensor TFLOPS, NVLink, power, each with its source."""
     from rich import box
     from rich.table import Table
 
-    from gpuwise.catalog.specs import load_gpu_specs
+    from gpuwise.catalog.specs import load_gpu_specs, resolve_gpu
     from gpuwise.cli.output import console, print_json
 
     specs = load_gpu_specs()
+    if names:  # an unknown name is refused with close matches (exit 2)
+        wanted = {resolve_gpu(n).name for n in names}
+        specs = {k: v for k, v in specs.items() if k in wanted}
     if json_out:
         # an object, not a bare list, so it can grow metadata (0.1.0 printed the list alone)
         print_json({"schema_version": JSON_SCHEMA_VERSION, "gpus": [_spec_json(s) for s in specs.values()]})
@@ -155,7 +168,8 @@ def gpus(json_out: JsonOption = False) -> None:
         console.print(f"  [{ref}] {source}", markup=False)
     console.print(
         _(
-            "Aliases are accepted case-insensitively (h100-sxm, A100 80GB, a100-40gb, …). "
+            "Aliases are accepted case-insensitively (h100-sxm, A100 80GB, a100-40gb, …), and so are the "
+            "names nvidia-smi prints (NVIDIA A100-SXM4-80GB) and bare GeForce numbers (4090). "
             "`gpuwise catalog gpus --json` lists every figure with its own source."
         )
     )
@@ -200,11 +214,13 @@ def offer_json(offer: Offer, today: date) -> dict[str, Any]:
     }
 
 
-def print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: int) -> None:
+def print_offers_table(
+    found: list[Offer], today: date, *, spot: bool, limit: int, hints: list[str] | None = None
+) -> None:
     """The offers table (cli/catalog_views.py draws it; cli/catalog_money.py calls it by this name)."""
     from gpuwise.cli.catalog_views import print_offers_table as draw
 
-    draw(found, today, spot=spot, limit=limit)
+    draw(found, today, spot=spot, limit=limit, hints=hints)
 
 
 @app.command("offers")
@@ -263,6 +279,12 @@ def offers(
     check_at_least(count, 1, "--count", example="--count 8")
     check_at_least(limit, 0, "--limit", example="--limit 0 (all)")
     check_catalog_dir(catalog_dir)
+    if exchange_rate and currency is None:  # the rate would be read and never used: say so
+        raise UsageError(
+            _("--exchange-rate is used only with --currency"),
+            why=_("without --currency each price is shown in its own currency, unconverted"),
+            fix=_("add --currency USD or --currency CNY"),
+        )
     if gpu is not None:
         gpu, shorthand = parse_gpu_request(gpu)
         if shorthand is not None:
@@ -276,12 +298,20 @@ def offers(
     catalog = load_catalog(catalog_dir)
     check_region(catalog, region)  # an unknown region is a typo, not "no offers match"
     found = query_offers(catalog, gpu=gpu, count=count, provider=provider, region=region, spot=spot)
+    hints: list[str] = []
+    if not json_out:  # what matched nothing, or which GPUs an exact --gpu left out
+        from gpuwise.catalog.hints import Filters, left_out, unranked_currencies, why_no_offers
+
+        filters = Filters(gpu, count, provider, region, spot)
+        hints = left_out(catalog, filters) if found else why_no_offers(catalog, filters)
+        hints += unranked_currencies(found) if currency is None else []
     if currency is not None:
         from gpuwise.cli.catalog_money import offers_in_currency
 
         offers_in_currency(
-            found, currency, exchange_rate or [], today, spot=spot, json_out=json_out, limit=limit
-        )
+            found, currency, exchange_rate or [], today, spot=spot, json_out=json_out, limit=limit,
+            hints=hints,
+        )  # fmt: skip
         return
     if json_out:
         shown = found if not limit else found[:limit]
@@ -289,7 +319,9 @@ def offers(
 
         print_json({"schema_version": JSON_SCHEMA_VERSION, "offers": [offer_json(o, today) for o in shown]})
         return
-    print_offers_table(found, today, spot=spot, limit=_TABLE_DEFAULT_LIMIT if limit is None else limit)
+    print_offers_table(
+        found, today, spot=spot, limit=_TABLE_DEFAULT_LIMIT if limit is None else limit, hints=hints
+    )
 
 
 # ---------------------------------------------------------------- stats

@@ -48,7 +48,11 @@ def _fetcher(cloud: str, currency: str | None) -> Callable[[list[str], date], Fe
             _("cloud"),
             cloud,
             [*CLOUDS, *NOT_YET],
-            fix=_("use one of: {names}").format(names=", ".join(CLOUDS)),
+            # aws, gcp, lambda, …: their prices come with SkyPilot's catalog, not from an API of their own
+            fix=_(
+                "use one of: {names}; other clouds' prices come with `gpuwise catalog update` "
+                "(SkyPilot's catalog)"
+            ).format(names=", ".join(CLOUDS)),
         )
     if currency is not None and cloud != "tencent":
         raise ConfigError(

@@ -24,6 +24,7 @@ def offers_in_currency(
     spot: bool,
     json_out: bool,
     limit: int | None,
+    hints: list[str] | None = None,
 ) -> None:
     from gpuwise.cli.catalog import _TABLE_DEFAULT_LIMIT, JSON_SCHEMA_VERSION, offer_json, print_offers_table
     from gpuwise.cli.options import exchange_rates
@@ -51,4 +52,10 @@ def offers_in_currency(
     for line in lines:
         console.print(line, soft_wrap=True, markup=False)
     with showing(shown_in):
-        print_offers_table(ranked, today, spot=spot, limit=_TABLE_DEFAULT_LIMIT if limit is None else limit)
+        print_offers_table(
+            ranked,
+            today,
+            spot=spot,
+            limit=_TABLE_DEFAULT_LIMIT if limit is None else limit,
+            hints=hints,
+        )

@@ -35,14 +35,19 @@ def _money(value: float | None, currency: str) -> str:
     return "—" if value is None else format_money(value, currency)
 
 
-def print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: int) -> None:
+def print_offers_table(
+    found: list[Offer], today: date, *, spot: bool, limit: int, hints: list[str] | None = None
+) -> None:
+    """``hints``: lines said when nothing was found (which filter matched nothing), else under the table
+    (the GPUs an exact --gpu left out)."""
     from gpuwise.cli.catalog_table import legend, offer_cells, offers_table
     from gpuwise.cli.output import console
 
     if not found:
-        console.print(
+        for line in hints or [
             _("No offers match. Drop a filter, or see `gpuwise catalog stats` for what the catalog holds.")
-        )
+        ]:
+            console.print(line, markup=False)
         return
     shown = found if limit == 0 else found[:limit]
     title = (_("{n} offer(s), cheapest spot first") if spot else _("{n} offer(s), cheapest first")).format(
@@ -56,6 +61,7 @@ def print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: in
                 "price": _money(o.price_usd_per_hour, o.currency),
                 "spot": _money(o.spot_price_usd_per_hour, o.currency),
             },
+            spot=spot,
         )
         for o in shown
     ]
@@ -66,7 +72,9 @@ def print_offers_table(found: list[Offer], today: date, *, spot: bool, limit: in
                 n=len(found) - len(shown)
             )
         )
-    for line in legend(rows, gpu_only=any(o.gpu_only_price for o in shown)):
+    for line in hints or []:
+        console.print(line, markup=False)
+    for line in legend(rows, gpu_only=any(o.gpu_only_price for o in shown), spot=spot):
         console.print(line, markup=False, style="dim")
 
 

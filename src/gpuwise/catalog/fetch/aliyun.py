@@ -304,10 +304,19 @@ class SdkApi:
             body = self._client.do_action_with_exception(request)
         except (ServerException, ClientException) as exc:
             raise ApiError(str(exc.get_error_code()), str(exc.get_error_msg())) from exc
+        return answer(action, body)
+
+
+def answer(action: str, body: bytes | str) -> Mapping[str, Any]:
+    """The JSON object of a call's answer; ApiError (a warning for that region, never a traceback) for a
+    damaged or cut-off page, such as a proxy's HTML error page or a body the connection dropped."""
+    try:
         doc = json.loads(body)
-        if not isinstance(doc, dict):
-            raise ApiError("", f"{action} answered something other than a JSON object")
-        return doc
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
+        raise ApiError("", f"{action} answered a page that is not JSON (damaged or cut off)") from exc
+    if not isinstance(doc, dict):
+        raise ApiError("", f"{action} answered something other than a JSON object")
+    return doc
 
 
 def sdk_api(env: Mapping[str, str] | None = None) -> SdkApi:
