@@ -23,6 +23,24 @@ def test_unknown_command_is_usage_error() -> None:
     assert main(["no-such-command"]) == 2
 
 
+@pytest.mark.parametrize(
+    ("lang", "expected"),
+    [
+        ("en", "Did you mean 'offers'? To fix: see `gpuwise catalog --help`"),
+        ("zh", "没有这个命令 'offer'。你是不是想用 'offers'？解决方法："),
+    ],
+)
+def test_a_mistyped_command_gets_its_suggestion_as_one_sentence(
+    lang: str, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """typer appends "Did you mean …?" to click's sentence; the full stop before "To fix" followed the
+    question mark ("'offers'?. To fix"), and in Chinese the suggestion stayed English after a "。."."""
+    assert main(["--lang", lang, "catalog", "offer"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert expected in err
+    assert "?." not in err and "。." not in err and "？。" not in err
+
+
 def test_error_renders_what_why_fix() -> None:
     err = ConfigError("Workload file x.toml: unknown key 'epoch'", why="keys are checked", fix="rename it")
     assert err.render() == "Workload file x.toml: unknown key 'epoch'. Keys are checked. To fix: rename it."

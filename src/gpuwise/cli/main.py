@@ -7,6 +7,7 @@ The traceback is shown only with --debug.
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from typing import Annotated, Any, NamedTuple
 
@@ -169,15 +170,23 @@ def _usage_error(exc: Exception) -> int:
 
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "gpuwise"
-    if language() == "en":
-        fix = f"To fix: see `{escape(where)} --help` for the options."
-        output.err_console.print(f"[bold red]Error:[/] {escape(message.rstrip('.'))}. {fix}", soft_wrap=True)
-        return 2
-    from gpuwise.cli.localize import translate_usage_message
+    # typer appends its suggestion to click's sentence ("No such command 'offer'. Did you mean 'offers'?"):
+    # kept apart so the full stop before "To fix" does not follow a question mark, and the sentence before
+    # it is translated on its own
+    suggested = re.fullmatch(r"(.*?)\.? Did you mean (.+)\?", message, re.DOTALL)
+    if suggested is not None:
+        message, names = suggested.groups()
+    if language() != "en":
+        from gpuwise.cli.localize import translate_usage_message
 
-    text = _("{message}. To fix: see `{command} --help` for the options.").format(
-        message=translate_usage_message(message).rstrip(".。"), command=where
-    )
+        message = translate_usage_message(message)
+    fields = {"message": message.rstrip(".。"), "command": where}
+    if suggested is None:
+        text = _("{message}. To fix: see `{command} --help` for the options.").format(**fields)
+    else:
+        text = _("{message}. Did you mean {names}? To fix: see `{command} --help` for the options.").format(
+            names=names, **fields
+        )
     output.err_console.print(f"[bold red]{escape(_('Error:'))}[/] {escape(text)}", soft_wrap=True)
     return 2
 
