@@ -32,9 +32,18 @@ _CHUNK = 64 * 1024
 
 
 def redact_url(url: str) -> str:
-    """scheme://host of a URL, with "/…" where a path was left out."""
+    """scheme://host[:port] of a URL, with "/…" where a path was left out. The port stays: two servers on
+    one host (127.0.0.1:9090 and :9091) must not read as the same; user, password, path and query go."""
     parts = urllib.parse.urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or '?'}" + ("/…" if parts.path not in ("", "/") else "")
+    host = parts.hostname or "?"
+    if ":" in host:  # an IPv6 address keeps its brackets, or its last group reads as a port
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number: not shown
+        port = None
+    shown = f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+    return shown + ("/…" if parts.path not in ("", "/") else "")
 
 
 class HttpError(Exception):

@@ -135,7 +135,9 @@ def test_update_retries_a_busy_mirror_waits_for_a_slow_file_and_falls_back(
     assert "v9/aws/vms.csv: HTTP 429; try 3 of 3 in 1.0 s" in err
     # the fallback: gcp fails on the primary (503 on every try), comes from the mirror, only it
     assert primary.hits["v9/gcp/vms.csv"] == 3
-    assert "v9/gcp/vms.csv: trying the fallback http://127.0.0.1/…" in err and "HTTP 503" in err
+    # the fallback is named with its port: both servers listen on 127.0.0.1
+    shown = f"http://127.0.0.1:{fallback.server_address[1]}"
+    assert f"v9/gcp/vms.csv: trying the fallback {shown}" in err and "HTTP 503" in err
     assert dict(fallback.hits) == {"v9/gcp/vms.csv": 1}
     # progress: the slow file arrived whole, and each file is reported with its size
     size = (FIXTURES / "v9" / "lambda" / "vms.csv").stat().st_size
@@ -195,7 +197,14 @@ def test_a_token_in_the_mirror_url_never_appears_in_output(
 def test_httpclient_reason_never_holds_the_url() -> None:
     url = f"http://127.0.0.1:9/{TOKEN}/x?sig=abc"
     assert TOKEN not in httpclient._reason(ValueError(f"bad url {url}"), url)
-    assert httpclient.redact_url(url) == "http://127.0.0.1/…"
+    assert httpclient.redact_url(url) == "http://127.0.0.1:9/…"
+
+
+def test_redacted_url_keeps_the_port_and_drops_credentials() -> None:
+    """The port was dropped, so a refused 127.0.0.1:1 read as 127.0.0.1 (which server?)."""
+    assert httpclient.redact_url("https://user:pw@[::1]:8443/x?t=1") == "https://[::1]:8443/…"
+    assert httpclient.redact_url("http://h.example:99999/") == "http://h.example"  # no such port: left out
+    assert httpclient.redact_url("https://hooks.slack.com/services/T0/B0/SECRET") == "https://hooks.slack.com/…"
 
 
 def test_retry_after_and_backoff() -> None:

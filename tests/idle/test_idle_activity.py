@@ -167,4 +167,4 @@ def test_the_policy_keeps_a_machine_the_check_calls_busy(answer: str, stops: boo
 
 def test_url_is_never_shown_in_reasons() -> None:
     (check,) = activity_checks(None, "http://127.0.0.1:9/check?token=s3cret", 1, 30)
-    assert "s3cret" not in check.what and check.what == "activity_url http://127.0.0.1/…"
+    assert "s3cret" not in check.what and check.what == "activity_url http://127.0.0.1:9/…"
