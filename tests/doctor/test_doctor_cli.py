@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -172,3 +173,28 @@ def test_report_lists_what_could_not_be_read(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert "Could not read" in out and "Operation not permitted" in out
     assert "Verdict: OK" in out
+
+
+@pytest.mark.parametrize(
+    ("lang", "recording"),
+    [
+        ("en", "errors/driver-not-communicating.stdout.txt"),  # fix names nvidia-driver-<branch>-server
+        ("zh", "query-text/8x-h100__sw-power-cap-sw-thermal__535.183.01.txt"),  # Chinese has no spaces
+    ],
+)
+def test_report_at_80_columns_cuts_no_fix_short(smi_fixtures: Path, lang: str, recording: str) -> None:
+    """At 80 columns a word wider than its cell (a package name, a path, a run of Chinese) is folded onto
+    the next line, never cut with "…": the fix is a command people copy. (Neither recording's findings
+    contain "…" themselves.)"""
+    done = subprocess.run(
+        [*RUN, "--lang", lang, "doctor", "--replay", str(smi_fixtures / recording)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "COLUMNS": "80", "LANGUAGE": "", "LC_ALL": "", "LANG": "C.UTF-8"},
+    )
+    assert "Traceback" not in done.stderr
+    assert "…" not in done.stdout
+    if lang == "en":
+        assert "nvidia-driver-<branch>-serve" in done.stdout.replace(" ", "")

@@ -275,8 +275,10 @@ def _print_report(facts: Facts, shown: list[Finding], findings: list[Finding]) -
             expand=True,
         )
         table.add_column("id", style=_STYLE[severity], no_wrap=True)
-        table.add_column(_("finding and evidence"), ratio=3)
-        table.add_column(_("fix"), ratio=3)
+        # fold, not rich's default ellipsis: a command, path or device id longer than the cell (and Chinese,
+        # which has no spaces to wrap at) is cut with "…" otherwise, and a fix must be copyable whole
+        table.add_column(_("finding and evidence"), ratio=3, overflow="fold")
+        table.add_column(_("fix"), ratio=3, overflow="fold")
         for f in group:
             body = Text(f.title)
             if f.evidence:
