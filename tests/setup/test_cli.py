@@ -32,6 +32,10 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
         (["--os", "ubuntu-22.04", "--gpu", "H100", "--framework", "torch==9.9"], ["Unknown PyTorch version"]),
         (["--os", "ubuntu-22.04", "--gpu", "H100", "--framework", "jax==0.4"], ["not torch==VERSION"]),
         (["--os", "ubuntu-22.04", "--gpu", "H100", "--driver", "999"], ["Unknown driver branch '999'"]),
+        (
+            ["--os", "ubuntu-22.04", "--gpu", "H100", "--driver", "latest"],
+            ["--driver 'latest' is not a driver"],
+        ),
         (["--os", "ubuntu-22.04", "--gpu", "MI300X"], ["not an NVIDIA GPU"]),
         (
             ["--os", "ubuntu-22.04", "--gpu", "B200", "--driver", "550"],
@@ -52,6 +56,17 @@ def test_bad_input_exits_2_with_the_reason_and_the_fix(
     flat = " ".join(err.split())
     for word in words:
         assert word in flat
+
+
+@pytest.mark.parametrize("given", ["535.104.05", "R535", " 535.104 "])
+def test_a_full_driver_version_names_its_branch(capsys: pytest.CaptureFixture[str], given: str) -> None:
+    """People copy the version nvidia-smi or a forum shows: 535.104.05 is branch 535 (it was refused with
+    a type error about integers)."""
+    args = ["--os", "ubuntu-22.04", "--gpu", "H100", "--json"]
+    code, out, err = run(capsys, *args, "--driver", given)
+    assert code == 0, err
+    assert json.loads(out)["script"] == json.loads(run(capsys, *args, "--driver", "535")[1])["script"]
+    assert json.loads(out)["driver_branch"] == 535
 
 
 def test_the_gpu_and_driver_come_from_a_recording(
