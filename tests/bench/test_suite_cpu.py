@@ -120,3 +120,37 @@ def test_cuda_without_a_gpu_is_bad_input(torch_one_thread: Any, capsys: pytest.C
         pytest.skip("this machine has a GPU torch can use")
     assert main(["bench", "--device", "cuda", "--json", *NO_CLOUD]) == 2
     assert "--device cpu" in capsys.readouterr().err
+
+
+def test_falling_back_to_the_cpu_is_said(
+    torch_one_thread: Any, empty_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --device, a torch that sees no GPU measures the CPU: on a rented GPU machine that is a broken
+    install, so stderr says so and how to fix it (the table's "(cpu)" was all it said)."""
+    if torch_one_thread.cuda.is_available():
+        pytest.skip("this machine has a GPU torch can use")
+    argv = ["bench", "--only", "gemm_fp32", "--json", "--path", str(tmp_path), "--config", str(empty_config)]
+    assert main([*argv, *NO_CLOUD]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["device"] == "cpu"
+    flat = " ".join(captured.err.split())
+    assert "no GPU here for torch" in flat and "CPU's figures" in flat
+    assert main([*argv, "--device", "cpu", *NO_CLOUD]) == 0
+    assert "no GPU here for torch" not in capsys.readouterr().err, "--device cpu is a choice, not a fallback"
+
+
+@pytest.mark.parametrize(
+    ("cuda", "words"),
+    [
+        (None, ["this torch is a CPU-only build", "install a CUDA build of PyTorch"]),
+        ("12.8", ["no CUDA device is visible to torch", "gpuwise doctor"]),
+    ],
+)
+def test_the_cpu_fallback_note_says_why_and_what_to_do(cuda: str | None, words: list[str]) -> None:
+    from types import SimpleNamespace
+
+    from gpuwise.bench.prepare import cpu_fallback_note
+
+    note = cpu_fallback_note(SimpleNamespace(version=SimpleNamespace(cuda=cuda)))
+    for word in words:
+        assert word in note

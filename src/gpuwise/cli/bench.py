@@ -115,6 +115,8 @@ def bench(  # noqa: PLR0917 - typer passes each option as a parameter
     disk = prepare.check_disk_path(path)
     torch = prepare.import_torch()
     chosen = prepare.choose_device(torch, device)
+    if device is None and chosen == "cpu":
+        err_console.print(prepare.cpu_fallback_note(torch), style="yellow", markup=False, highlight=False)
     snapshot = read_snapshot() if chosen == "cuda" else None
     machine = _machine(snapshot, config, no_metadata, metadata_url)
     machine.update(suite_mod.framework(torch))
