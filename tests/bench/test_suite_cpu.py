@@ -69,10 +69,13 @@ def test_quick_cpu_suite_results_are_shaped_and_plausible(
         assert isinstance(r["value"], float) and r["value"] > 0, (name, r.get("reason"))
         assert r["seconds"] < 60, name
         if r["peak"] is not None:
-            assert 0 < r["fraction_of_peak"] < 1, (name, r["value"], r["peak"])
+            # Over 1 only where the peak is not a ceiling: a clock without cpufreq's maximum (a VM's base
+            # clock) is passed by boost, and this project's own VM runs its fp32 GEMM at up to 1.14x it.
+            bound = 1 if cpu.clock_is_max or not name.startswith("gemm_") else 2
+            assert 0 < r["fraction_of_peak"] < bound, (name, r["value"], r["peak"])
     fp32_peak, _ = cpu.peak_gflops("fp32")
     assert fp32_peak is not None
-    assert results["gemm_fp32"]["value"] < fp32_peak / 1000
+    assert results["gemm_fp32"]["value"] < fp32_peak / 1000 * (1 if cpu.clock_is_max else 2)
     assert results["gemm_fp32"]["peak"] == pytest.approx(fp32_peak / 1000, rel=1e-3)
     ceiling, _ = cpu.memory_ceiling_gbs()
     for name in ("memory_bandwidth", "memory_bandwidth_triad"):

@@ -104,6 +104,13 @@ def print_suite(document: dict[str, Any]) -> None:
         console.print(
             _("CPU peaks: cores × clock × FLOPs/cycle; the memory peak is an assumed DDR5 ceiling.")
         )
+        if any((r["fraction_of_peak"] or 0) > 1 for r in document["results"]):
+            console.print(
+                _(
+                    "Over 100 %: the CPU ran faster than the clock its kernel reports (a VM reports its base "
+                    "clock; boost runs higher), so that peak is not a ceiling here."
+                )
+            )
 
 
 def print_task(document: dict[str, Any]) -> None:
