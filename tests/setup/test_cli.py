@@ -37,6 +37,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
             ["--driver 'latest' is not a driver"],
         ),
         (["--os", "ubuntu-22.04", "--gpu", "MI300X"], ["not an NVIDIA GPU"]),
+        (["--os", "ubuntu-22.04", "--gpu", "K80"], ["Kepler needs branches up to 470;"]),  # was "any to 470"
         (
             ["--os", "ubuntu-22.04", "--gpu", "B200", "--driver", "550"],
             ["predates Blackwell", "use --driver 570"],

@@ -390,7 +390,9 @@ def _no_branch(system: OsSupport, gpu: GpuTarget, setup_tables: SetupTables) -> 
         return UnsupportedCombinationError(
             _("No driver branch setup installs runs {gpu}").format(gpu=gpu.name),
             why=_("{architecture} needs branches {span}; setup installs {known}").format(
-                architecture=gpu.architecture.name, span=_span(gpu.architecture), known=known
+                architecture=gpu.architecture.name,
+                span=gpu.architecture.branch_span(translated=True),
+                known=known,
             ),
             fix=_("choose another GPU (Maxwell or newer), or install NVIDIA's legacy driver by hand"),
         )
@@ -398,7 +400,7 @@ def _no_branch(system: OsSupport, gpu: GpuTarget, setup_tables: SetupTables) -> 
         _("No driver branch setup knows runs {gpu} on {os}").format(gpu=gpu.name, os=system.name),
         why=_("{architecture} needs branches {span}; {os} offers up to {branch}").format(
             architecture=gpu.architecture.name,
-            span=_span(gpu.architecture),
+            span=gpu.architecture.branch_span(translated=True),
             os=system.name,
             branch=system.max_driver_branch,
         ),
@@ -483,12 +485,6 @@ def _best(
     return build, branch
 
 
-def _span(architecture: Architecture) -> str:
-    first = architecture.first_driver_branch
-    last = architecture.last_driver_branch
-    return f"{first or 'any'} to {last or 'the newest'}"
-
-
 def _own_driver(cuda: Version, tables: Tables) -> str:
     req = tables.cuda_requirement(cuda)
     return driver_text(req.min_driver) if req else "unknown"
@@ -528,7 +524,7 @@ def _reasons(
         Reason(
             "driver",
             f"{branch.branch} ({_DESIGNATION_NAME.get(branch.designation, 'branch')}{eol})",
-            f"{how}: supports {arch.name} (compute capability {gpu.capability}; {_span(arch)}), its "
+            f"{how}: supports {arch.name} (compute capability {gpu.capability}; {arch.branch_span()}), its "
             f"lowest release {branch.min_version_text} ships CUDA "
             f"{format_version(branch.cuda_version)}; {modules}. Sources: {arch.source}; {branch.source}",
         ),
