@@ -92,6 +92,17 @@ def _repo_step(target: Target) -> Step:
     )
 
 
+# A driver installed with NVIDIA's .run installer leaves its uninstaller here. Driver packages installed over
+# it leave two drivers' files fighting (NVIDIA CUDA Installation Guide for Linux, "Handle Conflicting
+# Installation Methods": uninstall the runfile first), so the step stops instead (an older runfile driver;
+# one of the chosen branch or newer already passes the step's check).
+_NO_RUNFILE_DRIVER = (
+    "if [ -x /usr/bin/nvidia-uninstall ]; then echo \"A driver installed with NVIDIA's .run installer is on "
+    "this machine: driver packages must not go over it. Remove it first (sudo /usr/bin/nvidia-uninstall), "
+    'then run this script again." >&2; exit 1; fi'
+)
+
+
 def _driver_step(target: Target) -> Step:
     branch = target.branch.branch
     last = target.gpu.architecture.last_driver_branch
@@ -100,6 +111,7 @@ def _driver_step(target: Target) -> Step:
     if target.system.family == "apt":
         package = f"nvidia-open-{branch}" if target.open_modules else f"cuda-drivers-{branch}"
         commands: tuple[str, ...] = (
+            _NO_RUNFILE_DRIVER,
             'as_root apt-get install -y "linux-headers-$(uname -r)"',
             f"as_root apt-get install -y {package}",
         )
@@ -108,6 +120,7 @@ def _driver_step(target: Target) -> Step:
         package = "nvidia-open" if target.open_modules else "cuda-drivers"
         headers = "kernel-modules-extra" if target.system.os_release_id == "amzn" else "kernel-headers"
         commands = (
+            _NO_RUNFILE_DRIVER,
             f'as_root dnf install -y "kernel-devel-$(uname -r)" "{headers}-$(uname -r)"',
             f"as_root dnf module enable -y nvidia-driver:{stream}",
             f"as_root dnf install -y {package}",
