@@ -93,6 +93,21 @@ def test_units_option_wins_and_replay_gives_gpu_figures(
     assert 40 <= task["peak_memory_gib"] < 40.01
 
 
+def test_a_gpu_reader_that_fails_is_said_not_passed_off_as_no_gpu(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A broken driver (here nvidia-smi's own message, recorded) made the result a silent "no GPU": the
+    reader's message is on stderr before the run; a recording that reads is not flagged."""
+    broken = REPO / "tests" / "fixtures" / "recordings" / "nvidia-smi" / "errors"
+    broken /= "driver-not-communicating.stdout.txt"
+    code, doc, err = _task(tmp_path, capsys, "--units", "1", "--replay", str(broken), "--", PY, "-c", "pass")
+    assert code == 0 and doc is not None and doc["machine"]["gpu"] is None
+    flat = " ".join(err.split())
+    assert "no GPU could be read (NVIDIA-SMI has failed because it couldn't communicate" in flat
+    _, _, err = _task(tmp_path, capsys, "--units", "1", "--replay", str(TRAINING), "--", PY, "-c", "pass")
+    assert "no GPU could be read" not in err
+
+
 def test_eight_gpus_of_a_recording_are_all_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, doc, _ = _task(tmp_path, capsys, "--units", "1", "--replay", str(TRAINING), "--", PY, "-c", "pass")
     assert code == 0 and doc is not None

@@ -232,13 +232,22 @@ def _run_task(  # noqa: PLR0917 - one value per `bench task` option
     from gpuwise.gpu.probe import open_probe
 
     probe: Any = None
+    unread = ""  # why no GPU could be read: said before the run, or a broken driver passes for "no GPU"
     try:
         probe = open_probe(replay)
-    except GpuwiseError:
+    except GpuwiseError as exc:
         if replay is not None:
             raise
+        unread = exc.message
     try:
         snapshot = probe.read() if probe is not None else None
+        if snapshot is not None and not snapshot.samples and snapshot.errors:
+            unread = "; ".join(snapshot.errors)
+        if unread:
+            note = _(
+                "Note: no GPU could be read ({why}), so the result records no GPU (gpuwise doctor says why)."
+            )
+            err_console.print(note.format(why=unread), style="yellow", markup=False, highlight=False)
         machine = _machine(snapshot, config, no_metadata, metadata_url)
         started = now_iso()
         run = run_command(
