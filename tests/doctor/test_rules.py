@@ -307,6 +307,19 @@ def test_driver_too_old_suggests_a_build_it_can_run(tables: Tables) -> None:
     assert "download.pytorch.org/whl/cu11" in fix  # driver 470 runs CUDA 11.x builds, not 12.x
 
 
+@pytest.mark.parametrize(
+    ("capability", "package"), [("9.0", "-server "), ("10.0", "-server-open "), ("12.0", "-server-open ")]
+)
+def test_the_driver_package_named_runs_the_gpu(tables: Tables, capability: str, package: str) -> None:
+    """Blackwell runs only on the open kernel modules: the upgrade must name Ubuntu's -open package, or it
+    installs a driver that cannot drive the GPU (it named nvidia-driver-580-server for a B200 too)."""
+    gpu = healthy_sample(0, compute_capability=capability)
+    torch = replace(HEALTHY_TORCH, cuda_version="12.8", device_capabilities=(capability,))
+    facts = replace(healthy_facts(), frameworks=(torch,), gpus=_gpus(gpu, driver_version="470.82.01"))
+    fix = _raised(diagnose(facts, tables), "cuda.driver_too_old")[0].fix
+    assert f"sudo apt install nvidia-driver-570{package}" in fix.replace(",", " ")
+
+
 def test_branch_level_minimum(tables: Tables) -> None:
     """CUDA 13.4's own driver is given as branch '615': 610.x is below it, 615.x meets it."""
     torch = replace(HEALTHY_TORCH, cuda_version="13.4")

@@ -90,7 +90,10 @@ def check_cuda_driver(facts: Facts, tables: Tables) -> list[Finding]:
                 )
             continue
         checked.append(label)
-        finding = _against_table(label, runtime, req, driver=driver, driver_text=driver_text, alt=alt)
+        package = f"nvidia-driver-{req.min_driver[0]}-server" + ("-open" if _open_modules_only(facts) else "")
+        finding = _against_table(
+            label, runtime, req, driver=driver, driver_text=driver_text, alt=alt, package=package
+        )
         if finding is not None:
             found.append(finding)
     if found or not checked:
@@ -104,8 +107,27 @@ def check_cuda_driver(facts: Facts, tables: Tables) -> list[Finding]:
     ]
 
 
+def _open_modules_only(facts: Facts) -> bool:
+    """Whether a GPU is Blackwell or newer (compute capability 10.0 and up), which runs only on NVIDIA's open
+    kernel modules (NVIDIA Driver Installation Guide, "Kernel Modules"): Ubuntu's driver package for it is
+    the -open one, and the proprietary one leaves it without a driver."""
+    latest = facts.gpus.latest if facts.gpus is not None else None
+    for sample in latest.samples if latest is not None else ():
+        cc = parse_version(sample.compute_capability) if isinstance(sample.compute_capability, str) else None
+        if cc is not None and cc[0] >= 10:
+            return True
+    return False
+
+
 def _against_table(
-    label: str, runtime: Version, req: CudaCompat, *, driver: Version, driver_text: str, alt: str
+    label: str,
+    runtime: Version,
+    req: CudaCompat,
+    *,
+    driver: Version,
+    driver_text: str,
+    alt: str,
+    package: str,
 ) -> Finding | None:
     """A CUDA runtime the table knows: an error below the minor-version-compatibility minimum, a note
     between that and the toolkit's own driver, nothing at or above it. ``alt`` is an extra fix (an older
@@ -125,9 +147,8 @@ def _against_table(
                 own=format_version(req.min_driver),
             ),
             _(
-                "upgrade the NVIDIA driver to >= {own} (Ubuntu: sudo apt install "
-                "nvidia-driver-{branch}-server, then reboot)"
-            ).format(own=format_version(req.min_driver), branch=req.min_driver[0])
+                "upgrade the NVIDIA driver to >= {own} (Ubuntu: sudo apt install {package}, then reboot)"
+            ).format(own=format_version(req.min_driver), package=package)
             + alt,
         )
     if not at_least(driver, req.min_driver):
