@@ -198,3 +198,31 @@ def test_report_at_80_columns_cuts_no_fix_short(smi_fixtures: Path, lang: str, r
     assert "…" not in done.stdout
     if lang == "en":
         assert "nvidia-driver-<branch>-serve" in done.stdout.replace(" ", "")
+
+
+def test_compare_at_80_columns_says_which_file_is_which(smi_fixtures: Path, tmp_path: Path) -> None:
+    """Two long paths as column headers were both cut to '/tmp/…/no…': the table's A and B are named in
+    full below it."""
+    folder = tmp_path / "fingerprints-of-the-training-cluster"
+    folder.mkdir()
+    a, b = folder / "node-a-in-us-east.json", folder / "node-b-in-us-east.json"
+    for path, recording in ((a, "table/8x-h100__idle__550.90.07.txt"), (b, "query-text")):
+        done = subprocess.run(
+            [*RUN, "doctor", "--fingerprint", "--replay", str(smi_fixtures / recording)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        path.write_text(done.stdout, encoding="utf-8")
+    done = subprocess.run(
+        [*RUN, "doctor", "--compare", str(a), str(b)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "COLUMNS": "80", "LANGUAGE": "", "LC_ALL": "", "LANG": "C.UTF-8"},
+    )
+    assert done.returncode == 1, done.stderr
+    assert f"A: {a}" in done.stdout and f"B: {b}" in done.stdout
+    assert "…" not in done.stdout

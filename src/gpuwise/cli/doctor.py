@@ -344,13 +344,17 @@ def _print_compare(a_path: Path, b_path: Path, diffs: list[Difference], blocking
         return
     table = Table(title=_("Fingerprint differences"), title_justify="left")
     table.add_column(_("field"), no_wrap=True)
-    table.add_column(Text(str(a_path)))  # Text: a path with [brackets] is not rich markup
-    table.add_column(Text(str(b_path)))
+    # A and B, the files named whole below: as headers, two paths cut to the width of a column at 80
+    # columns read alike ("/tmp/nodes/no…" twice), and nothing told which node was which
+    table.add_column("A", overflow="fold")
+    table.add_column("B", overflow="fold")
     table.add_column(_("multi-node jobs need it identical"))
     for d in diffs:
         style = "red" if d.must_match else ""
         table.add_row(Text(d.key, style=style), _show(d.a), _show(d.b), _("yes") if d.must_match else _("no"))
     console.print(table)
+    for name, path in (("A", a_path), ("B", b_path)):  # Text: a path with [brackets] is not rich markup
+        console.print(Text(f"{name}: {path}"), soft_wrap=True)
     if blocking:
         console.print(
             Text(
