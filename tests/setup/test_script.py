@@ -185,8 +185,10 @@ esac""",
     cudnn9-cuda-13) touch "$STATE/cudnn" ;;
   esac
 done""",
-    # python3 -m venv DIR: a venv whose python installs torch (pip) and then reports it (the -c probe)
-    "python3": """mkdir -p "$3/bin"
+    # python3 -c CHECK: the version check passes; python3 -m venv DIR: a venv whose python installs torch
+    # (pip) and then reports it (the -c probe)
+    "python3": """[ "$1" = -c ] && exit 0
+mkdir -p "$3/bin"
 printf '%s\\n' '#!/bin/bash' 'case "$*" in' \\
   '*"pip install torch"*) touch "$STATE/torch" ;;' '-c*) [ -f "$STATE/torch" ] ;;' 'esac' > "$3/bin/python"
 chmod +x "$3/bin/python\"""",
@@ -254,3 +256,21 @@ def test_running_the_script_twice_more_installs_nothing(tmp_path: Path) -> None:
     third = run_once()
     assert "installing" not in third and third.count("ok: ") == 5
     assert log.read_text() == root_calls  # nothing ran as root the third time
+
+
+def test_the_venv_uses_a_python_the_release_installs_on(tmp_path: Path) -> None:
+    """RHEL's python3 is too old for current PyTorch: the script installs and uses python3.11; and a
+    GPUWISE_PYTHON that is too old stops the PyTorch step with the reason, before pip fails on it."""
+    rhel = _script("rhel-9", "H100", None, False)
+    assert 'PYTHON="${GPUWISE_PYTHON:-python3.11}"' in rhel
+    assert "as_root dnf install -y python3.11 python3.11-pip" in rhel
+    script, _state, _log, env = _stubbed(tmp_path)
+    (Path(env["PATH"]) / "old-python").write_text("#!/bin/bash\nexit 1\n")  # fails every version check
+    (Path(env["PATH"]) / "old-python").chmod(0o755)
+    env = {**env, "GPUWISE_PYTHON": "old-python"}
+    runs = [
+        subprocess.run(["/bin/bash", str(script)], capture_output=True, text=True, env=env, check=False)
+        for _ in range(2)  # the first stops for the reboot after the driver
+    ]
+    assert runs[1].returncode == 1, runs[1].stdout + runs[1].stderr
+    assert "torch 2.14 needs Python 3.10 or newer, and old-python is older" in runs[1].stderr

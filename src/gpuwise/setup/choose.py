@@ -22,6 +22,7 @@ from gpuwise.doctor.versions import Version, at_least, format_version, major_min
 from gpuwise.errors import ConfigError, NotFoundError, UsageError
 from gpuwise.locale import _
 from gpuwise.setup.images import CudaImage, build_min_driver, build_rank, choose_base_image
+from gpuwise.setup.python import python_too_old, runs_on
 from gpuwise.setup.tables import Architecture, DriverBranch, OsSupport, SetupTables, driver_text
 
 FRAMEWORKS = {"torch": "pytorch", "pytorch": "pytorch"}
@@ -304,9 +305,14 @@ def _choose(
 ) -> Target:
     branches = _branches_for(system, gpu, driver, setup_tables)
     builds = _builds_for(gpu, version, tables)
+    if not container and builds and not (runs := [b for b in builds if runs_on(b.version, system.os)]):
+        what, why, fix = python_too_old(
+            system.os, system.name, [b.version for b in builds], asked=bool(version)
+        )
+        raise UnsupportedCombinationError(what, why=why, fix=fix)
     pairs = [
         (build, branch)
-        for build in builds
+        for build in (builds if container else runs)
         for branch in branches
         if build_runs_on(build, branch, tables) and _os_offers(system, branch, build)
     ]

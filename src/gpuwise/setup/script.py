@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gpuwise.doctor.versions import format_version
 from gpuwise.setup.choose import Target
+from gpuwise.setup.python import min_python, os_python
 
 _CUDA_REPOS = "https://developer.download.nvidia.com/compute/cuda/repos"
 _PYTORCH_INDEX = "https://download.pytorch.org/whl"
@@ -161,10 +162,16 @@ def _cudnn_step(target: Target) -> Step:
 
 def _framework_step(target: Target) -> Step:
     build = target.build
-    python = (
-        "as_root apt-get install -y python3-venv python3-pip"
-        if target.system.family == "apt"
-        else "as_root dnf install -y python3 python3-pip"
+    interpreter = os_python(target.system.os)
+    python = f"as_root {_pm(target)} install -y {' '.join(interpreter.packages)}"
+    need = min_python(build.version)
+    # GPUWISE_PYTHON may name an older one: pip would find no wheel, after the driver and toolkit went in
+    too_old = (
+        f'"$PYTHON" -c \'import sys; sys.exit(sys.version_info < {tuple(need)})\' || {{ echo "torch '
+        f"{build.version} needs Python {format_version(need)} or newer, and $PYTHON is older: set "
+        'GPUWISE_PYTHON to a newer one" >&2; exit 1; }'
+        if need is not None
+        else None
     )
     # the venv's torch must be this release and this CUDA build: torch.version.cuda is "12.6" for cu126
     probe = (
@@ -176,11 +183,15 @@ def _framework_step(target: Target) -> Step:
         f"PyTorch {build.version} ({build.variant}) in $VENV",
         (
             *_why(target, "framework"),
-            "pip picks the wheel for the venv's Python; set GPUWISE_PYTHON to use another",
+            f"the venv's Python: {interpreter.command} ({format_version(interpreter.version)}; "
+            f"{interpreter.source}); torch {build.version} needs Python "
+            f"{format_version(need) if need else '(not in the table)'} or newer (PyTorch's release matrix); "
+            "set GPUWISE_PYTHON to use another",
         ),
         f'[ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "{probe}" >/dev/null 2>&1',
         (
             python,
+            *((too_old,) if too_old else ()),
             '"$PYTHON" -m venv "$VENV"',
             '"$VENV/bin/python" -m pip install --upgrade pip',
             f'"$VENV/bin/python" -m pip install "torch=={build.version}.*" --index-url '
@@ -282,7 +293,11 @@ def _header(target: Target, *, container: bool, version: str) -> list[str]:
     ] + (
         []
         if container
-        else ["", 'PYTHON="${GPUWISE_PYTHON:-python3}"', 'VENV="${GPUWISE_VENV:-$HOME/venv-torch}"']
+        else [
+            "",
+            f'PYTHON="${{GPUWISE_PYTHON:-{os_python(target.system.os).command}}}"',
+            'VENV="${GPUWISE_VENV:-$HOME/venv-torch}"',
+        ]
     )
 
 
