@@ -70,6 +70,19 @@ def test_a_full_driver_version_names_its_branch(capsys: pytest.CaptureFixture[st
     assert json.loads(out)["driver_branch"] == 535
 
 
+def test_a_detected_gpu_the_tables_lack_is_not_called_a_typo(
+    capsys: pytest.CaptureFixture[str], smi_fixtures: Path
+) -> None:
+    """A TITAN V recorded without its compute capability: it said "Unknown GPU 'NVIDIA TITAN V'. Did you
+    mean 'NVIDIA T4'?" and to "use a name", to someone who typed none."""
+    titan = smi_fixtures / "query-text" / "titan-v__legacy-ecc-layout__560.35.03.txt"
+    code, out, err = run(capsys, "--os", "ubuntu-22.04", "--replay", str(titan))
+    flat = " ".join(err.split())
+    assert code == 2 and out == ""
+    assert "'NVIDIA TITAN V', is not in gpuwise's GPU table" in flat and "--gpu" in flat
+    assert "Did you mean" not in flat
+
+
 def test_the_gpu_and_driver_come_from_a_recording(
     capsys: pytest.CaptureFixture[str], smi_fixtures: Path
 ) -> None:
