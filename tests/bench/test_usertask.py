@@ -219,3 +219,29 @@ def test_bad_task_input_exits_2_and_writes_nothing(
     code, doc, err = _task(tmp_path, capsys, *args)
     assert code == 2 and doc is None
     assert words in err and "Traceback" not in err
+
+
+def test_a_failed_out_write_shows_the_results_and_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk that fills up during a long run: the write of --out fails at the end. The results are shown
+    first and the failure is one error with its reason (exit 1), where it was a traceback and nothing."""
+    import errno
+
+    import gpuwise.files
+
+    def full_disk(path: Path, data: str | bytes, *, private: bool = False) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(gpuwise.files, "write_atomic", full_disk)
+    out = tmp_path / "task.json"
+    code = main(
+        ["bench", "task", "--out", str(out), *NO_CLOUD, "--units", "3", "--json", "--", PY, "-c", "pass"]
+    )
+    printed = capsys.readouterr()
+    assert code == 1 and not out.exists()
+    assert json.loads(printed.out)["task"]["units"] == 3
+    err = printed.err
+    flat = " ".join(err.split())
+    assert "Cannot write the results to" in flat and "No space left on device" in flat
+    assert "Traceback" not in err
