@@ -83,6 +83,24 @@ def test_a_detected_gpu_the_tables_lack_is_not_called_a_typo(
     assert "Did you mean" not in flat
 
 
+@pytest.mark.parametrize(
+    ("given", "pip", "installed"),
+    [
+        ("torch==2.8.0", '"torch==2.8.0"', "torch.__version__.split('+')[0] == '2.8.0'"),
+        ("torch==2.8.0+cu128", '"torch==2.8.0"', "torch.__version__.split('+')[0] == '2.8.0'"),
+        ("torch==2.8", '"torch==2.8.*"', "torch.__version__.startswith('2.8.')"),
+    ],
+)
+def test_a_patch_asked_for_is_the_patch_installed(
+    capsys: pytest.CaptureFixture[str], given: str, pip: str, installed: str
+) -> None:
+    """--framework torch==2.8.0 installed torch==2.8.* (the newest 2.8.x) and called 2.8.x done: the patch
+    asked for is what pip installs and what the step checks; a release alone still takes its newest."""
+    code, out, _err = run(capsys, "--os", "ubuntu-22.04", "--gpu", "H100", "--framework", given)
+    assert code == 0
+    assert f"-m pip install {pip} --index-url" in out and installed in out
+
+
 def test_the_gpu_and_driver_come_from_a_recording(
     capsys: pytest.CaptureFixture[str], smi_fixtures: Path
 ) -> None:

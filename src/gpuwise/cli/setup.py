@@ -155,6 +155,9 @@ def _target(
     replay: Path | None,
 ) -> tuple[Target, GpuFacts | None]:
     """The stack to install, and what the GPU reader said (None when it was not asked)."""
+    import re
+    from dataclasses import replace
+
     from gpuwise.doctor.tables import load_tables
     from gpuwise.errors import UsageError
     from gpuwise.setup.choose import choose_target, gpu_target, parse_framework, resolve_system
@@ -177,7 +180,9 @@ def _target(
     target = choose_target(
         system, target_gpu, version, driver, container=container, tables=tables, setup_tables=setup_tables
     )
-    return target, gpus
+    # a patch asked for is installed as asked (the tables hold releases; pip knows the patches)
+    patch = re.fullmatch(r"\s*torch\s*==\s*(\d+\.\d+\.\d+)(?:\+\w+)?\s*", framework or "", re.IGNORECASE)
+    return (replace(target, pin=patch.group(1)) if patch else target), gpus
 
 
 def _read_gpus(replay: Path | None) -> GpuFacts | None:

@@ -75,6 +75,7 @@ class Target:
     open_modules: bool
     image: CudaImage | None
     reasons: tuple[Reason, ...]
+    pin: str | None = None  # the exact release asked for ("2.8.0"); None: the newest of build.version
 
 
 # ------------------------------------------------------------------------------------------------ input

@@ -173,10 +173,15 @@ def _framework_step(target: Target) -> Step:
         if need is not None
         else None
     )
-    # the venv's torch must be this release and this CUDA build: torch.version.cuda is "12.6" for cu126
+    # the venv's torch must be this release and this CUDA build: torch.version.cuda is "12.6" for cu126;
+    # a patch asked for is that patch ("2.8.0+cu128" is 2.8.0), else any of the release
+    release = (
+        f"torch.__version__.split('+')[0] == '{target.pin}'"
+        if target.pin
+        else f"torch.__version__.startswith('{build.version}.')"
+    )
     probe = (
-        f"import sys, torch; sys.exit(0 if torch.__version__.startswith('{build.version}.') "
-        f"and torch.version.cuda == '{build.cuda_version}' else 1)"
+        f"import sys, torch; sys.exit(0 if {release} and torch.version.cuda == '{build.cuda_version}' else 1)"
     )
     return Step(
         "framework",
@@ -187,6 +192,14 @@ def _framework_step(target: Target) -> Step:
             f"{interpreter.source}); torch {build.version} needs Python "
             f"{format_version(need) if need else '(not in the table)'} or newer (PyTorch's release matrix); "
             "set GPUWISE_PYTHON to use another",
+            *(
+                (
+                    f"torch=={target.pin} as asked (the tables hold releases, not patches: pip refuses one "
+                    "never published)",
+                )
+                if target.pin
+                else ()
+            ),
         ),
         f'[ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "{probe}" >/dev/null 2>&1',
         (
@@ -194,10 +207,15 @@ def _framework_step(target: Target) -> Step:
             *((too_old,) if too_old else ()),
             '"$PYTHON" -m venv "$VENV"',
             '"$VENV/bin/python" -m pip install --upgrade pip',
-            f'"$VENV/bin/python" -m pip install "torch=={build.version}.*" --index-url '
+            f'"$VENV/bin/python" -m pip install "{_requirement(target)}" --index-url '
             f"{_PYTORCH_INDEX}/{build.variant}",
         ),
     )
+
+
+def _requirement(target: Target) -> str:
+    """pip's requirement: the patch asked for (`--framework torch==2.8.0`), else the release's newest."""
+    return f"torch=={target.pin}" if target.pin else f"torch=={target.build.version}.*"
 
 
 def _container_steps(target: Target) -> list[Step]:
@@ -349,7 +367,7 @@ def _footer(target: Target, *, container: bool) -> list[str]:
         image = target.image.image
         return [
             f'echo "Done. Try: docker run --rm --gpus all {image} nvidia-smi"',
-            f"echo \"In the image, install the framework: pip install 'torch=={target.build.version}.*' "
+            f"echo \"In the image, install the framework: pip install '{_requirement(target)}' "
             f'--index-url {_PYTORCH_INDEX}/{target.build.variant}"',
         ]
     return [
