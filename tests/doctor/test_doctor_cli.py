@@ -226,3 +226,16 @@ def test_compare_at_80_columns_says_which_file_is_which(smi_fixtures: Path, tmp_
     assert done.returncode == 1, done.stderr
     assert f"A: {a}" in done.stdout and f"B: {b}" in done.stdout
     assert "…" not in done.stdout
+
+
+def test_the_live_facts_keep_cuda_visible_devices() -> None:
+    """The probes inherit CUDA_VISIBLE_DEVICES, so the facts record it for the rule that names it."""
+    done = subprocess.run(
+        [*RUN, "doctor", "--json", "--timeout-s", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert json.loads(done.stdout)["facts"]["system"]["cuda_visible_devices"] == ""

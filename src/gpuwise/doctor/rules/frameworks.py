@@ -259,14 +259,16 @@ def check_torch(facts: Facts, tables: Tables) -> list[Finding]:
                 )
             continue
         if fw.cuda_available is False and has_gpus:
+            hidden = _hidden_by_visible_devices(facts)
             found.append(
                 Finding(
                     "torch.cuda_unavailable",
                     "error",
                     _("PyTorch cannot use the GPU (torch.cuda.is_available() is False)"),
                     f"torch {fw.version} (CUDA {fw.cuda_version}): is_available() = False"
-                    + (f"; {fw.cuda_error}" if fw.cuda_error else ""),
-                    tr(FIX["torch.cuda_unavailable"]),
+                    + (f"; {fw.cuda_error}" if fw.cuda_error else "")
+                    + (f"; CUDA_VISIBLE_DEVICES={hidden!r}" if hidden is not None else ""),
+                    tr(FIX["torch.cuda_unavailable"]) if hidden is None else _hidden_fix(facts, hidden),
                 )
             )
         arch_list: tuple[str, ...] | None = fw.arch_list or None
@@ -303,6 +305,36 @@ def check_torch(facts: Facts, tables: Tables) -> list[Finding]:
                 )
             )
     return found
+
+
+def _gpu_total(facts: Facts) -> int:
+    latest = facts.gpus.latest if facts.gpus is not None else None
+    return len(latest.samples) if latest is not None else 0
+
+
+def _hidden_fix(facts: Facts, value: str) -> str:
+    return _(
+        "CUDA_VISIBLE_DEVICES={value} names no GPU of this machine, so CUDA sees none: unset it (unset "
+        "CUDA_VISIBLE_DEVICES) or list GPUs that exist (0 to {last}, or their UUIDs from nvidia-smi -L)"
+    ).format(value=repr(value), last=_gpu_total(facts) - 1)
+
+
+def _hidden_by_visible_devices(facts: Facts) -> str | None:
+    """CUDA_VISIBLE_DEVICES as the doctor's environment had it (the probes inherit it), when it hides every
+    GPU: CUDA reads the list up to its first entry that names no device, so an empty value, "-1", "none"
+    or a first entry that is not an index below the GPU count nor a prefix of a GPU's or MIG UUID leaves
+    no device (CUDA C++ Programming Guide, "CUDA Environment Variables"). None when unset or fine."""
+    value = facts.system.get("cuda_visible_devices")
+    if value is None:
+        return None
+    first = value.split(",")[0].strip()
+    if first.isdigit():
+        return None if int(first) < _gpu_total(facts) else value
+    latest = facts.gpus.latest if facts.gpus is not None else None
+    uuids = [s.uuid for s in latest.samples if isinstance(s.uuid, str)] if latest is not None else []
+    if first.startswith(("GPU-", "MIG-")) and (not uuids or any(u.startswith(first) for u in uuids)):
+        return None  # MIG ids and UUIDs the reader did not give are not judged
+    return value
 
 
 def check_framework_probes(facts: Facts, _tables: Tables) -> list[Finding]:
