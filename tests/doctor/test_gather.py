@@ -438,3 +438,25 @@ def test_a_probe_whose_child_holds_the_pipes_cannot_hang_the_doctor(tmp_path: Pa
         if pid_file.exists():  # the process this test started, by its id
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_a_hung_filesystem_cannot_hang_the_space_check(tmp_path: Path) -> None:
+    """statvfs on a stale network mount blocks until its server returns: the check gives up after its
+    timeout and says so (a stub statvfs, blocked on an event this test releases)."""
+    import threading
+
+    release = threading.Event()
+
+    def hung(_path: Path) -> os.statvfs_result:
+        release.wait(30)
+        return os.statvfs(tmp_path)
+
+    started = time.monotonic()
+    try:
+        space, unreadable = gather.gather_space(tmp_path, "dataset", statvfs=hung, timeout_s=0.2)
+    finally:
+        release.set()
+    assert time.monotonic() - started < 5
+    assert space is None and "no answer within" in unreadable[0]
+    space, unreadable = gather.gather_space(tmp_path, "dataset", statvfs=os.statvfs, timeout_s=5)
+    assert space is not None and unreadable == []

@@ -166,8 +166,11 @@ def _check_options(
             why=_("it is not an executable file, nor a name found on PATH"),
             fix=_("give the interpreter your job uses, e.g. --python .venv/bin/python or --python python3"),
         )
+    from gpuwise.doctor.gather import within
+
     for one in paths or ():
-        if not one.exists():
+        answered, exists = within(5.0, one.exists)  # a stale network mount: the space check says so
+        if answered and exists is False:
             raise UsageError(
                 _("--path {path} does not exist").format(path=one),
                 fix=_("give the dataset or checkpoint directory your job uses"),
