@@ -88,12 +88,12 @@ def check_disk_path(path: Path | None) -> Path:
 
 
 def make_context(torch: Any, suite: str, device: str, disk_path: Path, pcie_gen: int | None) -> Context:
-    from gpuwise.catalog.specs import canonical_gpu_name, load_gpu_specs
+    from gpuwise.catalog.specs import canonical_gpu_name_from_driver, load_gpu_specs
 
     spec, gpus = None, 0
     if device == "cuda":
         gpus = int(torch.cuda.device_count())
-        name = canonical_gpu_name(str(torch.cuda.get_device_name(0)))
+        name = canonical_gpu_name_from_driver(str(torch.cuda.get_device_name(0)))
         spec = load_gpu_specs().get(name) if name else None
     return Context(
         torch=torch,

@@ -98,9 +98,9 @@ def resolve_system(os_id: str, setup_tables: SetupTables) -> OsSupport:
 
 def gpu_target(name: str, capability: str | None, setup_tables: SetupTables) -> GpuTarget:
     """A GPU by canonical name or alias (`--gpu`), or as a GPU reader saw it (name plus capability)."""
-    from gpuwise.catalog.specs import canonical_gpu_name, resolve_gpu
+    from gpuwise.catalog.specs import canonical_gpu_name_from_driver, resolve_gpu
 
-    canonical = canonical_gpu_name(name) or canonical_gpu_name(_short_product_name(name))
+    canonical = canonical_gpu_name_from_driver(name)
     if capability is None:
         spec = resolve_gpu(canonical or name)  # NotFoundError with close matches
         if spec.vendor != "NVIDIA" or spec.compute_capability is None:
@@ -138,12 +138,6 @@ def _safe_name(name: str) -> str:
     """A GPU's name as a recording or driver gave it, reduced to the characters product names use: it is
     written into a shell script's comments, where a newline would start a command."""
     return re.sub(r"[^A-Za-z0-9 ._()+/-]", "", name)[:80] or "unnamed GPU"
-
-
-def _short_product_name(product: str) -> str:
-    """'NVIDIA A100-SXM4-80GB' -> 'A100 80GB', 'Tesla T4' -> 'T4': the words the catalog's aliases use."""
-    text = re.sub(r"^(NVIDIA\s+)?(Tesla\s+|GeForce\s+|Quadro\s+)?", "", product.strip(), flags=re.I)
-    return re.sub(r"-(SXM\d?|PCIE)-?", " ", text, flags=re.I).replace("-", " ")
 
 
 def parse_framework(text: str, tables: Tables) -> tuple[str, str | None]:
