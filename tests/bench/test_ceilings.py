@@ -37,6 +37,15 @@ def test_peak_flops_follow_the_vector_width() -> None:
     assert sse.fp32_flops_per_cycle == 8 and sse.peak_gflops("fp32")[0] is None  # no clock: no peak
 
 
+def test_a_peak_from_the_reported_mhz_is_not_called_a_ceiling() -> None:
+    """Without cpufreq (a cloud VM) /proc/cpuinfo's MHz is the base clock, which boost passes: the peak's
+    derivation says it is not a ceiling; from cpufreq's maximum it is one and says nothing of the kind."""
+    vm = parse_cpuinfo(CPUINFO, cores=2)
+    assert not vm.clock_is_max and "not a ceiling" in vm.peak_gflops("fp32")[1]
+    metal = parse_cpuinfo(CPUINFO, cores=2, max_freq_khz=3_800_000)
+    assert metal.clock_is_max and "not a ceiling" not in metal.peak_gflops("fp32")[1]
+
+
 def test_memory_ceiling_is_per_socket_and_says_it_is_assumed() -> None:
     ceiling, how = parse_cpuinfo(CPUINFO, cores=4).memory_ceiling_gbs()
     assert ceiling == pytest.approx(2 * 12 * 51.2)
@@ -74,3 +83,14 @@ def test_sync_brackets_every_timed_call() -> None:
         sync=lambda: calls.append("sync"),
     )
     assert calls == ["run", "sync", "run", "sync", "run", "sync"]
+
+
+def test_the_table_explains_a_fraction_over_100_percent(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpuwise.cli.bench_output import print_suite
+
+    row = {"task": "gemm_fp32", "value": 0.166, "unit": "TFLOPS", "peak": 0.1565, "fraction_of_peak": 1.061}
+    document = {"suite": "quick", "device": "cpu", "machine": {"cpu": "AMD EPYC"}, "results": [row]}
+    print_suite(document)
+    assert "Over 100 %" in " ".join(capsys.readouterr().out.split())
+    print_suite({**document, "results": [{**row, "value": 0.05, "fraction_of_peak": 0.32}]})
+    assert "Over 100 %" not in capsys.readouterr().out

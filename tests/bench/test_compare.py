@@ -73,6 +73,9 @@ def test_money_per_unit_of_work(tmp_path: Path, capsys: pytest.CaptureFixture[st
     table = capsys.readouterr().out
     words = " ".join(table.replace("│", " ").split())
     assert "$0.01" in words and "s/frames" in words and "gemm_bf16" in words and "$ per unit" in words
+    # money per unit says its unit: tasks in other units (frames, steps) share the row
+    assert main(["bench", "compare", str(task), "--price", "0.9"]) == 0
+    assert "$0.0005/frames" in capsys.readouterr().out
 
 
 def test_price_recorded_then_catalog_then_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

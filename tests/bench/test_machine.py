@@ -85,3 +85,31 @@ def test_bench_task_records_the_cloud_instance(
         "p5.48xlarge",
         98.32,
     )
+
+
+@pytest.mark.parametrize(
+    ("driver_name", "canonical"),
+    [
+        ("NVIDIA A100-SXM4-80GB", "A100-80GB"),
+        ("NVIDIA A100-SXM4-40GB", "A100"),
+        ("NVIDIA GeForce RTX 4090", "RTX4090"),
+        ("NVIDIA H100 PCIe", "H100-PCIe"),
+        ("NVIDIA H100 80GB HBM3", "H100"),
+        ("Tesla T4", "T4"),
+    ],
+)
+def test_the_gpu_is_named_as_its_driver_names_it(driver_name: str, canonical: str, tmp_path: Path) -> None:
+    """bench named an A100-SXM4-80GB, an RTX 4090 or an H100 PCIe 'no GPU' (gpu: null) and measured them
+    against no ceiling: the driver's product name was looked up as an alias without dropping its vendor,
+    brand and form-factor words, so a `bench task` on the most rented GPU could not feed an estimate."""
+    from types import SimpleNamespace
+
+    from gpuwise.bench.machine import gpu_part
+    from gpuwise.bench.prepare import make_context
+    from gpuwise.gpu.sample import Sample, Snapshot
+
+    snapshot = Snapshot(samples=(Sample(timestamp_s=0.0, index=0, name=driver_name),))
+    assert gpu_part(snapshot)["gpu"] == canonical
+    cuda = SimpleNamespace(device_count=lambda: 1, get_device_name=lambda _index: driver_name)
+    context = make_context(SimpleNamespace(cuda=cuda), "quick", "cuda", tmp_path, None)
+    assert context.gpu_spec is not None and context.gpu_spec.name == canonical

@@ -69,10 +69,13 @@ def test_quick_cpu_suite_results_are_shaped_and_plausible(
         assert isinstance(r["value"], float) and r["value"] > 0, (name, r.get("reason"))
         assert r["seconds"] < 60, name
         if r["peak"] is not None:
-            assert 0 < r["fraction_of_peak"] < 1, (name, r["value"], r["peak"])
+            # Over 1 only where the peak is not a ceiling: a clock without cpufreq's maximum (a VM's base
+            # clock) is passed by boost, and this project's own VM runs its fp32 GEMM at up to 1.14x it.
+            bound = 1 if cpu.clock_is_max or not name.startswith("gemm_") else 2
+            assert 0 < r["fraction_of_peak"] < bound, (name, r["value"], r["peak"])
     fp32_peak, _ = cpu.peak_gflops("fp32")
     assert fp32_peak is not None
-    assert results["gemm_fp32"]["value"] < fp32_peak / 1000
+    assert results["gemm_fp32"]["value"] < fp32_peak / 1000 * (1 if cpu.clock_is_max else 2)
     assert results["gemm_fp32"]["peak"] == pytest.approx(fp32_peak / 1000, rel=1e-3)
     ceiling, _ = cpu.memory_ceiling_gbs()
     for name in ("memory_bandwidth", "memory_bandwidth_triad"):
@@ -120,3 +123,37 @@ def test_cuda_without_a_gpu_is_bad_input(torch_one_thread: Any, capsys: pytest.C
         pytest.skip("this machine has a GPU torch can use")
     assert main(["bench", "--device", "cuda", "--json", *NO_CLOUD]) == 2
     assert "--device cpu" in capsys.readouterr().err
+
+
+def test_falling_back_to_the_cpu_is_said(
+    torch_one_thread: Any, empty_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --device, a torch that sees no GPU measures the CPU: on a rented GPU machine that is a broken
+    install, so stderr says so and how to fix it (the table's "(cpu)" was all it said)."""
+    if torch_one_thread.cuda.is_available():
+        pytest.skip("this machine has a GPU torch can use")
+    argv = ["bench", "--only", "gemm_fp32", "--json", "--path", str(tmp_path), "--config", str(empty_config)]
+    assert main([*argv, *NO_CLOUD]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["device"] == "cpu"
+    flat = " ".join(captured.err.split())
+    assert "no GPU here for torch" in flat and "CPU's figures" in flat
+    assert main([*argv, "--device", "cpu", *NO_CLOUD]) == 0
+    assert "no GPU here for torch" not in capsys.readouterr().err, "--device cpu is a choice, not a fallback"
+
+
+@pytest.mark.parametrize(
+    ("cuda", "words"),
+    [
+        (None, ["this torch is a CPU-only build", "install a CUDA build of PyTorch"]),
+        ("12.8", ["no CUDA device is visible to torch", "gpuwise doctor"]),
+    ],
+)
+def test_the_cpu_fallback_note_says_why_and_what_to_do(cuda: str | None, words: list[str]) -> None:
+    from types import SimpleNamespace
+
+    from gpuwise.bench.prepare import cpu_fallback_note
+
+    note = cpu_fallback_note(SimpleNamespace(version=SimpleNamespace(cuda=cuda)))
+    for word in words:
+        assert word in note

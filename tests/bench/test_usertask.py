@@ -93,6 +93,21 @@ def test_units_option_wins_and_replay_gives_gpu_figures(
     assert 40 <= task["peak_memory_gib"] < 40.01
 
 
+def test_a_gpu_reader_that_fails_is_said_not_passed_off_as_no_gpu(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A broken driver (here nvidia-smi's own message, recorded) made the result a silent "no GPU": the
+    reader's message is on stderr before the run; a recording that reads is not flagged."""
+    broken = REPO / "tests" / "fixtures" / "recordings" / "nvidia-smi" / "errors"
+    broken /= "driver-not-communicating.stdout.txt"
+    code, doc, err = _task(tmp_path, capsys, "--units", "1", "--replay", str(broken), "--", PY, "-c", "pass")
+    assert code == 0 and doc is not None and doc["machine"]["gpu"] is None
+    flat = " ".join(err.split())
+    assert "no GPU could be read (NVIDIA-SMI has failed because it couldn't communicate" in flat
+    _, _, err = _task(tmp_path, capsys, "--units", "1", "--replay", str(TRAINING), "--", PY, "-c", "pass")
+    assert "no GPU could be read" not in err
+
+
 def test_eight_gpus_of_a_recording_are_all_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, doc, _ = _task(tmp_path, capsys, "--units", "1", "--replay", str(TRAINING), "--", PY, "-c", "pass")
     assert code == 0 and doc is not None
@@ -204,3 +219,29 @@ def test_bad_task_input_exits_2_and_writes_nothing(
     code, doc, err = _task(tmp_path, capsys, *args)
     assert code == 2 and doc is None
     assert words in err and "Traceback" not in err
+
+
+def test_a_failed_out_write_shows_the_results_and_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk that fills up during a long run: the write of --out fails at the end. The results are shown
+    first and the failure is one error with its reason (exit 1), where it was a traceback and nothing."""
+    import errno
+
+    import gpuwise.files
+
+    def full_disk(path: Path, data: str | bytes, *, private: bool = False) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(gpuwise.files, "write_atomic", full_disk)
+    out = tmp_path / "task.json"
+    code = main(
+        ["bench", "task", "--out", str(out), *NO_CLOUD, "--units", "3", "--json", "--", PY, "-c", "pass"]
+    )
+    printed = capsys.readouterr()
+    assert code == 1 and not out.exists()
+    assert json.loads(printed.out)["task"]["units"] == 3
+    err = printed.err
+    flat = " ".join(err.split())
+    assert "Cannot write the results to" in flat and "No space left on device" in flat
+    assert "Traceback" not in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -172,3 +173,69 @@ def test_report_lists_what_could_not_be_read(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert "Could not read" in out and "Operation not permitted" in out
     assert "Verdict: OK" in out
+
+
+@pytest.mark.parametrize(
+    ("lang", "recording"),
+    [
+        ("en", "errors/driver-not-communicating.stdout.txt"),  # fix names nvidia-driver-<branch>-server
+        ("zh", "query-text/8x-h100__sw-power-cap-sw-thermal__535.183.01.txt"),  # Chinese has no spaces
+    ],
+)
+def test_report_at_80_columns_cuts_no_fix_short(smi_fixtures: Path, lang: str, recording: str) -> None:
+    """At 80 columns a word wider than its cell (a package name, a path, a run of Chinese) is folded onto
+    the next line, never cut with "…": the fix is a command people copy. (Neither recording's findings
+    contain "…" themselves.)"""
+    done = subprocess.run(
+        [*RUN, "--lang", lang, "doctor", "--replay", str(smi_fixtures / recording)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "COLUMNS": "80", "LANGUAGE": "", "LC_ALL": "", "LANG": "C.UTF-8"},
+    )
+    assert "Traceback" not in done.stderr
+    assert "…" not in done.stdout
+    if lang == "en":
+        assert "nvidia-driver-<branch>-serve" in done.stdout.replace(" ", "")
+
+
+def test_compare_at_80_columns_says_which_file_is_which(smi_fixtures: Path, tmp_path: Path) -> None:
+    """Two long paths as column headers were both cut to '/tmp/…/no…': the table's A and B are named in
+    full below it."""
+    folder = tmp_path / "fingerprints-of-the-training-cluster"
+    folder.mkdir()
+    a, b = folder / "node-a-in-us-east.json", folder / "node-b-in-us-east.json"
+    for path, recording in ((a, "table/8x-h100__idle__550.90.07.txt"), (b, "query-text")):
+        done = subprocess.run(
+            [*RUN, "doctor", "--fingerprint", "--replay", str(smi_fixtures / recording)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        path.write_text(done.stdout, encoding="utf-8")
+    done = subprocess.run(
+        [*RUN, "doctor", "--compare", str(a), str(b)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "COLUMNS": "80", "LANGUAGE": "", "LC_ALL": "", "LANG": "C.UTF-8"},
+    )
+    assert done.returncode == 1, done.stderr
+    assert f"A: {a}" in done.stdout and f"B: {b}" in done.stdout
+    assert "…" not in done.stdout
+
+
+def test_the_live_facts_keep_cuda_visible_devices() -> None:
+    """The probes inherit CUDA_VISIBLE_DEVICES, so the facts record it for the rule that names it."""
+    done = subprocess.run(
+        [*RUN, "doctor", "--json", "--timeout-s", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert json.loads(done.stdout)["facts"]["system"]["cuda_visible_devices"] == ""

@@ -3,7 +3,10 @@ that needs root, and framework probes (a stub `torch` module seen by the child i
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import sys
 import textwrap
 import time
@@ -406,3 +409,54 @@ def test_a_relative_python_is_found_from_where_the_user_stands(
     )
     assert unreadable == []
     assert [f.version for f in frameworks] == ["2.5.1+cu124"]
+
+
+@pytest.mark.parametrize("escapes", [False, True])
+def test_a_probe_whose_child_holds_the_pipes_cannot_hang_the_doctor(tmp_path: Path, escapes: bool) -> None:
+    """--timeout-s holds even when the probe started a process that keeps its output open: one in its
+    group is killed with it; one that cannot be killed (here: it left the group; on a GPU machine: stuck in
+    the driver) is left behind. `kill(); communicate()` waited for it: the doctor hung 20 s, not 1."""
+    pid_file = tmp_path / "grandchild.pid"
+    interpreter = tmp_path / "python"
+    interpreter.write_text(
+        f"#!{sys.executable}\n"
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(20)'],"
+        f" start_new_session={escapes})\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(20)\n"
+    )
+    interpreter.chmod(0o755)
+    started = time.monotonic()
+    try:
+        (torch,), _ = framework_probe.gather_frameworks(
+            str(interpreter), 1.0, is_installed=lambda module: module == "torch"
+        )
+        assert time.monotonic() - started < 10
+        assert torch.error is not None and "took over 1 s" in torch.error
+    finally:
+        if pid_file.exists():  # the process this test started, by its id
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_a_hung_filesystem_cannot_hang_the_space_check(tmp_path: Path) -> None:
+    """statvfs on a stale network mount blocks until its server returns: the check gives up after its
+    timeout and says so (a stub statvfs, blocked on an event this test releases)."""
+    import threading
+
+    release = threading.Event()
+
+    def hung(_path: Path) -> os.statvfs_result:
+        release.wait(30)
+        return os.statvfs(tmp_path)
+
+    started = time.monotonic()
+    try:
+        space, unreadable = gather.gather_space(tmp_path, "dataset", statvfs=hung, timeout_s=0.2)
+    finally:
+        release.set()
+    assert time.monotonic() - started < 5
+    assert space is None and "no answer within" in unreadable[0]
+    space, unreadable = gather.gather_space(tmp_path, "dataset", statvfs=os.statvfs, timeout_s=5)
+    assert space is not None and unreadable == []

@@ -307,6 +307,44 @@ def test_driver_too_old_suggests_a_build_it_can_run(tables: Tables) -> None:
     assert "download.pytorch.org/whl/cu11" in fix  # driver 470 runs CUDA 11.x builds, not 12.x
 
 
+@pytest.mark.parametrize(
+    ("capability", "package"), [("9.0", "-server "), ("10.0", "-server-open "), ("12.0", "-server-open ")]
+)
+def test_the_driver_package_named_runs_the_gpu(tables: Tables, capability: str, package: str) -> None:
+    """Blackwell runs only on the open kernel modules: the upgrade must name Ubuntu's -open package, or it
+    installs a driver that cannot drive the GPU (it named nvidia-driver-580-server for a B200 too)."""
+    gpu = healthy_sample(0, compute_capability=capability)
+    torch = replace(HEALTHY_TORCH, cuda_version="12.8", device_capabilities=(capability,))
+    facts = replace(healthy_facts(), frameworks=(torch,), gpus=_gpus(gpu, driver_version="470.82.01"))
+    fix = _raised(diagnose(facts, tables), "cuda.driver_too_old")[0].fix
+    assert f"sudo apt install nvidia-driver-570{package}" in fix.replace(",", " ")
+
+
+@pytest.mark.parametrize(
+    ("visible", "hides"),
+    [
+        ("", True),
+        ("-1", True),
+        ("5", True),
+        ("none", True),
+        ("1", False),
+        ("0,1", False),
+        ("GPU-0000000", False),
+    ],
+)
+def test_cuda_visible_devices_that_hides_every_gpu_is_named(
+    tables: Tables, visible: str, hides: bool
+) -> None:
+    """torch sees no GPU on a 2-GPU machine: when CUDA_VISIBLE_DEVICES names none of them (empty, -1, an
+    index past the last, a name CUDA does not know), the finding says so and how to fix it, instead of
+    only "check that it is not empty"."""
+    torch = replace(HEALTHY_TORCH, cuda_available=False, device_count=0, device_capabilities=())
+    facts = replace(healthy_facts(), frameworks=(torch,), system={"cuda_visible_devices": visible})
+    (finding,) = _raised(diagnose(facts, tables), "torch.cuda_unavailable")
+    assert (f"CUDA_VISIBLE_DEVICES={visible!r}" in finding.evidence) is hides
+    assert ("unset CUDA_VISIBLE_DEVICES" in finding.fix and "0 to 1" in finding.fix) is hides
+
+
 def test_branch_level_minimum(tables: Tables) -> None:
     """CUDA 13.4's own driver is given as branch '615': 610.x is below it, 615.x meets it."""
     torch = replace(HEALTHY_TORCH, cuda_version="13.4")

@@ -285,3 +285,30 @@ def test_a_branch_row_whose_cuda_belongs_to_another_branch_is_a_data_error() -> 
     bad = [{"branch": "580", "cuda_version": "12.8", "designation": "ltsb", "end_of_life": "", "source": "x"}]
     with pytest.raises(ValueError, match="not of branch 580"):
         parse_setup_tables(tables, [], bad, [], [])
+
+
+def test_the_chosen_pytorch_installs_with_the_distributions_python() -> None:
+    """pip finds no wheel for a Python older than the release supports: every OS's default choice needs at
+    most the Python its script uses (Debian 11's 3.9 got torch 2.14, which needs 3.10, and failed at the
+    last step). A container installs PyTorch in the image, so it keeps the newest."""
+    from gpuwise.setup.python import min_python, os_python
+
+    _, setup_tables = _tables()
+    for system in setup_tables.systems:
+        for gpu in ("A100", "H100", "L4"):
+            target = _choose(system.os, gpu, None, None)
+            need = min_python(target.build.version)
+            assert need is not None and need <= os_python(system.os).version, (system.os, gpu, target.build)
+    assert _choose("debian-11", "H100", None, None).build.version == "2.8"
+    assert _choose("debian-11", "H100", None, None, container=True).build.version == "2.14"
+    assert _choose("rhel-9", "H100", None, None).build.version == "2.14"  # with python3.11, not python3 (3.9)
+
+
+def test_a_release_too_new_for_the_python_is_refused_with_one_that_installs() -> None:
+    with pytest.raises(UnsupportedCombinationError) as caught:
+        _choose("debian-11", "H100", "2.14", None)
+    assert "needs Python 3.10 or newer" in caught.value.why and "python3 3.9" in caught.value.why
+    assert "--framework torch==2.8" in caught.value.fix
+    with pytest.raises(UnsupportedCombinationError) as caught:
+        _choose("ubuntu-20.04", "B200", None, None)  # every release with Blackwell kernels needs 3.9+
+    assert "--container" in caught.value.fix

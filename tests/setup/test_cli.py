@@ -32,7 +32,12 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
         (["--os", "ubuntu-22.04", "--gpu", "H100", "--framework", "torch==9.9"], ["Unknown PyTorch version"]),
         (["--os", "ubuntu-22.04", "--gpu", "H100", "--framework", "jax==0.4"], ["not torch==VERSION"]),
         (["--os", "ubuntu-22.04", "--gpu", "H100", "--driver", "999"], ["Unknown driver branch '999'"]),
+        (
+            ["--os", "ubuntu-22.04", "--gpu", "H100", "--driver", "latest"],
+            ["--driver 'latest' is not a driver"],
+        ),
         (["--os", "ubuntu-22.04", "--gpu", "MI300X"], ["not an NVIDIA GPU"]),
+        (["--os", "ubuntu-22.04", "--gpu", "K80"], ["Kepler needs branches up to 470;"]),  # was "any to 470"
         (
             ["--os", "ubuntu-22.04", "--gpu", "B200", "--driver", "550"],
             ["predates Blackwell", "use --driver 570"],
@@ -52,6 +57,48 @@ def test_bad_input_exits_2_with_the_reason_and_the_fix(
     flat = " ".join(err.split())
     for word in words:
         assert word in flat
+
+
+@pytest.mark.parametrize("given", ["535.104.05", "R535", " 535.104 "])
+def test_a_full_driver_version_names_its_branch(capsys: pytest.CaptureFixture[str], given: str) -> None:
+    """People copy the version nvidia-smi or a forum shows: 535.104.05 is branch 535 (it was refused with
+    a type error about integers)."""
+    args = ["--os", "ubuntu-22.04", "--gpu", "H100", "--json"]
+    code, out, err = run(capsys, *args, "--driver", given)
+    assert code == 0, err
+    assert json.loads(out)["script"] == json.loads(run(capsys, *args, "--driver", "535")[1])["script"]
+    assert json.loads(out)["driver_branch"] == 535
+
+
+def test_a_detected_gpu_the_tables_lack_is_not_called_a_typo(
+    capsys: pytest.CaptureFixture[str], smi_fixtures: Path
+) -> None:
+    """A TITAN V recorded without its compute capability: it said "Unknown GPU 'NVIDIA TITAN V'. Did you
+    mean 'NVIDIA T4'?" and to "use a name", to someone who typed none."""
+    titan = smi_fixtures / "query-text" / "titan-v__legacy-ecc-layout__560.35.03.txt"
+    code, out, err = run(capsys, "--os", "ubuntu-22.04", "--replay", str(titan))
+    flat = " ".join(err.split())
+    assert code == 2 and out == ""
+    assert "'NVIDIA TITAN V', is not in gpuwise's GPU table" in flat and "--gpu" in flat
+    assert "Did you mean" not in flat
+
+
+@pytest.mark.parametrize(
+    ("given", "pip", "installed"),
+    [
+        ("torch==2.8.0", '"torch==2.8.0"', "torch.__version__.split('+')[0] == '2.8.0'"),
+        ("torch==2.8.0+cu128", '"torch==2.8.0"', "torch.__version__.split('+')[0] == '2.8.0'"),
+        ("torch==2.8", '"torch==2.8.*"', "torch.__version__.startswith('2.8.')"),
+    ],
+)
+def test_a_patch_asked_for_is_the_patch_installed(
+    capsys: pytest.CaptureFixture[str], given: str, pip: str, installed: str
+) -> None:
+    """--framework torch==2.8.0 installed torch==2.8.* (the newest 2.8.x) and called 2.8.x done: the patch
+    asked for is what pip installs and what the step checks; a release alone still takes its newest."""
+    code, out, _err = run(capsys, "--os", "ubuntu-22.04", "--gpu", "H100", "--framework", given)
+    assert code == 0
+    assert f"-m pip install {pip} --index-url" in out and installed in out
 
 
 def test_the_gpu_and_driver_come_from_a_recording(

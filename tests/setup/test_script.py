@@ -185,19 +185,20 @@ esac""",
     cudnn9-cuda-13) touch "$STATE/cudnn" ;;
   esac
 done""",
-    # python3 -m venv DIR: a venv whose python installs torch (pip) and then reports it (the -c probe)
-    "python3": """mkdir -p "$3/bin"
+    # python3 -c CHECK: the version check passes; python3 -m venv DIR: a venv whose python installs torch
+    # (pip) and then reports it (the -c probe)
+    "python3": """[ "$1" = -c ] && exit 0
+mkdir -p "$3/bin"
 printf '%s\\n' '#!/bin/bash' 'case "$*" in' \\
   '*"pip install torch"*) touch "$STATE/torch" ;;' '-c*) [ -f "$STATE/torch" ] ;;' 'esac' > "$3/bin/python"
 chmod +x "$3/bin/python\"""",
 }
 
 
-def test_running_the_script_twice_more_installs_nothing(tmp_path: Path) -> None:
-    """The script for real, under bash, against stub commands that keep state in a folder: the first run
-    sets up the repository and the driver and stops for the reboot; the second installs the rest; the third
-    finds everything done and runs no command as root. Only the OS guard and the toolkit's path are pointed
-    at the test's folder; nothing outside tmp_path is touched (PATH holds only the stubs)."""
+def _stubbed(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
+    """debian-12's H100 script in tmp_path with stub commands that keep state in tmp_path/state: (script,
+    state, root log, environment). Only the OS guard and the toolkit's and a runfile driver's paths are
+    pointed at the test's folder; nothing outside tmp_path is touched (PATH holds only the stubs)."""
     stubs, state = tmp_path / "bin", tmp_path / "state"
     stubs.mkdir()
     state.mkdir()
@@ -208,10 +209,34 @@ def test_running_the_script_twice_more_installs_nothing(tmp_path: Path) -> None:
     text = _script("debian-12", "H100", None, False)
     text = re.sub(r'os_id="\$\(\. /etc/os-release.*"', 'os_id="debian-12"', text)
     text = text.replace("/usr/local/cuda-13.0", "$STATE/cuda-13.0")
+    text = text.replace("[ -x /usr/bin/nvidia-uninstall ]", '[ -x "$STATE/nvidia-uninstall" ]')
     script = tmp_path / "setup.sh"
     script.write_text(text)
     log = tmp_path / "root.log"
-    env = {"PATH": str(stubs), "STATE": str(state), "LOG": str(log), "HOME": str(tmp_path)}
+    return (
+        script,
+        state,
+        log,
+        {"PATH": str(stubs), "STATE": str(state), "LOG": str(log), "HOME": str(tmp_path)},
+    )
+
+
+def test_a_runfile_driver_stops_the_script_before_any_driver_package(tmp_path: Path) -> None:
+    """Driver packages over a driver from NVIDIA's .run installer break both: the script stops at the driver
+    step (exit 1, how to remove it on stderr) with no driver package installed."""
+    script, state, log, env = _stubbed(tmp_path)
+    (state / "nvidia-uninstall").touch(mode=0o755)
+    done = subprocess.run(["/bin/bash", str(script)], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "sudo /usr/bin/nvidia-uninstall" in done.stderr
+    assert "nvidia-open" not in log.read_text() and not (state / "driver").exists()
+
+
+def test_running_the_script_twice_more_installs_nothing(tmp_path: Path) -> None:
+    """The script for real, under bash, against stub commands that keep state in a folder: the first run
+    sets up the repository and the driver and stops for the reboot; the second installs the rest; the third
+    finds everything done and runs no command as root."""
+    script, _state, log, env = _stubbed(tmp_path)
 
     def run_once() -> str:
         done = subprocess.run(
@@ -231,3 +256,21 @@ def test_running_the_script_twice_more_installs_nothing(tmp_path: Path) -> None:
     third = run_once()
     assert "installing" not in third and third.count("ok: ") == 5
     assert log.read_text() == root_calls  # nothing ran as root the third time
+
+
+def test_the_venv_uses_a_python_the_release_installs_on(tmp_path: Path) -> None:
+    """RHEL's python3 is too old for current PyTorch: the script installs and uses python3.11; and a
+    GPUWISE_PYTHON that is too old stops the PyTorch step with the reason, before pip fails on it."""
+    rhel = _script("rhel-9", "H100", None, False)
+    assert 'PYTHON="${GPUWISE_PYTHON:-python3.11}"' in rhel
+    assert "as_root dnf install -y python3.11 python3.11-pip" in rhel
+    script, _state, _log, env = _stubbed(tmp_path)
+    (Path(env["PATH"]) / "old-python").write_text("#!/bin/bash\nexit 1\n")  # fails every version check
+    (Path(env["PATH"]) / "old-python").chmod(0o755)
+    env = {**env, "GPUWISE_PYTHON": "old-python"}
+    runs = [
+        subprocess.run(["/bin/bash", str(script)], capture_output=True, text=True, env=env, check=False)
+        for _ in range(2)  # the first stops for the reboot after the driver
+    ]
+    assert runs[1].returncode == 1, runs[1].stdout + runs[1].stderr
+    assert "torch 2.14 needs Python 3.10 or newer, and old-python is older" in runs[1].stderr

@@ -44,3 +44,10 @@ def test_output_is_the_same_in_every_language(extra: list[str], capsys: pytest.C
     assert chinese == english
     if extra:
         assert json.loads(chinese)["steps"]
+
+
+def test_the_span_of_branches_is_said_in_chinese(capsys: pytest.CaptureFixture[str]) -> None:
+    """The branches an architecture runs on are words of the message, not English inside Chinese."""
+    assert main(["--lang", "zh", "setup", "--os", "ubuntu-22.04", "--gpu", "K80"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "最高到 470" in err and "any" not in err and " to 470" not in err

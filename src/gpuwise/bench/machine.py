@@ -22,13 +22,13 @@ GIB = 2**30
 
 def gpu_part(snapshot: Snapshot | None) -> dict[str, Any]:
     """gpu (canonical name or null), gpu_name (as the driver says it), gpus, gpu_memory_gib, driver, cuda."""
-    from gpuwise.catalog.specs import canonical_gpu_name
+    from gpuwise.catalog.specs import canonical_gpu_name_from_driver
 
     samples = snapshot.samples if snapshot is not None else ()
     raw = value_or_none(samples[0].name) if samples else None
     total = value_or_none(samples[0].memory_total_bytes) if samples else None
     return {
-        "gpu": canonical_gpu_name(str(raw)) if raw else None,
+        "gpu": canonical_gpu_name_from_driver(str(raw)) if raw else None,
         "gpu_name": str(raw) if raw else None,
         "gpus": len(samples),
         "gpu_memory_gib": round(total / GIB, 2) if total else None,

@@ -45,12 +45,32 @@ def choose_device(torch: Any, device: str | None) -> str:
         raise NotFoundError(_("device"), device, DEVICES, fix=_("use --device cuda or --device cpu"))
     available = bool(torch.cuda.is_available())
     if device == "cuda" and not available:
-        built = getattr(torch.version, "cuda", None)
-        why = _("this torch is a CPU-only build") if not built else _("no CUDA device is visible to torch")
         raise ConfigError(
-            _("--device cuda, but torch cannot use a GPU here"), why=why, fix=_("use --device cpu")
+            _("--device cuda, but torch cannot use a GPU here"),
+            why=_no_gpu_why(torch),
+            fix=_("use --device cpu"),
         )
     return device or ("cuda" if available else "cpu")
+
+
+def _no_gpu_why(torch: Any) -> str:
+    if not getattr(torch.version, "cuda", None):
+        return _("this torch is a CPU-only build")
+    return _("no CUDA device is visible to torch")
+
+
+def cpu_fallback_note(torch: Any) -> str:
+    """What to tell someone whose `gpuwise bench` (no --device) measures the CPU because torch sees no GPU:
+    on a rented GPU box that is a broken install, not a slow GPU, and the figures must not pass for the
+    GPU's."""
+    if not getattr(torch.version, "cuda", None):
+        fix = _("install a CUDA build of PyTorch (gpuwise setup prints the commands)")
+    else:
+        fix = _("run gpuwise doctor to see why")
+    return _(
+        "Note: no GPU here for torch ({why}), so these are the CPU's figures. If this machine has a GPU: "
+        "{fix}; --device cpu silences this note."
+    ).format(why=_no_gpu_why(torch), fix=fix)
 
 
 def check_disk_path(path: Path | None) -> Path:
@@ -68,12 +88,12 @@ def check_disk_path(path: Path | None) -> Path:
 
 
 def make_context(torch: Any, suite: str, device: str, disk_path: Path, pcie_gen: int | None) -> Context:
-    from gpuwise.catalog.specs import canonical_gpu_name, load_gpu_specs
+    from gpuwise.catalog.specs import canonical_gpu_name_from_driver, load_gpu_specs
 
     spec, gpus = None, 0
     if device == "cuda":
         gpus = int(torch.cuda.device_count())
-        name = canonical_gpu_name(str(torch.cuda.get_device_name(0)))
+        name = canonical_gpu_name_from_driver(str(torch.cuda.get_device_name(0)))
         spec = load_gpu_specs().get(name) if name else None
     return Context(
         torch=torch,

@@ -282,3 +282,17 @@ def instance_network_gbps(provider: str, instance_type: str) -> tuple[float, str
 
     For `estimate(..., network_gbps=...)` when the instance is known (plan's offers)."""
     return _instance_networks().get((provider.strip().lower(), instance_type.strip()))
+
+
+def canonical_gpu_name_from_driver(product: str) -> str | None:
+    """The canonical name of a GPU as its driver names it (nvidia-smi, NVML, torch.cuda.get_device_name),
+    or None: 'NVIDIA A100-SXM4-80GB' -> 'A100-80GB', 'NVIDIA GeForce RTX 4090' -> 'RTX4090', 'Tesla T4' ->
+    'T4'. Where the name itself is no alias, the vendor and brand words and the form factor are dropped
+    first (the words the aliases use); `bench` and `setup` name the GPU a machine has this way."""
+    return canonical_gpu_name(product) or canonical_gpu_name(_short_product_name(product))
+
+
+def _short_product_name(product: str) -> str:
+    """'NVIDIA A100-SXM4-80GB' -> 'A100 80GB', 'Tesla T4' -> 'T4'."""
+    text = re.sub(r"^(NVIDIA\s+)?(Tesla\s+|GeForce\s+|Quadro\s+)?", "", product.strip(), flags=re.I)
+    return re.sub(r"-(SXM\d?|PCIE)-?", " ", text, flags=re.I).replace("-", " ")

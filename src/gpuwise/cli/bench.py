@@ -50,15 +50,25 @@ def _machine(
     return machine_object(snapshot, read_cpu(), section, cloud)
 
 
-def _emit(document: dict[str, Any], out: Path | None, as_json: bool) -> None:
-    from gpuwise.cli.output import print_json, to_jsonable
+def _write_out(document: dict[str, Any], out: Path | None) -> None:
+    """--out, after the results are shown: a write that fails (a full disk, a read-only folder) at the end
+    of a run that took minutes is an error that says so, the results already on the screen, where it was
+    a traceback before anything was shown and the run was lost."""
+    from gpuwise.cli.output import to_jsonable
+    from gpuwise.errors import StorageError
     from gpuwise.files import write_atomic
 
-    if out is not None:
-        text = json.dumps(to_jsonable(document), indent=2, ensure_ascii=False, allow_nan=False)
+    if out is None:
+        return
+    text = json.dumps(to_jsonable(document), indent=2, ensure_ascii=False, allow_nan=False)
+    try:
         write_atomic(out, text + "\n")
-    if as_json:
-        print_json(document)
+    except OSError as exc:
+        raise StorageError(
+            _("Cannot write the results to {path}: {reason}").format(path=out, reason=exc.strerror or exc),
+            why=_("the results are shown above (with --json: the document on stdout)"),
+            fix=_("choose another --out, or save the --json output: gpuwise bench … --json > bench.json"),
+        ) from exc
 
 
 @app.callback()
@@ -106,7 +116,7 @@ def bench(  # noqa: PLR0917 - typer passes each option as a parameter
     from gpuwise.bench import suite as suite_mod
     from gpuwise.bench.machine import read_snapshot
     from gpuwise.cli.bench_output import SuiteProgress, print_suite
-    from gpuwise.cli.output import check_output_file, err_console
+    from gpuwise.cli.output import check_output_file, err_console, print_json
 
     if out is not None:
         check_output_file(out, "--out", name="bench.json")
@@ -115,6 +125,8 @@ def bench(  # noqa: PLR0917 - typer passes each option as a parameter
     disk = prepare.check_disk_path(path)
     torch = prepare.import_torch()
     chosen = prepare.choose_device(torch, device)
+    if device is None and chosen == "cpu":
+        err_console.print(prepare.cpu_fallback_note(torch), style="yellow", markup=False, highlight=False)
     snapshot = read_snapshot() if chosen == "cuda" else None
     machine = _machine(snapshot, config, no_metadata, metadata_url)
     machine.update(suite_mod.framework(torch))
@@ -124,9 +136,11 @@ def bench(  # noqa: PLR0917 - typer passes each option as a parameter
     with SuiteProgress(err_console, len(tasks)) as progress:
         results = suite_mod.run_tasks(context, tasks, on_start=progress.start, on_done=progress.done)
     document = prepare.results_document(machine, results, started_at=started, suite=suite, device=chosen)
-    _emit(document, out, as_json)
-    if not as_json:
+    if as_json:
+        print_json(document)
+    else:
         print_suite(document)
+    _write_out(document, out)
 
 
 def _pcie_gen(snapshot: Any) -> int | None:
@@ -225,18 +239,27 @@ def _run_task(  # noqa: PLR0917 - one value per `bench task` option
     from gpuwise.bench.prepare import now_iso
     from gpuwise.bench.usertask import run_command, task_section
     from gpuwise.cli.bench_output import print_task
-    from gpuwise.cli.output import err_console, sanitize_terminal_text
+    from gpuwise.cli.output import err_console, print_json, sanitize_terminal_text
     from gpuwise.errors import GpuwiseError
     from gpuwise.gpu.probe import open_probe
 
     probe: Any = None
+    unread = ""  # why no GPU could be read: said before the run, or a broken driver passes for "no GPU"
     try:
         probe = open_probe(replay)
-    except GpuwiseError:
+    except GpuwiseError as exc:
         if replay is not None:
             raise
+        unread = exc.message
     try:
         snapshot = probe.read() if probe is not None else None
+        if snapshot is not None and not snapshot.samples and snapshot.errors:
+            unread = "; ".join(snapshot.errors)
+        if unread:
+            note = _(
+                "Note: no GPU could be read ({why}), so the result records no GPU (gpuwise doctor says why)."
+            )
+            err_console.print(note.format(why=unread), style="yellow", markup=False, highlight=False)
         machine = _machine(snapshot, config, no_metadata, metadata_url)
         started = now_iso()
         run = run_command(
@@ -257,9 +280,11 @@ def _run_task(  # noqa: PLR0917 - one value per `bench task` option
         "started_at": started,
         "gpuwise_version": __version__,
     }
-    _emit(document, out, as_json)
-    if not as_json:
+    if as_json:
+        print_json(document)
+    else:
         print_task(document)
+    _write_out(document, out)
     if problems:
         saved = ""
         if out or as_json:

@@ -166,8 +166,11 @@ def _check_options(
             why=_("it is not an executable file, nor a name found on PATH"),
             fix=_("give the interpreter your job uses, e.g. --python .venv/bin/python or --python python3"),
         )
+    from gpuwise.doctor.gather import within
+
     for one in paths or ():
-        if not one.exists():
+        answered, exists = within(5.0, one.exists)  # a stale network mount: the space check says so
+        if answered and exists is False:
             raise UsageError(
                 _("--path {path} does not exist").format(path=one),
                 fix=_("give the dataset or checkpoint directory your job uses"),
@@ -275,8 +278,10 @@ def _print_report(facts: Facts, shown: list[Finding], findings: list[Finding]) -
             expand=True,
         )
         table.add_column("id", style=_STYLE[severity], no_wrap=True)
-        table.add_column(_("finding and evidence"), ratio=3)
-        table.add_column(_("fix"), ratio=3)
+        # fold, not rich's default ellipsis: a command, path or device id longer than the cell (and Chinese,
+        # which has no spaces to wrap at) is cut with "…" otherwise, and a fix must be copyable whole
+        table.add_column(_("finding and evidence"), ratio=3, overflow="fold")
+        table.add_column(_("fix"), ratio=3, overflow="fold")
         for f in group:
             body = Text(f.title)
             if f.evidence:
@@ -342,13 +347,17 @@ def _print_compare(a_path: Path, b_path: Path, diffs: list[Difference], blocking
         return
     table = Table(title=_("Fingerprint differences"), title_justify="left")
     table.add_column(_("field"), no_wrap=True)
-    table.add_column(Text(str(a_path)))  # Text: a path with [brackets] is not rich markup
-    table.add_column(Text(str(b_path)))
+    # A and B, the files named whole below: as headers, two paths cut to the width of a column at 80
+    # columns read alike ("/tmp/nodes/no…" twice), and nothing told which node was which
+    table.add_column("A", overflow="fold")
+    table.add_column("B", overflow="fold")
     table.add_column(_("multi-node jobs need it identical"))
     for d in diffs:
         style = "red" if d.must_match else ""
         table.add_row(Text(d.key, style=style), _show(d.a), _show(d.b), _("yes") if d.must_match else _("no"))
     console.print(table)
+    for name, path in (("A", a_path), ("B", b_path)):  # Text: a path with [brackets] is not rich markup
+        console.print(Text(f"{name}: {path}"), soft_wrap=True)
     if blocking:
         console.print(
             Text(

@@ -43,11 +43,14 @@ def setup(  # noqa: PLR0917 - typer passes each option as a parameter
         ),
     ] = None,
     driver: Annotated[
-        int | None,
+        str | None,
         typer.Option(
             "--driver",
             metavar="BRANCH",
-            help=_("Driver branch, e.g. 580 (default: the newest long-term one that fits)."),
+            help=_(
+                "Driver branch, e.g. 580 or a full version such as 580.65.06 (default: the newest "
+                "long-term one that fits)."
+            ),
         ),
     ] = None,
     framework: Annotated[
@@ -101,7 +104,8 @@ def setup(  # noqa: PLR0917 - typer passes each option as a parameter
     from gpuwise.cli.output import print_json
     from gpuwise.setup.script import render, steps_for
 
-    target, gpus = _target(os_id, gpu, driver, framework, container=container, replay=replay)
+    branch = _driver_branch(driver) if driver is not None else None
+    target, gpus = _target(os_id, gpu, branch, framework, container=container, replay=replay)
     steps = steps_for(target, container=container)
     if not check:
         script = render(target, steps, container=container, version=__version__)
@@ -124,6 +128,23 @@ def setup(  # noqa: PLR0917 - typer passes each option as a parameter
         raise typer.Exit(code=1)
 
 
+def _driver_branch(text: str) -> int:
+    """'580', 'R580' or a full version as nvidia-smi prints it ('580.65.06') -> its branch: people copy the
+    version they have or read about, and setup installs branches."""
+    import re
+
+    from gpuwise.errors import UsageError
+
+    match = re.fullmatch(r"\s*[Rr]?(\d{3,4})(?:\.\d+){0,2}\s*", text)
+    if match is None:
+        raise UsageError(
+            _("--driver {text} is not a driver branch").format(text=repr(text)),
+            why=_("a branch is the first number of a driver version: 535.104.05 is branch 535"),
+            fix=_("give --driver as a branch number, e.g. --driver 580"),
+        )
+    return int(match.group(1))
+
+
 def _target(
     os_id: str | None,
     gpu: str | None,
@@ -134,6 +155,9 @@ def _target(
     replay: Path | None,
 ) -> tuple[Target, GpuFacts | None]:
     """The stack to install, and what the GPU reader said (None when it was not asked)."""
+    import re
+    from dataclasses import replace
+
     from gpuwise.doctor.tables import load_tables
     from gpuwise.errors import UsageError
     from gpuwise.setup.choose import choose_target, gpu_target, parse_framework, resolve_system
@@ -156,7 +180,9 @@ def _target(
     target = choose_target(
         system, target_gpu, version, driver, container=container, tables=tables, setup_tables=setup_tables
     )
-    return target, gpus
+    # a patch asked for is installed as asked (the tables hold releases; pip knows the patches)
+    patch = re.fullmatch(r"\s*torch\s*==\s*(\d+\.\d+\.\d+)(?:\+\w+)?\s*", framework or "", re.IGNORECASE)
+    return (replace(target, pin=patch.group(1)) if patch else target), gpus
 
 
 def _read_gpus(replay: Path | None) -> GpuFacts | None:

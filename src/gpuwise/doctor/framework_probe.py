@@ -7,9 +7,11 @@ the child prints one JSON object. Must not import torch or any framework itself.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -22,6 +24,7 @@ from gpuwise.doctor.gather import Unreadable
 from gpuwise.locale import _
 
 FRAMEWORKS = {"pytorch": "torch", "tensorflow": "tensorflow", "jax": "jax"}
+_REAP_S = 2.0  # how long a killed probe may take to go away before the doctor stops waiting for it
 
 # Runs in a child interpreter: imports one framework and prints one JSON object. Warnings are captured so
 # "CUDA initialization: …" explanations reach the doctor. Its first line drops the working directory from
@@ -155,11 +158,17 @@ def gather_frameworks(
                     text=True,
                     errors="replace",
                     env={**os.environ, "PYTHONWARNINGS": "ignore", "TF_CPP_MIN_LOG_LEVEL": "3"},
+                    start_new_session=True,  # its own process group: a timeout stops what it started too
                 )
             except OSError as exc:
                 unreadable.append(f"{name}: cannot start {interpreter}: {exc.strerror}")
         nccl_wheel = _nccl_from_wheels() if python is None else None
-        return _collect(procs, timeout_s, nccl_wheel=nccl_wheel), unreadable
+        try:
+            return _collect(procs, timeout_s, nccl_wheel=nccl_wheel), unreadable
+        finally:  # Ctrl-C too: the probes' own session does not get the terminal's SIGINT
+            for proc in procs.values():
+                if proc.poll() is None:
+                    _stop(proc)
 
 
 def _probe_argv(interpreter: str, name: str) -> list[str]:
@@ -187,8 +196,7 @@ def _collect(
         try:
             out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+            _stop(proc)
             results.append(
                 FrameworkFacts(
                     name,
@@ -207,6 +215,21 @@ def _collect(
             fact = FrameworkFacts(**{**vars(fact), "nccl_version": nccl_wheel})
         results.append(fact)
     return tuple(results)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """Kill a probe and whatever it started, without waiting long: a process stuck in the driver
+    (uninterruptible sleep, the hung-driver case this deadline is for) does not die at SIGKILL, and a child
+    it started keeps the pipes open; waiting for their end (as `kill(); communicate()` did) hung the doctor
+    past --timeout-s. Such a process is left behind, its pipes closed."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    try:
+        proc.communicate(timeout=_REAP_S)
+    except subprocess.TimeoutExpired:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def _framework_from_json(name: str, out: str, err: str, code: int | None) -> FrameworkFacts:

@@ -20,6 +20,7 @@ import re
 import shutil
 import stat
 import subprocess
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -182,12 +183,39 @@ def gather_container(
 # ----------------------------------------------------------------------------------------------- space
 
 
-def gather_space(path: Path, role: str) -> tuple[SpaceFacts | None, Unreadable]:
-    try:
-        st = os.statvfs(path)
-    except OSError as exc:
-        return None, [f"{role} {path}: {exc.strerror}"]
+def gather_space(
+    path: Path,
+    role: str,
+    *,
+    statvfs: Callable[[Path], os.statvfs_result] = os.statvfs,
+    timeout_s: float = 5.0,
+) -> tuple[SpaceFacts | None, Unreadable]:
+    """Free space, given up on after ``timeout_s``: statvfs on a network filesystem whose server is gone
+    (a stale NFS mount of a dataset) blocks until the server comes back, and the doctor with it."""
+    done, st = within(timeout_s, lambda: statvfs(path))
+    if not done:
+        return None, [f"{role} {path}: no answer within {timeout_s:.0f} s (a hung network filesystem?)"]
+    if not isinstance(st, os.statvfs_result):
+        return None, [f"{role} {path}: {st}"]
     return SpaceFacts(str(path), role, st.f_frsize * st.f_blocks, st.f_frsize * st.f_bavail), []
+
+
+def within(timeout_s: float, call: Callable[[], object]) -> tuple[bool, object]:
+    """(True, what ``call`` returned, or the strerror of the OSError it raised), or (False, None) when it
+    did not return within ``timeout_s`` (it is left running in a daemon thread: a call blocked in the
+    kernel cannot be interrupted)."""
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = call()
+        except OSError as exc:
+            box["value"] = exc.strerror or str(exc)
+
+    thread = threading.Thread(target=work, name="gpuwise-doctor-bounded", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    return ("value" in box), box.get("value")
 
 
 # ----------------------------------------------------------------------------------------------- sockets

@@ -122,6 +122,8 @@ def gather_facts(options: LiveOptions) -> Facts:
 
     system = gather.gather_system()
     system["hostname"] = socket.gethostname()
+    if "CUDA_VISIBLE_DEVICES" in os.environ:  # the framework probes inherit it: it can hide every GPU
+        system["cuda_visible_devices"] = os.environ["CUDA_VISIBLE_DEVICES"]
     nvml_version = _nvml_library_version(gpus)
     if nvml_version and driver is not None:
         driver = replace(driver, nvml_library_version=nvml_version)

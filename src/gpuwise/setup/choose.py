@@ -22,6 +22,7 @@ from gpuwise.doctor.versions import Version, at_least, format_version, major_min
 from gpuwise.errors import ConfigError, NotFoundError, UsageError
 from gpuwise.locale import _
 from gpuwise.setup.images import CudaImage, build_min_driver, build_rank, choose_base_image
+from gpuwise.setup.python import python_too_old, runs_on
 from gpuwise.setup.tables import Architecture, DriverBranch, OsSupport, SetupTables, driver_text
 
 FRAMEWORKS = {"torch": "pytorch", "pytorch": "pytorch"}
@@ -74,6 +75,7 @@ class Target:
     open_modules: bool
     image: CudaImage | None
     reasons: tuple[Reason, ...]
+    pin: str | None = None  # the exact release asked for ("2.8.0"); None: the newest of build.version
 
 
 # ------------------------------------------------------------------------------------------------ input
@@ -96,9 +98,9 @@ def resolve_system(os_id: str, setup_tables: SetupTables) -> OsSupport:
 
 def gpu_target(name: str, capability: str | None, setup_tables: SetupTables) -> GpuTarget:
     """A GPU by canonical name or alias (`--gpu`), or as a GPU reader saw it (name plus capability)."""
-    from gpuwise.catalog.specs import canonical_gpu_name, resolve_gpu
+    from gpuwise.catalog.specs import canonical_gpu_name_from_driver, resolve_gpu
 
-    canonical = canonical_gpu_name(name) or canonical_gpu_name(_short_product_name(name))
+    canonical = canonical_gpu_name_from_driver(name)
     if capability is None:
         spec = resolve_gpu(canonical or name)  # NotFoundError with close matches
         if spec.vendor != "NVIDIA" or spec.compute_capability is None:
@@ -136,12 +138,6 @@ def _safe_name(name: str) -> str:
     """A GPU's name as a recording or driver gave it, reduced to the characters product names use: it is
     written into a shell script's comments, where a newline would start a command."""
     return re.sub(r"[^A-Za-z0-9 ._()+/-]", "", name)[:80] or "unnamed GPU"
-
-
-def _short_product_name(product: str) -> str:
-    """'NVIDIA A100-SXM4-80GB' -> 'A100 80GB', 'Tesla T4' -> 'T4': the words the catalog's aliases use."""
-    text = re.sub(r"^(NVIDIA\s+)?(Tesla\s+|GeForce\s+|Quadro\s+)?", "", product.strip(), flags=re.I)
-    return re.sub(r"-(SXM\d?|PCIE)-?", " ", text, flags=re.I).replace("-", " ")
 
 
 def parse_framework(text: str, tables: Tables) -> tuple[str, str | None]:
@@ -304,9 +300,14 @@ def _choose(
 ) -> Target:
     branches = _branches_for(system, gpu, driver, setup_tables)
     builds = _builds_for(gpu, version, tables)
+    if not container and builds and not (runs := [b for b in builds if runs_on(b.version, system.os)]):
+        what, why, fix = python_too_old(
+            system.os, system.name, [b.version for b in builds], asked=bool(version)
+        )
+        raise UnsupportedCombinationError(what, why=why, fix=fix)
     pairs = [
         (build, branch)
-        for build in builds
+        for build in (builds if container else runs)
         for branch in branches
         if build_runs_on(build, branch, tables) and _os_offers(system, branch, build)
     ]
@@ -390,7 +391,9 @@ def _no_branch(system: OsSupport, gpu: GpuTarget, setup_tables: SetupTables) -> 
         return UnsupportedCombinationError(
             _("No driver branch setup installs runs {gpu}").format(gpu=gpu.name),
             why=_("{architecture} needs branches {span}; setup installs {known}").format(
-                architecture=gpu.architecture.name, span=_span(gpu.architecture), known=known
+                architecture=gpu.architecture.name,
+                span=gpu.architecture.branch_span(translated=True),
+                known=known,
             ),
             fix=_("choose another GPU (Maxwell or newer), or install NVIDIA's legacy driver by hand"),
         )
@@ -398,7 +401,7 @@ def _no_branch(system: OsSupport, gpu: GpuTarget, setup_tables: SetupTables) -> 
         _("No driver branch setup knows runs {gpu} on {os}").format(gpu=gpu.name, os=system.name),
         why=_("{architecture} needs branches {span}; {os} offers up to {branch}").format(
             architecture=gpu.architecture.name,
-            span=_span(gpu.architecture),
+            span=gpu.architecture.branch_span(translated=True),
             os=system.name,
             branch=system.max_driver_branch,
         ),
@@ -483,12 +486,6 @@ def _best(
     return build, branch
 
 
-def _span(architecture: Architecture) -> str:
-    first = architecture.first_driver_branch
-    last = architecture.last_driver_branch
-    return f"{first or 'any'} to {last or 'the newest'}"
-
-
 def _own_driver(cuda: Version, tables: Tables) -> str:
     req = tables.cuda_requirement(cuda)
     return driver_text(req.min_driver) if req else "unknown"
@@ -528,7 +525,7 @@ def _reasons(
         Reason(
             "driver",
             f"{branch.branch} ({_DESIGNATION_NAME.get(branch.designation, 'branch')}{eol})",
-            f"{how}: supports {arch.name} (compute capability {gpu.capability}; {_span(arch)}), its "
+            f"{how}: supports {arch.name} (compute capability {gpu.capability}; {arch.branch_span()}), its "
             f"lowest release {branch.min_version_text} ships CUDA "
             f"{format_version(branch.cuda_version)}; {modules}. Sources: {arch.source}; {branch.source}",
         ),

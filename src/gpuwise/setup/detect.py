@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from gpuwise.doctor.facts import GpuFacts
 from gpuwise.doctor.rules.finding import tr
-from gpuwise.errors import UsageError
+from gpuwise.errors import NotFoundError, UsageError
 from gpuwise.locale import N_, _
 from gpuwise.setup.choose import GpuTarget, gpu_target
 from gpuwise.setup.tables import SetupTables
@@ -32,7 +32,17 @@ def detected_gpu(gpus: GpuFacts | None, setup_tables: SetupTables) -> GpuTarget:
         capability = sample.compute_capability if isinstance(sample.compute_capability, str) else None
         if not name and capability is None:
             continue
-        target = gpu_target(name, capability, setup_tables)
+        try:
+            target = gpu_target(name, capability, setup_tables)
+        except NotFoundError as exc:  # "Unknown GPU … Did you mean 'NVIDIA T4'?" read as a typo of the user's
+            raise UsageError(
+                _("The GPU this machine has, {gpu}, is not in gpuwise's GPU table").format(gpu=repr(name)),
+                why=_("the GPU reader gave no compute capability to place it by"),
+                fix=_(
+                    "give a GPU of the same architecture with --gpu (see `gpuwise catalog gpus`), e.g. --gpu "
+                    "V100 for a Volta card"
+                ),
+            ) from exc
         found.setdefault(target.architecture.name, target)
     if not found:
         raise UsageError(_("The GPU reader named no GPU model"), fix=tr(_GIVE_GPU))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gpuwise.doctor.versions import format_version
 from gpuwise.setup.choose import Target
+from gpuwise.setup.python import min_python, os_python
 
 _CUDA_REPOS = "https://developer.download.nvidia.com/compute/cuda/repos"
 _PYTORCH_INDEX = "https://download.pytorch.org/whl"
@@ -92,6 +93,17 @@ def _repo_step(target: Target) -> Step:
     )
 
 
+# A driver installed with NVIDIA's .run installer leaves its uninstaller here. Driver packages installed over
+# it leave two drivers' files fighting (NVIDIA CUDA Installation Guide for Linux, "Handle Conflicting
+# Installation Methods": uninstall the runfile first), so the step stops instead (an older runfile driver;
+# one of the chosen branch or newer already passes the step's check).
+_NO_RUNFILE_DRIVER = (
+    "if [ -x /usr/bin/nvidia-uninstall ]; then echo \"A driver installed with NVIDIA's .run installer is on "
+    "this machine: driver packages must not go over it. Remove it first (sudo /usr/bin/nvidia-uninstall), "
+    'then run this script again." >&2; exit 1; fi'
+)
+
+
 def _driver_step(target: Target) -> Step:
     branch = target.branch.branch
     last = target.gpu.architecture.last_driver_branch
@@ -100,6 +112,7 @@ def _driver_step(target: Target) -> Step:
     if target.system.family == "apt":
         package = f"nvidia-open-{branch}" if target.open_modules else f"cuda-drivers-{branch}"
         commands: tuple[str, ...] = (
+            _NO_RUNFILE_DRIVER,
             'as_root apt-get install -y "linux-headers-$(uname -r)"',
             f"as_root apt-get install -y {package}",
         )
@@ -108,6 +121,7 @@ def _driver_step(target: Target) -> Step:
         package = "nvidia-open" if target.open_modules else "cuda-drivers"
         headers = "kernel-modules-extra" if target.system.os_release_id == "amzn" else "kernel-headers"
         commands = (
+            _NO_RUNFILE_DRIVER,
             f'as_root dnf install -y "kernel-devel-$(uname -r)" "{headers}-$(uname -r)"',
             f"as_root dnf module enable -y nvidia-driver:{stream}",
             f"as_root dnf install -y {package}",
@@ -148,32 +162,60 @@ def _cudnn_step(target: Target) -> Step:
 
 def _framework_step(target: Target) -> Step:
     build = target.build
-    python = (
-        "as_root apt-get install -y python3-venv python3-pip"
-        if target.system.family == "apt"
-        else "as_root dnf install -y python3 python3-pip"
+    interpreter = os_python(target.system.os)
+    python = f"as_root {_pm(target)} install -y {' '.join(interpreter.packages)}"
+    need = min_python(build.version)
+    # GPUWISE_PYTHON may name an older one: pip would find no wheel, after the driver and toolkit went in
+    too_old = (
+        f'"$PYTHON" -c \'import sys; sys.exit(sys.version_info < {tuple(need)})\' || {{ echo "torch '
+        f"{build.version} needs Python {format_version(need)} or newer, and $PYTHON is older: set "
+        'GPUWISE_PYTHON to a newer one" >&2; exit 1; }'
+        if need is not None
+        else None
     )
-    # the venv's torch must be this release and this CUDA build: torch.version.cuda is "12.6" for cu126
+    # the venv's torch must be this release and this CUDA build: torch.version.cuda is "12.6" for cu126;
+    # a patch asked for is that patch ("2.8.0+cu128" is 2.8.0), else any of the release
+    release = (
+        f"torch.__version__.split('+')[0] == '{target.pin}'"
+        if target.pin
+        else f"torch.__version__.startswith('{build.version}.')"
+    )
     probe = (
-        f"import sys, torch; sys.exit(0 if torch.__version__.startswith('{build.version}.') "
-        f"and torch.version.cuda == '{build.cuda_version}' else 1)"
+        f"import sys, torch; sys.exit(0 if {release} and torch.version.cuda == '{build.cuda_version}' else 1)"
     )
     return Step(
         "framework",
         f"PyTorch {build.version} ({build.variant}) in $VENV",
         (
             *_why(target, "framework"),
-            "pip picks the wheel for the venv's Python; set GPUWISE_PYTHON to use another",
+            f"the venv's Python: {interpreter.command} ({format_version(interpreter.version)}; "
+            f"{interpreter.source}); torch {build.version} needs Python "
+            f"{format_version(need) if need else '(not in the table)'} or newer (PyTorch's release matrix); "
+            "set GPUWISE_PYTHON to use another",
+            *(
+                (
+                    f"torch=={target.pin} as asked (the tables hold releases, not patches: pip refuses one "
+                    "never published)",
+                )
+                if target.pin
+                else ()
+            ),
         ),
         f'[ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "{probe}" >/dev/null 2>&1',
         (
             python,
+            *((too_old,) if too_old else ()),
             '"$PYTHON" -m venv "$VENV"',
             '"$VENV/bin/python" -m pip install --upgrade pip',
-            f'"$VENV/bin/python" -m pip install "torch=={build.version}.*" --index-url '
+            f'"$VENV/bin/python" -m pip install "{_requirement(target)}" --index-url '
             f"{_PYTORCH_INDEX}/{build.variant}",
         ),
     )
+
+
+def _requirement(target: Target) -> str:
+    """pip's requirement: the patch asked for (`--framework torch==2.8.0`), else the release's newest."""
+    return f"torch=={target.pin}" if target.pin else f"torch=={target.build.version}.*"
 
 
 def _container_steps(target: Target) -> list[Step]:
@@ -269,7 +311,11 @@ def _header(target: Target, *, container: bool, version: str) -> list[str]:
     ] + (
         []
         if container
-        else ["", 'PYTHON="${GPUWISE_PYTHON:-python3}"', 'VENV="${GPUWISE_VENV:-$HOME/venv-torch}"']
+        else [
+            "",
+            f'PYTHON="${{GPUWISE_PYTHON:-{os_python(target.system.os).command}}}"',
+            'VENV="${GPUWISE_VENV:-$HOME/venv-torch}"',
+        ]
     )
 
 
@@ -321,7 +367,7 @@ def _footer(target: Target, *, container: bool) -> list[str]:
         image = target.image.image
         return [
             f'echo "Done. Try: docker run --rm --gpus all {image} nvidia-smi"',
-            f"echo \"In the image, install the framework: pip install 'torch=={target.build.version}.*' "
+            f"echo \"In the image, install the framework: pip install '{_requirement(target)}' "
             f'--index-url {_PYTORCH_INDEX}/{target.build.variant}"',
         ]
     return [

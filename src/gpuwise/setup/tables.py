@@ -3,7 +3,7 @@
 Pure parsing of package data. Facts the doctor's tables already hold are not repeated here (one home per
 fact): a branch's lowest release and an architecture's first branch are the own drivers of their CUDA
 toolkits in the doctor's cuda-compat.csv. The base images are parsed by images.py (shared with `export`).
-Standard library, gpuwise.doctor and gpuwise.setup.images only.
+Standard library, gpuwise.doctor, gpuwise.locale and gpuwise.setup.images only.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from importlib import resources
 
 from gpuwise.doctor.tables import Tables, load_tables
 from gpuwise.doctor.versions import Version, major_minor, parse_version
+from gpuwise.locale import N_
+from gpuwise.locale import _ as _translate  # a value marked with N_() (the extractor refuses _(variable))
 from gpuwise.setup.images import CudaImage, parse_images
 
 
@@ -27,6 +29,21 @@ class Architecture:
     last_driver_branch: int | None  # None: still supported
     open_modules: str  # "unsupported" | "supported" | "required"
     source: str
+
+    def branch_span(self, *, translated: bool = False) -> str:
+        """The driver branches that run it, in words: "520 or newer", "up to 470", "450 to 580" (English for
+        the script's comments, the user's language for messages)."""
+        first, last = self.first_driver_branch, self.last_driver_branch
+        text = _SPANS["both" if first and last else "up" if last else "from" if first else "any"]
+        return (_translate(text) if translated else text).format(first=first, last=last)
+
+
+_SPANS = {
+    "both": N_("{first} to {last}"),
+    "up": N_("up to {last}"),
+    "from": N_("{first} or newer"),
+    "any": N_("any branch"),
+}
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,10 @@ def check_cuda_driver(facts: Facts, tables: Tables) -> list[Finding]:
                 )
             continue
         checked.append(label)
-        finding = _against_table(label, runtime, req, driver=driver, driver_text=driver_text, alt=alt)
+        package = f"nvidia-driver-{req.min_driver[0]}-server" + ("-open" if _open_modules_only(facts) else "")
+        finding = _against_table(
+            label, runtime, req, driver=driver, driver_text=driver_text, alt=alt, package=package
+        )
         if finding is not None:
             found.append(finding)
     if found or not checked:
@@ -104,8 +107,27 @@ def check_cuda_driver(facts: Facts, tables: Tables) -> list[Finding]:
     ]
 
 
+def _open_modules_only(facts: Facts) -> bool:
+    """Whether a GPU is Blackwell or newer (compute capability 10.0 and up), which runs only on NVIDIA's open
+    kernel modules (NVIDIA Driver Installation Guide, "Kernel Modules"): Ubuntu's driver package for it is
+    the -open one, and the proprietary one leaves it without a driver."""
+    latest = facts.gpus.latest if facts.gpus is not None else None
+    for sample in latest.samples if latest is not None else ():
+        cc = parse_version(sample.compute_capability) if isinstance(sample.compute_capability, str) else None
+        if cc is not None and cc[0] >= 10:
+            return True
+    return False
+
+
 def _against_table(
-    label: str, runtime: Version, req: CudaCompat, *, driver: Version, driver_text: str, alt: str
+    label: str,
+    runtime: Version,
+    req: CudaCompat,
+    *,
+    driver: Version,
+    driver_text: str,
+    alt: str,
+    package: str,
 ) -> Finding | None:
     """A CUDA runtime the table knows: an error below the minor-version-compatibility minimum, a note
     between that and the toolkit's own driver, nothing at or above it. ``alt`` is an extra fix (an older
@@ -125,9 +147,8 @@ def _against_table(
                 own=format_version(req.min_driver),
             ),
             _(
-                "upgrade the NVIDIA driver to >= {own} (Ubuntu: sudo apt install "
-                "nvidia-driver-{branch}-server, then reboot)"
-            ).format(own=format_version(req.min_driver), branch=req.min_driver[0])
+                "upgrade the NVIDIA driver to >= {own} (Ubuntu: sudo apt install {package}, then reboot)"
+            ).format(own=format_version(req.min_driver), package=package)
             + alt,
         )
     if not at_least(driver, req.min_driver):
@@ -238,14 +259,16 @@ def check_torch(facts: Facts, tables: Tables) -> list[Finding]:
                 )
             continue
         if fw.cuda_available is False and has_gpus:
+            hidden = _hidden_by_visible_devices(facts)
             found.append(
                 Finding(
                     "torch.cuda_unavailable",
                     "error",
                     _("PyTorch cannot use the GPU (torch.cuda.is_available() is False)"),
                     f"torch {fw.version} (CUDA {fw.cuda_version}): is_available() = False"
-                    + (f"; {fw.cuda_error}" if fw.cuda_error else ""),
-                    tr(FIX["torch.cuda_unavailable"]),
+                    + (f"; {fw.cuda_error}" if fw.cuda_error else "")
+                    + (f"; CUDA_VISIBLE_DEVICES={hidden!r}" if hidden is not None else ""),
+                    tr(FIX["torch.cuda_unavailable"]) if hidden is None else _hidden_fix(facts, hidden),
                 )
             )
         arch_list: tuple[str, ...] | None = fw.arch_list or None
@@ -282,6 +305,36 @@ def check_torch(facts: Facts, tables: Tables) -> list[Finding]:
                 )
             )
     return found
+
+
+def _gpu_total(facts: Facts) -> int:
+    latest = facts.gpus.latest if facts.gpus is not None else None
+    return len(latest.samples) if latest is not None else 0
+
+
+def _hidden_fix(facts: Facts, value: str) -> str:
+    return _(
+        "CUDA_VISIBLE_DEVICES={value} names no GPU of this machine, so CUDA sees none: unset it (unset "
+        "CUDA_VISIBLE_DEVICES) or list GPUs that exist (0 to {last}, or their UUIDs from nvidia-smi -L)"
+    ).format(value=repr(value), last=_gpu_total(facts) - 1)
+
+
+def _hidden_by_visible_devices(facts: Facts) -> str | None:
+    """CUDA_VISIBLE_DEVICES as the doctor's environment had it (the probes inherit it), when it hides every
+    GPU: CUDA reads the list up to its first entry that names no device, so an empty value, "-1", "none"
+    or a first entry that is not an index below the GPU count nor a prefix of a GPU's or MIG UUID leaves
+    no device (CUDA C++ Programming Guide, "CUDA Environment Variables"). None when unset or fine."""
+    value = facts.system.get("cuda_visible_devices")
+    if value is None:
+        return None
+    first = value.split(",")[0].strip()
+    if first.isdigit():
+        return None if int(first) < _gpu_total(facts) else value
+    latest = facts.gpus.latest if facts.gpus is not None else None
+    uuids = [s.uuid for s in latest.samples if isinstance(s.uuid, str)] if latest is not None else []
+    if first.startswith(("GPU-", "MIG-")) and (not uuids or any(u.startswith(first) for u in uuids)):
+        return None  # MIG ids and UUIDs the reader did not give are not judged
+    return value
 
 
 def check_framework_probes(facts: Facts, _tables: Tables) -> list[Finding]:
