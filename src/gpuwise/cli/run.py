@@ -411,7 +411,11 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
     planned = _read_plan(plan, plan_pick)
     machine = _config_machine(config)
     _check_budget(project, budget_usd, force)
-    ledger_store = None if no_ledger else open_ledger()
-    result = _run_recorded(sup, ledger_store, machine, project, tuple(tag or ()), planned)
+    sup.claim_checkpoint_dir()  # a second run in this directory is refused before the ledger records it
+    try:
+        ledger_store = None if no_ledger else open_ledger()
+        result = _run_recorded(sup, ledger_store, machine, project, tuple(tag or ()), planned)
+    finally:
+        sup.release()
     _report(result, sync, json_out)
     raise typer.Exit(result.exit_code)

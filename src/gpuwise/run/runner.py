@@ -28,6 +28,7 @@ from types import FrameType
 from gpuwise.errors import GpuwiseError, StorageError, UsageError
 from gpuwise.idle.providers.metadata import MetadataEndpoints
 from gpuwise.locale import _, child_environment
+from gpuwise.run.dirlock import DirLock, claim
 from gpuwise.run.manifest import Candidate, newest, run_id_from
 from gpuwise.run.store import CheckpointStore, scan_local
 from gpuwise.run.syncer import Syncer, SyncStats
@@ -114,6 +115,7 @@ class Supervisor:
         self._terminate_reason: str | None = None
         self._notices: list[Notice] = []
         self._syncer: Syncer | None = None
+        self._lock: DirLock | None = None
 
     # ----- before the job starts
 
@@ -187,6 +189,18 @@ class Supervisor:
                 fix=_("give a --checkpoint-dir on a writable disk"),
             ) from exc
 
+    def claim_checkpoint_dir(self) -> None:
+        """Create the checkpoint directory and take its lock (UsageError when another run holds it)."""
+        if self._lock is None:
+            self._make_checkpoint_dir()
+            self._lock = claim(self.checkpoint_dir, self.run_id)
+
+    def release(self) -> None:
+        """Let go of the checkpoint directory's lock (the job, if it still runs, keeps its own hold)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
     def _child_env(self, resumed: str | None) -> dict[str, str]:
         """The job's environment: ours, plus where to write checkpoints, the run id and what to resume."""
         env = dict(self.env)
@@ -210,7 +224,11 @@ class Supervisor:
 
     def _spawn(self, exe: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
         try:
-            return subprocess.Popen([exe, *self.opts.command[1:]], env=env, start_new_session=True)
+            held = () if self._lock is None or self._lock.fd is None else (self._lock.fd,)
+            # the job inherits the lock: killed with -9, gpuwise leaves a job that still holds it
+            return subprocess.Popen(
+                [exe, *self.opts.command[1:]], env=env, start_new_session=True, pass_fds=held
+            )
         except OSError as exc:
             raise UsageError(
                 _("Cannot start {command}: {error}").format(
@@ -305,7 +323,13 @@ class Supervisor:
         """Prepare (checkpoint dir, store, resume), start the job, supervise it, flush, and report."""
         started = time.monotonic()
         exe = resolve_executable(self.opts.command, self.env)
-        self._make_checkpoint_dir()
+        self.claim_checkpoint_dir()
+        try:
+            return self._run_locked(exe, started)
+        finally:
+            self.release()
+
+    def _run_locked(self, exe: str, started: float) -> RunResult:
         self.open_store()
         resumed = self.find_resume() if self.opts.resume else None
         env = self._child_env(resumed)
@@ -313,6 +337,8 @@ class Supervisor:
         previous = {s: signal.getsignal(s) for s in (*FORWARDED, signal.SIGTERM)}
         proc = self._spawn(exe, env)
         pid_file = self._write_pid_file(proc.pid)
+        if self._lock is not None:
+            self._lock.note(self.run_id, proc.pid)
         forward = self._install_signal_handlers(proc.pid)
         watch = self._start_watch()
         syncer.start()

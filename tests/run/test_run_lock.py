@@ -1,0 +1,68 @@
+"""One `gpuwise run` per checkpoint directory: a second copy is refused (exit 2, nothing recorded) while the
+first one's gpuwise or its job lives, even after gpuwise itself was killed with SIGKILL; and runs again once
+both are gone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from run_fakes import job, start_gpuwise
+from run_support import Result
+
+from gpuwise.run.ledger import LedgerStore
+
+_SLEEPER = "import os, time\nprint('READY', os.getpid(), flush=True)\nwhile True: time.sleep(0.05)\n"
+
+
+def _ledger_rows() -> int:
+    store = LedgerStore(Path(os.environ["GPUWISE_DATA_DIR"]) / "gpuwise.sqlite")
+    try:
+        return len(store.entries())
+    finally:
+        store.close()
+
+
+def _gone(pid: int, timeout_s: float = 10) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"pid {pid} still alive")
+
+
+def test_a_second_run_in_one_checkpoint_dir_is_refused(tmp_path: Path, gw: Callable[..., Result]) -> None:
+    ck = tmp_path / "ck"
+    first = start_gpuwise("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job(_SLEEPER))
+    assert first.stdout is not None
+    job_pid = int(first.stdout.readline().split()[1])
+    try:
+        second = gw("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job("print('RAN')"))
+        assert second.returncode == 2, second.stderr
+        assert "Another gpuwise run is using the checkpoint directory" in second.stderr
+        assert f"job pid {job_pid}" in second.stderr and "--checkpoint-dir" in second.stderr
+        assert "RAN" not in second.stdout and "Traceback" not in second.stderr
+        assert _ledger_rows() == 1  # the refused run left no row
+        # gpuwise killed outright: its job runs on, unsupervised, and still holds the directory
+        first.kill()
+        first.wait(timeout=10)
+        os.kill(job_pid, 0)
+        third = gw("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job("print('RAN')"))
+        assert third.returncode == 2, third.stderr
+        assert "RAN" not in third.stdout
+    finally:
+        first.kill()
+        os.kill(job_pid, signal.SIGKILL)
+        first.communicate(timeout=10)  # the job held the pipes too
+    _gone(job_pid)
+    fourth = gw("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job("print('RAN')"))
+    assert fourth.returncode == 0, fourth.stderr
+    assert "RAN" in fourth.stdout
+    # its own lock is gone with it: the next run in the same process is not refused by a leftover
+    assert gw("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job("pass")).returncode == 0
