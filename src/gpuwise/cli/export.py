@@ -81,7 +81,9 @@ def export(  # noqa: PLR0917 - typer passes options positionally
     ] = None,
     torch: Annotated[
         str | None,
-        typer.Option("--torch", help=_("dockerfile: the PyTorch version (default: newest that fits).")),
+        typer.Option(
+            "--torch", help=_("dockerfile, skypilot: the PyTorch version (default: newest that fits).")
+        ),
     ] = None,
     disk_gb: Annotated[
         int | None, typer.Option("--disk-gb", help=_("skypilot: disk per node (default 100 + the dataset)."))
