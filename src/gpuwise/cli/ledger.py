@@ -35,7 +35,7 @@ def ledger(
     json_out: JsonOpt = False,
 ) -> None:
     """What each `gpuwise run` cost: GPU-hours, utilisation, preemptions, checkpoints and dollars."""
-    from gpuwise.cli.output import console, print_json
+    from gpuwise.cli.output import console, err_console, print_json
     from gpuwise.errors import ConfigError, NotFoundError
     from gpuwise.run.ledger import BY_CHOICES, summarize
     from gpuwise.units import format_money, parse_duration_s
@@ -55,6 +55,15 @@ def ledger(
         entries = store.entries(since_ts)
     finally:
         store.close()
+    if store.skipped:
+        err_console.print(
+            _(
+                "[yellow]Warning:[/] {n} damaged ledger row(s) left out (id {ids} in {path}): "
+                "their start time is not a number."
+            ).format(n=len(store.skipped), ids=", ".join(map(str, store.skipped)), path=store.path),
+            soft_wrap=True,
+            highlight=False,
+        )
     data = summarize(entries, by)
     if json_out:
         print_json(data)
