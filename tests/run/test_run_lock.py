@@ -1,6 +1,6 @@
 """One `gpuwise run` per checkpoint directory: a second copy is refused (exit 2, nothing recorded) while the
 first one's gpuwise or its job lives, even after gpuwise itself was killed with SIGKILL; and runs again once
-both are gone."""
+both are gone, closing the ledger row the killed gpuwise left open at its last sign of life."""
 
 from __future__ import annotations
 
@@ -13,17 +13,22 @@ from pathlib import Path
 from run_fakes import job, start_gpuwise
 from run_support import Result
 
-from gpuwise.run.ledger import LedgerStore
+from gpuwise.run.ledger import LedgerEntry, LedgerStore
+from gpuwise.run.runner import RunOptions, Supervisor
 
 _SLEEPER = "import os, time\nprint('READY', os.getpid(), flush=True)\nwhile True: time.sleep(0.05)\n"
 
 
-def _ledger_rows() -> int:
+def _entries() -> list[LedgerEntry]:
     store = LedgerStore(Path(os.environ["GPUWISE_DATA_DIR"]) / "gpuwise.sqlite")
     try:
-        return len(store.entries())
+        return store.entries()
     finally:
         store.close()
+
+
+def _ledger_rows() -> int:
+    return len(_entries())
 
 
 def _gone(pid: int, timeout_s: float = 10) -> None:
@@ -39,11 +44,24 @@ def _gone(pid: int, timeout_s: float = 10) -> None:
 
 def test_a_second_run_in_one_checkpoint_dir_is_refused(tmp_path: Path, gw: Callable[..., Result]) -> None:
     ck = tmp_path / "ck"
-    first = start_gpuwise("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job(_SLEEPER))
+    first = start_gpuwise(
+        "run", "--preemption", "off", "--run-id", "j", "--checkpoint-dir", str(ck), "--", *job(_SLEEPER)
+    )
     assert first.stdout is not None
     job_pid = int(first.stdout.readline().split()[1])
+    killed_at = time.time()
     try:
-        second = gw("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job("print('RAN')"))
+        second = gw(
+            "run",
+            "--preemption",
+            "off",
+            "--run-id",
+            "j",
+            "--checkpoint-dir",
+            str(ck),
+            "--",
+            *job("print('RAN')"),
+        )
         assert second.returncode == 2, second.stderr
         assert "Another gpuwise run is using the checkpoint directory" in second.stderr
         assert f"job pid {job_pid}" in second.stderr and "--checkpoint-dir" in second.stderr
@@ -53,7 +71,17 @@ def test_a_second_run_in_one_checkpoint_dir_is_refused(tmp_path: Path, gw: Calla
         first.kill()
         first.wait(timeout=10)
         os.kill(job_pid, 0)
-        third = gw("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job("print('RAN')"))
+        third = gw(
+            "run",
+            "--preemption",
+            "off",
+            "--run-id",
+            "j",
+            "--checkpoint-dir",
+            str(ck),
+            "--",
+            *job("print('RAN')"),
+        )
         assert third.returncode == 2, third.stderr
         assert "RAN" not in third.stdout
     finally:
@@ -61,8 +89,42 @@ def test_a_second_run_in_one_checkpoint_dir_is_refused(tmp_path: Path, gw: Calla
         os.kill(job_pid, signal.SIGKILL)
         first.communicate(timeout=10)  # the job held the pipes too
     _gone(job_pid)
-    fourth = gw("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job("print('RAN')"))
+    fourth = gw(
+        "run", "--preemption", "off", "--run-id", "j", "--checkpoint-dir", str(ck), "--", *job("print('RAN')")
+    )
     assert fourth.returncode == 0, fourth.stderr
     assert "RAN" in fourth.stdout
+    assert "the previous run of j was stopped" in fourth.stderr and "exit code unknown" in fourth.stderr
+    killed, done = _entries()
+    assert killed.ended_at is not None and killed.started_at <= killed.ended_at <= killed_at + 1
+    assert killed.exit_code is None and done.exit_code == 0
     # its own lock is gone with it: the next run in the same process is not refused by a leftover
-    assert gw("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job("pass")).returncode == 0
+    assert (
+        gw(
+            "run", "--preemption", "off", "--run-id", "j", "--checkpoint-dir", str(ck), "--", *job("pass")
+        ).returncode
+        == 0
+    )
+
+
+def test_gpuwise_renews_the_pid_files_time_while_the_job_runs(tmp_path: Path) -> None:
+    """The pid file's time is the run's last sign of life, should gpuwise be killed outright."""
+    pid_dir = tmp_path / "run"
+    watch = (
+        "import os, sys, time\n"
+        f"p = {str(pid_dir / 'beat.pid')!r}\n"
+        "while not os.path.exists(p): time.sleep(0.01)\n"
+        "first = os.stat(p).st_mtime\n"
+        "time.sleep(1.5)\n"
+        "sys.exit(0 if os.stat(p).st_mtime > first + 0.5 else 9)\n"
+    )
+    opts = RunOptions(
+        command=tuple(job(watch)),
+        checkpoint_dir=tmp_path / "ck",
+        pid_dir=pid_dir,
+        run_id="beat",
+        preemption="off",
+        heartbeat_s=0.3,
+    )
+    assert Supervisor(opts).run().exit_code == 0
+    assert not (pid_dir / "beat.pid").exists()  # a run that ends leaves none behind

@@ -294,6 +294,23 @@ class LedgerStore:
             (ended_at, exit_code, preemptions, checkpoints, bytes_uploaded, util, row),
         )
 
+    def close_interrupted(self, run_id: str, last_alive: float) -> int:
+        """Close the rows of `run_id` left open by a gpuwise that was killed outright: they end at its last
+        sign of life, with the exit code unknown (null). Returns how many were closed."""
+        try:
+            rows = self._db.execute(
+                "SELECT id FROM run_ledger WHERE run_id=? AND ended_at IS NULL AND started_at <= ?",
+                (run_id, last_alive),
+            ).fetchall()
+        except sqlite3.Error:
+            return 0
+        for (row,) in rows:
+            self._write(
+                "UPDATE run_ledger SET ended_at=?, gpu_util_mean_pct=? WHERE id=?",
+                (last_alive, self.gpu_util_mean(row, last_alive), row),
+            )
+        return len(rows)
+
     def gpu_util_mean(self, row: int, ended_at: float) -> float | None:
         """Mean GPU utilisation of the monitor's samples taken during the run (None without samples: the
         monitor, exporter or idle daemon was not recording)."""

@@ -7,7 +7,9 @@ checkpoint (then SIGKILL), and the newest complete checkpoint is uploaded before
 job's exit code (128 + N when a signal N ended it, as a shell reports it).
 
 While it runs, `<data dir>/run/<run id>.pid` holds gpuwise's pid (and the job's), which the idle stopper
-reads as "a job is running here".
+reads as "a job is running here". gpuwise touches it every HEARTBEAT_S, so when gpuwise is killed outright
+(kill -9, the OOM killer, a crash of the machine) the file is left with its last sign of life: the next run
+of the same id closes the ledger row that was left open at that time (`interrupted_at`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,25 @@ from gpuwise.run.watchers import Notice, WatchThread, approve_azure_event
 log = logging.getLogger("gpuwise.run")
 
 FORWARDED = (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+HEARTBEAT_S = 60.0  # how often the pid file's time is renewed: the error of an interrupted run's end
+
+
+def interrupted_at(pid_dir: Path, run_id: str) -> float | None:
+    """When a `gpuwise run` of `run_id` that was killed outright was last alive (its pid file's time), or
+    None when no such file is left or the gpuwise that wrote it still runs."""
+    path = pid_dir / f"{run_id}.pid"
+    try:
+        pid = int(path.read_text(encoding="utf-8").split()[0])
+        mtime = path.stat().st_mtime
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return mtime
+    except PermissionError:  # alive, someone else's
+        return None
+    return None if pid != os.getpid() else mtime
 
 
 @dataclass(frozen=True)
@@ -55,6 +76,7 @@ class RunOptions:
     preemption: str = "auto"  # auto | aws | gcp | azure | off
     endpoints: MetadataEndpoints = field(default_factory=MetadataEndpoints)
     watch_poll_s: float = 1.0
+    heartbeat_s: float = HEARTBEAT_S
 
 
 @dataclass
@@ -116,6 +138,7 @@ class Supervisor:
         self._notices: list[Notice] = []
         self._syncer: Syncer | None = None
         self._lock: DirLock | None = None
+        self._pid_file: Path | None = None
 
     # ----- before the job starts
 
@@ -275,7 +298,12 @@ class Supervisor:
 
         threading.Thread(target=reap, name="gpuwise-job-wait", daemon=True).start()
         kill_at: float | None = None
+        beat_at = time.monotonic() + self.opts.heartbeat_s
         while not exited.wait(0.2):
+            if self._pid_file is not None and time.monotonic() >= beat_at:
+                with contextlib.suppress(OSError):  # alive: what an interrupted run's row is closed at
+                    os.utime(self._pid_file)
+                beat_at = time.monotonic() + self.opts.heartbeat_s
             if self._terminate.is_set() and kill_at is None:
                 log.warning(
                     "%s: sending SIGTERM to the job; %g s to write a final checkpoint",
@@ -336,7 +364,7 @@ class Supervisor:
         syncer = self._make_syncer()
         previous = {s: signal.getsignal(s) for s in (*FORWARDED, signal.SIGTERM)}
         proc = self._spawn(exe, env)
-        pid_file = self._write_pid_file(proc.pid)
+        pid_file = self._pid_file = self._write_pid_file(proc.pid)
         if self._lock is not None:
             self._lock.note(self.run_id, proc.pid)
         forward = self._install_signal_handlers(proc.pid)
