@@ -1,10 +1,13 @@
-"""The report's search for each GPU's name looks at a bounded number of the newest samples: on a history
+"""What the report reads of the history, set against the data it rests on.
+
+The report's search for each GPU's name looks at a bounded number of the newest samples: on a history
 whose samples carry no name (a GPU lost for the whole window) it walked every row of the window, 3.8 s
 of a 5.2 s report on a 90-day, 8-GPU history. Work is counted in SQLite virtual-machine steps (a progress
 handler on the report's own connection), not seconds, so the test does not depend on the machine's load."""
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +17,7 @@ import pytest
 from gpuwise.monitor.history import HistoryStore
 from gpuwise.report import reader
 from gpuwise.report.reader import read_history
+from gpuwise.run.ledger import LedgerStore, RunStart, entry_json
 
 NOW = 1_795_000_000.0
 ROWS = 40_000  # 8 GPUs x 5,000 samples 10 s apart (about 14 h)
@@ -56,3 +60,16 @@ def test_a_history_without_gpu_names_is_read_no_slower_than_one_with_them(
     assert named == {"NVIDIA H100 80GB HBM3"} and unnamed == {None}
     # the named history's search ends at its first 4,096 rows, the unnamed one's after 4,096 rows looked at
     assert unnamed_steps < 1.5 * named_steps, (unnamed_steps, named_steps)
+
+
+def test_a_runs_command_reads_as_the_ledger_writes_it(tmp_path: Path) -> None:
+    """Quoted as a shell would take it, so the report's and the ledger's commands are the same text and
+    can be pasted back into a shell."""
+    argv = ["python", "-c", "import time; time.sleep(2)"]
+    store = LedgerStore(tmp_path / "gpuwise.sqlite")
+    store.start(RunStart("r", None, (), tuple(argv), NOW - 60, None, None, None, None, None, None))
+    (entry,) = store.entries()
+    store.close()
+    history = read_history(tmp_path / "gpuwise.sqlite", None, since=NOW - 3600, until=NOW)
+    (run,) = history.runs or []
+    assert run.command == entry_json(entry)["command"] == shlex.join(argv)

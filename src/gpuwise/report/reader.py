@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
@@ -202,7 +203,7 @@ def _run(r: Sequence[Any], with_plans: bool) -> RunRow:
     except (ValueError, TypeError):
         tags = ()
     try:
-        command = " ".join(str(a) for a in json.loads(r[4]))
+        command = shlex.join(str(a) for a in json.loads(r[4]))  # as `gpuwise ledger` writes it
     except (ValueError, TypeError):
         command = str(r[4])
     planned = None
