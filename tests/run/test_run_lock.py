@@ -1,6 +1,7 @@
-"""One `gpuwise run` per checkpoint directory: a second copy is refused (exit 2, nothing recorded) while the
-first one's gpuwise or its job lives, even after gpuwise itself was killed with SIGKILL; and runs again once
-both are gone, closing the ledger row the killed gpuwise left open at its last sign of life."""
+"""Running the same job again. One `gpuwise run` per checkpoint directory: a second copy is refused
+(exit 2, nothing recorded) while the first one's gpuwise or its job lives, even after gpuwise itself was
+killed with SIGKILL; it runs again once both are gone, closing the ledger row the killed gpuwise left open
+at its last sign of life. A --resume that finds nothing of its own run says which runs --sync holds."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from run_fakes import job, start_gpuwise
+from run_fakes import TRAINER, job, json_last_line, start_gpuwise
 from run_support import Result
 
 from gpuwise.run.ledger import LedgerEntry, LedgerStore
@@ -128,3 +129,25 @@ def test_gpuwise_renews_the_pid_files_time_while_the_job_runs(tmp_path: Path) ->
     )
     assert Supervisor(opts).run().exit_code == 0
     assert not (pid_dir / "beat.pid").exists()  # a run that ends leaves none behind
+
+
+def test_resume_that_finds_nothing_of_its_run_names_the_other_runs_at_sync(
+    tmp_path: Path, gw: Callable[..., Result]
+) -> None:
+    """The run id is a hash of the command line: relaunched on a new machine with one flag changed, --resume
+    finds nothing of the new id and the job starts from scratch. It says so, naming the runs --sync holds."""
+    vol = tmp_path / "vol"
+    sync = ["--sync", f"file://{vol}", "--poll-s", "0.2"]
+    first = gw("run", "--preemption", "off", *sync, "--checkpoint-dir", str(tmp_path / "a"), "--json", "--",
+               *job(TRAINER), "--lr", "1")  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    old_id = json_last_line(first.stdout)["run_id"]
+    again = gw("run", "--preemption", "off", *sync, "--resume", "--checkpoint-dir", str(tmp_path / "b"),
+               "--", *job(TRAINER), "--lr", "2")  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "START 0 None" in again.stdout
+    assert "so the job starts from scratch" in again.stderr and f"holds other runs: {old_id}" in again.stderr
+    assert "--run-id" in again.stderr
+    resumed = gw("run", "--preemption", "off", *sync, "--resume", "--run-id", old_id, "--checkpoint-dir",
+                 str(tmp_path / "c"), "--", *job(TRAINER), "--lr", "2")  # fmt: skip
+    assert "START 3" in resumed.stdout and "starts from scratch" not in resumed.stderr

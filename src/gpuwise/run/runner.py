@@ -164,6 +164,7 @@ class Supervisor:
         cands += [c.candidate() for c in local]  # after the remote ones: a tie goes to the local copy
         best = newest(cands)
         if best is None:
+            self._warn_other_runs()
             return None
         if best.where == "local":
             return str(next(c.path for c in local if c.name == best.name))
@@ -173,6 +174,29 @@ class Supervisor:
             "downloading %s (%.1f MB) from %s to resume", m.name, m.total_bytes / 1e6, self.opts.sync_url
         )
         return str(self.store.download(m, self.checkpoint_dir))
+
+    def _warn_other_runs(self) -> None:
+        """--resume found nothing of this run: if --sync holds other runs, the likely cause is a run id that
+        changed with the command line (a new flag, a new path): say so rather than start from scratch
+        in silence."""
+        if self.store is None:
+            return
+        try:
+            others = [r for r in self.store.run_ids() if r != self.run_id]
+        except GpuwiseError:
+            return
+        if others:
+            shown = ", ".join(others[-5:]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+            log.warning(
+                "--resume: no complete checkpoint of run %s here or at %s, so the job starts from scratch; "
+                "%s holds other runs: %s. The run id (from %s) changes with the command line and checkpoint "
+                "directory: to continue one of those, give --run-id with its id",
+                self.run_id,
+                self.opts.sync_url,
+                self.opts.sync_url,
+                shown,
+                self.run_id_source,
+            )
 
     # ----- running
 
