@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from run_fakes import TRAINER, job, json_last_line, start_gpuwise
+from run_fakes import TRAINER, job, json_last_line, run_gpuwise, start_gpuwise
 from run_support import Result
 
 from gpuwise.run.ledger import LedgerEntry, LedgerStore
@@ -151,3 +151,29 @@ def test_resume_that_finds_nothing_of_its_run_names_the_other_runs_at_sync(
     resumed = gw("run", "--preemption", "off", *sync, "--resume", "--run-id", old_id, "--checkpoint-dir",
                  str(tmp_path / "c"), "--", *job(TRAINER), "--lr", "2")  # fmt: skip
     assert "START 3" in resumed.stdout and "starts from scratch" not in resumed.stderr
+
+
+def test_a_lock_left_with_a_background_child_of_the_job_names_the_lock_file(
+    tmp_path: Path, gw: Callable[..., Result]
+) -> None:
+    """The job started a process in the background that inherited the lock (a shell's `cmd &`), then ended
+    with gpuwise: the pids the file names are gone, so the message says how to find the holder instead."""
+    ck = tmp_path / "ck"
+    spawn = (
+        "import subprocess, sys\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], close_fds=False,\n"
+        "                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print('CHILD', p.pid, flush=True)\n"
+    )
+    first = run_gpuwise("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job(spawn))
+    assert first.returncode == 0, first.stderr
+    child = int(first.stdout.split("CHILD")[1].split()[0])
+    try:
+        second = gw("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job("print('RAN')"))
+        assert second.returncode == 2, second.stderr
+        assert "a process it started in the background still holds" in second.stderr
+        assert f"fuser -v {ck / '.gpuwise-run.lock'}" in second.stderr and "RAN" not in second.stdout
+    finally:
+        os.kill(child, signal.SIGKILL)
+    _gone(child)
+    assert gw("run", "--preemption", "off", "--checkpoint-dir", str(ck), "--", *job("pass")).returncode == 0

@@ -63,6 +63,34 @@ def _holder(path: Path) -> tuple[str, str, str]:
     return parts[0], parts[1], parts[2]
 
 
+def _alive(pid: str) -> bool:
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def _orphaned(directory: Path, path: Path, run_id: str) -> UsageError:
+    """The holder's gpuwise and job are gone, yet the lock is held: a process the job started in the
+    background inherited it (a shell's `cmd &`) and still runs in that directory."""
+    return UsageError(
+        _("Another gpuwise run is using the checkpoint directory {path}").format(path=directory),
+        why=_(
+            "run {run_id} has ended, but a process it started in the background still holds the directory's "
+            "lock and may still write there"
+        ).format(run_id=run_id),
+        fix=_(
+            "find it with `fuser -v {lock}` (or `lsof {lock}`) and stop it, or give this run its own "
+            "--checkpoint-dir"
+        ).format(lock=path),
+    )
+
+
 def claim(directory: Path, run_id: str) -> DirLock:
     """The checkpoint directory's lock, or UsageError (exit 2) when another run holds it."""
     path = directory / LOCK_NAME
@@ -83,6 +111,8 @@ def claim(directory: Path, run_id: str) -> DirLock:
             log.warning(_UNLOCKED, "lock", path, exc.strerror)
             return DirLock(path, None)
         pid, job, other = _holder(path)
+        if not any(_alive(x) for x in (pid, job)):
+            raise _orphaned(directory, path, other) from None
         raise UsageError(
             _("Another gpuwise run is using the checkpoint directory {path}").format(path=directory),
             why=_(
