@@ -77,11 +77,32 @@ def _write_state(state: Any, folder: Path) -> None:
     torch.save(state, folder / "state.pt")
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):  # someone else's, or not a pid at all: leave it
+        return True
+    return True
+
+
+def _sweep(base: Path) -> None:
+    """Remove the hidden folders of saves whose writer died mid-way (`.step-N.<pid>.tmp` of a pid that no
+    longer runs: killed by the OOM killer or kill -9 while writing). Nothing else ever deletes them, and each
+    is as large as a checkpoint, so a few kills could fill the disk."""
+    for entry in base.glob(".step-*.tmp"):
+        pid = entry.name.removesuffix(".tmp").rsplit(".", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
 def save(state: Any, step: int, *, directory: str | os.PathLike[str] | None = None) -> Path:
     """Write `state` as checkpoint `step-<step>` atomically (a hidden folder renamed into place) and commit
-    it. Returns the checkpoint's folder."""
+    it. Returns the checkpoint's folder. Hidden folders that writers killed mid-save left are removed."""
     base = Path(directory) if directory is not None else checkpoint_dir()
     base.mkdir(parents=True, exist_ok=True)
+    _sweep(base)
     final = base / f"step-{int(step)}"
     tmp = base / f".step-{int(step)}.{os.getpid()}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)

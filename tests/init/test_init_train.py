@@ -29,9 +29,11 @@ def _python(project: Path, *args: str, env: dict[str, str] | None = None) -> sub
     )
 
 
-def _stop_mid_training(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, int]:
-    """Start a long run, wait until it has logged a training step, send SIGTERM. Returns (exit code,
-    stdout, the step it says it stopped at)."""
+def _stop_mid_training(
+    argv: list[str], cwd: Path, env: dict[str, str] | None = None, sig: signal.Signals = signal.SIGTERM
+) -> tuple[int, str, int]:
+    """Start a long run, wait until it has logged a training step, send `sig`. Returns (exit code,
+    stdout and stderr, the step it says it stopped at)."""
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
     seen = []
@@ -39,10 +41,10 @@ def _stop_mid_training(argv: list[str], cwd: Path, env: dict[str, str] | None = 
         seen.append(line)
         if _STEP.match(line):
             break
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     rest, err = proc.communicate(timeout=120)
-    out = "".join(seen) + rest
-    stopped = re.search(r"SIGTERM: stopped at step (\d+), saved (\S+);", out)
+    out = "".join(seen) + rest + err
+    stopped = re.search(rf"{sig.name}: stopped at step (\d+), saved (\S+);", out)
     assert stopped, out + err
     return proc.returncode, out, int(stopped.group(1))
 
@@ -84,6 +86,18 @@ def test_sigterm_saves_and_the_next_run_resumes_without_gpuwise(project: Path, t
     assert re.search(rf"over steps {step}\.\.{step + 6}\b", r.stdout)
     assert _steps_logged(r.stdout)[0] > step  # continued, not restarted
     assert "smoke test passed" in r.stdout
+
+
+def test_ctrl_c_saves_a_final_checkpoint_and_the_next_run_resumes(project: Path, tmp_path: Path) -> None:
+    """Ctrl-C on a laptop: the step finishes, a final checkpoint is written, exit 130, and no traceback."""
+    ckpt = tmp_path / "ckpt"
+    argv = [sys.executable, "train.py", "--smoke", "--steps", "100000", "--log-every", "2"]
+    code, out, step = _stop_mid_training([*argv, "--checkpoint-dir", str(ckpt)], project, sig=signal.SIGINT)
+    assert code == 128 + signal.SIGINT, out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out
+    assert (ckpt / f"step-{step}" / "COMPLETE").is_file()
+    r = _python(project, "--smoke", "--steps", str(step + 2), "--checkpoint-dir", str(ckpt))
+    assert f"resumed from {ckpt / f'step-{step}'} (step {step})" in r.stdout, r.stdout + r.stderr
 
 
 def test_under_gpuwise_run_sigterm_syncs_the_final_checkpoint_and_a_new_machine_resumes(

@@ -4,6 +4,7 @@ monitor's samples, the budget (warn at 80 %, refuse past 100 % unless --force), 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -107,3 +108,35 @@ def test_ledger_cli_json_and_bad_input(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["ledger", "--by", "projekt"]) == 2
     assert "Did you mean 'project'?" in capsys.readouterr().err
     assert main(["ledger", "--since", "yesterday"]) == 2
+
+
+def test_damaged_ledger_rows_do_not_end_the_listing(capsys: pytest.CaptureFixture[str]) -> None:
+    """A row with fields that are not what gpuwise writes (edited by hand, a damaged disk): its unreadable
+    fields are unknown, and a row with no usable start time is left out with a warning naming it."""
+    assert main(["run", "--preemption", "off", "--project", "p", "--", "true"]) == 0
+    path = Path(os.environ["GPUWISE_DATA_DIR"]) / "gpuwise.sqlite"
+    with sqlite3.connect(path) as db:
+        now = time.time()
+        db.execute(
+            "INSERT INTO run_ledger (run_id, tags, command, started_at, gpus, price_usd_per_hour, "
+            "preemptions) VALUES ('odd', 'not json', 'python train.py', ?, 'two', 'cheap', 'many')",
+            (now - 60,),
+        )
+        bad = db.execute(
+            "INSERT INTO run_ledger (run_id, command, started_at) VALUES ('lost', '[]', 'yesterday')"
+        ).lastrowid
+    capsys.readouterr()
+    assert main(["ledger", "--json"]) == 0
+    out, err = capsys.readouterr()
+    runs = {r["run_id"]: r for r in json.loads(out)["runs"]}
+    assert set(runs) == {"odd", *(k for k in runs if k.startswith("run-"))} and len(runs) == 2
+    odd = runs["odd"]
+    assert (odd["tags"], odd["command"], odd["gpus"], odd["price_usd_per_hour"]) == (
+        [],
+        "'python train.py'",
+        None,
+        None,
+    )
+    assert f"1 damaged ledger row(s) left out (id {bad} in {path})" in err and "Traceback" not in err
+    assert main(["ledger"]) == 0
+    assert "odd" in capsys.readouterr().out

@@ -125,3 +125,21 @@ def test_save_commit_latest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_the_public_api_is_pinned() -> None:
     assert sorted(checkpoint.__all__) == ["checkpoint_dir", "commit", "latest", "save"]
+
+
+def test_save_removes_what_a_writer_killed_mid_save_left(tmp_path: Path) -> None:
+    """A writer killed while saving (the OOM killer, kill -9) leaves `.step-N.<pid>.tmp`, as large as a
+    checkpoint, that nothing else deletes; the next save removes it. A live writer's folder stays."""
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    left = tmp_path / f".step-7.{int(dead.stdout)}.tmp"
+    left.mkdir()
+    (left / "state.bin").write_bytes(b"x" * 1000)
+    live = tmp_path / f".step-8.{os.getppid()}.tmp"  # another writer still at work
+    live.mkdir()
+    checkpoint.save(b"state", 9, directory=tmp_path)
+    assert not left.exists() and live.is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, "step-9"]

@@ -81,7 +81,9 @@ def export(  # noqa: PLR0917 - typer passes options positionally
     ] = None,
     torch: Annotated[
         str | None,
-        typer.Option("--torch", help=_("dockerfile: the PyTorch version (default: newest that fits).")),
+        typer.Option(
+            "--torch", help=_("dockerfile, skypilot: the PyTorch version (default: newest that fits).")
+        ),
     ] = None,
     disk_gb: Annotated[
         int | None, typer.Option("--disk-gb", help=_("skypilot: disk per node (default 100 + the dataset)."))
@@ -130,8 +132,9 @@ def export(  # noqa: PLR0917 - typer passes options positionally
     text = render(kind, target, job)  # whole before anything is written
     if out is None:
         sys.stdout.write(text)
-        return
-    _write(out, text)
+    else:
+        _write(out, text)
+    _warn_placeholder(kind, job)
 
 
 def _check_options(
@@ -284,6 +287,22 @@ def export_plan_option(kind: str, doc: dict[str, Any], pick: int, out: Path | No
         sys.stdout.write(text)
     else:
         _write(out, text)
+    _warn_placeholder(kind, job)
+
+
+def _warn_placeholder(kind: str, job: Job) -> None:
+    """k8s without --image: the Job names an image no registry serves, and its pods would not start."""
+    from gpuwise.cli.output import err_console
+
+    if kind == "k8s" and job.placeholder_image:
+        err_console.print(
+            _(
+                "[yellow]Warning:[/] the Job's image {image} is a placeholder: its pods cannot start until "
+                "you build an image (`gpuwise export dockerfile`), push it and export again with --image."
+            ).format(image=job.image),
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 def _write(path: Path, text: str) -> None:

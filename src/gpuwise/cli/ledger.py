@@ -25,6 +25,21 @@ def open_ledger() -> LedgerStore:
     return LedgerStore(paths.history_db())
 
 
+def _warn_skipped(store: LedgerStore) -> None:
+    """A warning naming the ledger rows too damaged to list."""
+    from gpuwise.cli.output import err_console
+
+    if store.skipped:
+        err_console.print(
+            _(
+                "[yellow]Warning:[/] {n} damaged ledger row(s) left out (id {ids} in {path}): "
+                "their start time is not a number."
+            ).format(n=len(store.skipped), ids=", ".join(map(str, store.skipped)), path=store.path),
+            soft_wrap=True,
+            highlight=False,
+        )
+
+
 def ledger(
     since: Annotated[
         str | None, typer.Option("--since", help=_("Only runs started in the last DURATION (7d, 2w)."))
@@ -55,6 +70,7 @@ def ledger(
         entries = store.entries(since_ts)
     finally:
         store.close()
+    _warn_skipped(store)
     data = summarize(entries, by)
     if json_out:
         print_json(data)
@@ -80,7 +96,7 @@ def ledger(
                     started=r["started_at"],
                     project=r["project"] or "-",
                     run_id=r["run_id"],
-                    code=r["exit_code"],
+                    code="?" if r["exit_code"] is None else r["exit_code"],  # running, or killed
                     hours=hours(r["gpu_hours"]),
                     cost=money(r["cost_usd"]),
                     command=r["command"],

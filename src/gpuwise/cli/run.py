@@ -260,6 +260,26 @@ def _run_recorded(  # noqa: PLR0917 - one value per recorded part of the run
     return result
 
 
+def _close_interrupted(ledger: LedgerStore, sup: Supervisor) -> None:
+    """A previous run of this id whose gpuwise was killed outright left its ledger row open: close it at
+    its last sign of life, so the ledger and report stop counting it as running."""
+    from gpuwise.cli.output import err_console
+    from gpuwise.run.runner import interrupted_at
+
+    last = interrupted_at(sup.opts.pid_dir, sup.run_id)
+    if last is None or not ledger.close_interrupted(sup.run_id, last):
+        return
+    err_console.print(
+        _(
+            "[yellow]Warning:[/] the previous run of {run_id} was stopped without gpuwise recording its end "
+            "(killed, or the machine went down); the ledger now ends it at {at} UTC, its last sign of life, "
+            "exit code unknown."
+        ).format(run_id=sup.run_id, at=time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(last))),
+        soft_wrap=True,
+        highlight=False,
+    )
+
+
 def _report(result: RunResult, sync: str | None, json_out: bool) -> None:
     """The run's summary: one JSON line on stdout, or a line (and a warning if a checkpoint stayed local)
     on stderr."""
@@ -411,7 +431,13 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
     planned = _read_plan(plan, plan_pick)
     machine = _config_machine(config)
     _check_budget(project, budget_usd, force)
-    ledger_store = None if no_ledger else open_ledger()
-    result = _run_recorded(sup, ledger_store, machine, project, tuple(tag or ()), planned)
+    sup.claim_checkpoint_dir()  # a second run in this directory is refused before the ledger records it
+    try:
+        ledger_store = None if no_ledger else open_ledger()
+        if ledger_store is not None:
+            _close_interrupted(ledger_store, sup)
+        result = _run_recorded(sup, ledger_store, machine, project, tuple(tag or ()), planned)
+    finally:
+        sup.release()
     _report(result, sync, json_out)
     raise typer.Exit(result.exit_code)

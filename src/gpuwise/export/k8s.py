@@ -147,6 +147,11 @@ def render_k8s(target: Target, job: Job) -> str:
         "Apply: kubectl apply -f THIS.yaml"
         + ("  (needs the JobSet controller: https://jobset.sigs.k8s.io)" if target.nodes > 1 else ""),
     ]
+    if job.placeholder_image:
+        header.append(
+            f"Image {job.image} is a placeholder that no registry serves: build one "
+            "(gpuwise export dockerfile), push it, and export again with --image."
+        )
     if not gfd_products(target.gpu):
         header.append(
             f"No nvidia.com/gpu.product value is known for {target.gpu}: add a nodeSelector by hand."

@@ -49,11 +49,16 @@ class Job:
     command: tuple[str, ...] = ("train.py",)  # the script torchrun starts on every node, and its arguments
     sync_url: str | None = None
     disk_gb: int = BOOT_DISK_GB
-    image: str = "ghcr.io/OWNER/IMAGE:TAG"
+    image: str = "ghcr.io/OWNER/IMAGE:TAG"  # a placeholder: no registry serves it (see placeholder_image)
     master_port: int = 29500
     idle_minutes: int = 60
     driver: str | None = None  # the NVIDIA driver the image must run on (dockerfile)
     torch: str | None = None  # the PyTorch version to install (dockerfile; default: the newest that fits)
+
+    @property
+    def placeholder_image(self) -> bool:
+        """Whether `image` is still the stand-in no registry serves (`--image` was not given)."""
+        return self.image == Job.image
 
 
 def job_name(text: str) -> str:
@@ -93,6 +98,7 @@ def target_from_plan(doc: Any, pick: int) -> Target:
         raise ConfigError(
             _("Option {pick} of the plan is not an object").format(pick=pick), fix=_("plan again with --json")
         )
+    _check_training(doc, option, pick)
     gpu = _field(option, "gpu", str, pick)
     per_node = _field(option, "gpus_per_node", int, pick)
     nodes = _field(option, "nodes", int, pick)
@@ -117,6 +123,31 @@ def target_from_plan(doc: Any, pick: int) -> Target:
         region=region,
         instance_type=instance,
         source=f"plan option {pick}: {provider} {instance} in {region}",
+    )
+
+
+def _check_training(doc: Mapping[str, Any], option: Mapping[str, Any], pick: int) -> None:
+    """Every kind runs a training job (`torchrun SCRIPT` under `gpuwise run --resume`, beside the idle
+    stopper): a plan for serving cannot be written as one, and a task that looked right would start
+    the wrong program and be stopped as idle while it waited for requests."""
+    work = doc.get("workload")
+    if not isinstance(work, Mapping) or work.get("task") != "inference":
+        return
+    raise UsageError(
+        _("Option {pick} of the plan serves {name}, and gpuwise export writes training jobs").format(
+            pick=pick, name=work.get("name") or _("the workload")
+        ),
+        why=_(
+            "every file it writes starts `torchrun SCRIPT` under `gpuwise run --resume` (on SkyPilot beside "
+            "an idle stopper, which would stop a server waiting for requests)"
+        ),
+        fix=_(
+            "start your serving engine on that option's machine ({gpus}× {gpu}, {provider}) with its own "
+            "tooling; `gpuwise export dockerfile --gpu {gpu}` still picks its CUDA base image and PyTorch "
+            "build (replace its CMD with your server)"
+        ).format(
+            gpus=option.get("gpus_per_node", "?"), gpu=option.get("gpu", "?"), provider=option.get("provider")
+        ),
     )
 
 

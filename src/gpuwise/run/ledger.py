@@ -12,6 +12,7 @@ price_usd_per_hour` in config.toml, which is the price of the whole machine). Un
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -213,6 +214,7 @@ def budget_state(entries: Iterable[LedgerEntry], project: str, budget_usd: float
 class LedgerStore:
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.skipped: list[int] = []  # after entries(): the ids of rows too damaged to read (no start time)
         self._db = open_db(
             path,
             _SCHEMA,
@@ -292,6 +294,23 @@ class LedgerStore:
             (ended_at, exit_code, preemptions, checkpoints, bytes_uploaded, util, row),
         )
 
+    def close_interrupted(self, run_id: str, last_alive: float) -> int:
+        """Close the rows of `run_id` left open by a gpuwise that was killed outright: they end at its last
+        sign of life, with the exit code unknown (null). Returns how many were closed."""
+        try:
+            rows = self._db.execute(
+                "SELECT id FROM run_ledger WHERE run_id=? AND ended_at IS NULL AND started_at <= ?",
+                (run_id, last_alive),
+            ).fetchall()
+        except sqlite3.Error:
+            return 0
+        for (row,) in rows:
+            self._write(
+                "UPDATE run_ledger SET ended_at=?, gpu_util_mean_pct=? WHERE id=?",
+                (last_alive, self.gpu_util_mean(row, last_alive), row),
+            )
+        return len(rows)
+
     def gpu_util_mean(self, row: int, ended_at: float) -> float | None:
         """Mean GPU utilisation of the monitor's samples taken during the run (None without samples: the
         monitor, exporter or idle daemon was not recording)."""
@@ -310,7 +329,7 @@ class LedgerStore:
         sql = (
             "SELECT run_id, project, tags, command, started_at, ended_at, exit_code, gpu, gpus, provider, "
             "instance_type, price_usd_per_hour, price_source, gpu_util_mean_pct, preemptions, checkpoints, "
-            "bytes_uploaded FROM run_ledger"
+            "bytes_uploaded, id FROM run_ledger"
         )
         args: tuple[Any, ...] = ()
         if since_ts is not None:
@@ -322,25 +341,59 @@ class LedgerStore:
             raise StorageError(
                 _("Cannot read the ledger {path}: {error}").format(path=self.path, error=exc)
             ) from exc
-        return [
-            LedgerEntry(
-                run_id=r[0],
-                project=r[1],
-                tags=tuple(json.loads(r[2])),
-                command=tuple(json.loads(r[3])),
-                started_at=r[4],
-                ended_at=r[5],
-                exit_code=r[6],
-                gpu=r[7],
-                gpus=r[8],
-                provider=r[9],
-                instance_type=r[10],
-                price_usd_per_hour=r[11],
-                price_source=r[12],
-                gpu_util_mean_pct=r[13],
-                preemptions=int(r[14]),
-                checkpoints=int(r[15]),
-                bytes_uploaded=int(r[16]),
-            )
-            for r in rows
-        ]
+        entries = [_entry(r) for r in rows]
+        self.skipped = [int(r[17]) for r, e in zip(rows, entries, strict=True) if e is None]
+        return [e for e in entries if e is not None]
+
+
+def _number(value: object) -> float | None:
+    """A finite number from the database, else None (a damaged field reads as unknown)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _whole(value: object) -> int | None:
+    n = _number(value)
+    return None if n is None else int(n)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _words(value: object) -> tuple[str, ...] | None:
+    """A JSON list of strings (tags, argv), or None when the field is not one."""
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    return tuple(str(w) for w in parsed) if isinstance(parsed, list) else None
+
+
+def _entry(r: Sequence[Any]) -> LedgerEntry | None:
+    """One ledger row; None when its start time is not a number (nothing about it can be placed). Other
+    damaged fields read as unknown: a row written by hand or by a damaged disk must not end the listing."""
+    started = _number(r[4])
+    if started is None:
+        return None
+    command = _words(r[3])
+    return LedgerEntry(
+        run_id=str(r[0]),
+        project=_text(r[1]),
+        tags=_words(r[2]) or (),
+        command=command if command is not None else (str(r[3]),),
+        started_at=started,
+        ended_at=_number(r[5]),
+        exit_code=_whole(r[6]),
+        gpu=_text(r[7]),
+        gpus=_whole(r[8]),
+        provider=_text(r[9]),
+        instance_type=_text(r[10]),
+        price_usd_per_hour=_number(r[11]),
+        price_source=_text(r[12]),
+        gpu_util_mean_pct=_number(r[13]),
+        preemptions=_whole(r[14]) or 0,
+        checkpoints=_whole(r[15]) or 0,
+        bytes_uploaded=_whole(r[16]) or 0,
+    )

@@ -7,7 +7,9 @@ checkpoint (then SIGKILL), and the newest complete checkpoint is uploaded before
 job's exit code (128 + N when a signal N ended it, as a shell reports it).
 
 While it runs, `<data dir>/run/<run id>.pid` holds gpuwise's pid (and the job's), which the idle stopper
-reads as "a job is running here".
+reads as "a job is running here". gpuwise touches it every HEARTBEAT_S, so when gpuwise is killed outright
+(kill -9, the OOM killer, a crash of the machine) the file is left with its last sign of life: the next run
+of the same id closes the ledger row that was left open at that time (`interrupted_at`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from types import FrameType
 from gpuwise.errors import GpuwiseError, StorageError, UsageError
 from gpuwise.idle.providers.metadata import MetadataEndpoints
 from gpuwise.locale import _, child_environment
+from gpuwise.run.dirlock import DirLock, claim
 from gpuwise.run.manifest import Candidate, newest, run_id_from
 from gpuwise.run.store import CheckpointStore, scan_local
 from gpuwise.run.syncer import Syncer, SyncStats
@@ -36,6 +39,25 @@ from gpuwise.run.watchers import Notice, WatchThread, approve_azure_event
 log = logging.getLogger("gpuwise.run")
 
 FORWARDED = (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+HEARTBEAT_S = 60.0  # how often the pid file's time is renewed: the error of an interrupted run's end
+
+
+def interrupted_at(pid_dir: Path, run_id: str) -> float | None:
+    """When a `gpuwise run` of `run_id` that was killed outright was last alive (its pid file's time), or
+    None when no such file is left or the gpuwise that wrote it still runs."""
+    path = pid_dir / f"{run_id}.pid"
+    try:
+        pid = int(path.read_text(encoding="utf-8").split()[0])
+        mtime = path.stat().st_mtime
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return mtime
+    except PermissionError:  # alive, someone else's
+        return None
+    return None if pid != os.getpid() else mtime
 
 
 @dataclass(frozen=True)
@@ -54,6 +76,7 @@ class RunOptions:
     preemption: str = "auto"  # auto | aws | gcp | azure | off
     endpoints: MetadataEndpoints = field(default_factory=MetadataEndpoints)
     watch_poll_s: float = 1.0
+    heartbeat_s: float = HEARTBEAT_S
 
 
 @dataclass
@@ -114,6 +137,8 @@ class Supervisor:
         self._terminate_reason: str | None = None
         self._notices: list[Notice] = []
         self._syncer: Syncer | None = None
+        self._lock: DirLock | None = None
+        self._pid_file: Path | None = None
 
     # ----- before the job starts
 
@@ -139,6 +164,7 @@ class Supervisor:
         cands += [c.candidate() for c in local]  # after the remote ones: a tie goes to the local copy
         best = newest(cands)
         if best is None:
+            self._warn_other_runs()
             return None
         if best.where == "local":
             return str(next(c.path for c in local if c.name == best.name))
@@ -148,6 +174,29 @@ class Supervisor:
             "downloading %s (%.1f MB) from %s to resume", m.name, m.total_bytes / 1e6, self.opts.sync_url
         )
         return str(self.store.download(m, self.checkpoint_dir))
+
+    def _warn_other_runs(self) -> None:
+        """--resume found nothing of this run: if --sync holds other runs, the likely cause is a run id that
+        changed with the command line (a new flag, a new path): say so rather than start from scratch
+        in silence."""
+        if self.store is None:
+            return
+        try:
+            others = [r for r in self.store.run_ids() if r != self.run_id]
+        except GpuwiseError:
+            return
+        if others:
+            shown = ", ".join(others[-5:]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+            log.warning(
+                "--resume: no complete checkpoint of run %s here or at %s, so the job starts from scratch; "
+                "%s holds other runs: %s. The run id (from %s) changes with the command line and checkpoint "
+                "directory: to continue one of those, give --run-id with its id",
+                self.run_id,
+                self.opts.sync_url,
+                self.opts.sync_url,
+                shown,
+                self.run_id_source,
+            )
 
     # ----- running
 
@@ -187,6 +236,18 @@ class Supervisor:
                 fix=_("give a --checkpoint-dir on a writable disk"),
             ) from exc
 
+    def claim_checkpoint_dir(self) -> None:
+        """Create the checkpoint directory and take its lock (UsageError when another run holds it)."""
+        if self._lock is None:
+            self._make_checkpoint_dir()
+            self._lock = claim(self.checkpoint_dir, self.run_id)
+
+    def release(self) -> None:
+        """Let go of the checkpoint directory's lock (the job, if it still runs, keeps its own hold)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
     def _child_env(self, resumed: str | None) -> dict[str, str]:
         """The job's environment: ours, plus where to write checkpoints, the run id and what to resume."""
         env = dict(self.env)
@@ -210,7 +271,11 @@ class Supervisor:
 
     def _spawn(self, exe: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
         try:
-            return subprocess.Popen([exe, *self.opts.command[1:]], env=env, start_new_session=True)
+            held = () if self._lock is None or self._lock.fd is None else (self._lock.fd,)
+            # the job inherits the lock: killed with -9, gpuwise leaves a job that still holds it
+            return subprocess.Popen(
+                [exe, *self.opts.command[1:]], env=env, start_new_session=True, pass_fds=held
+            )
         except OSError as exc:
             raise UsageError(
                 _("Cannot start {command}: {error}").format(
@@ -257,7 +322,12 @@ class Supervisor:
 
         threading.Thread(target=reap, name="gpuwise-job-wait", daemon=True).start()
         kill_at: float | None = None
+        beat_at = time.monotonic() + self.opts.heartbeat_s
         while not exited.wait(0.2):
+            if self._pid_file is not None and time.monotonic() >= beat_at:
+                with contextlib.suppress(OSError):  # alive: what an interrupted run's row is closed at
+                    os.utime(self._pid_file)
+                beat_at = time.monotonic() + self.opts.heartbeat_s
             if self._terminate.is_set() and kill_at is None:
                 log.warning(
                     "%s: sending SIGTERM to the job; %g s to write a final checkpoint",
@@ -305,14 +375,22 @@ class Supervisor:
         """Prepare (checkpoint dir, store, resume), start the job, supervise it, flush, and report."""
         started = time.monotonic()
         exe = resolve_executable(self.opts.command, self.env)
-        self._make_checkpoint_dir()
+        self.claim_checkpoint_dir()
+        try:
+            return self._run_locked(exe, started)
+        finally:
+            self.release()
+
+    def _run_locked(self, exe: str, started: float) -> RunResult:
         self.open_store()
         resumed = self.find_resume() if self.opts.resume else None
         env = self._child_env(resumed)
         syncer = self._make_syncer()
         previous = {s: signal.getsignal(s) for s in (*FORWARDED, signal.SIGTERM)}
         proc = self._spawn(exe, env)
-        pid_file = self._write_pid_file(proc.pid)
+        pid_file = self._pid_file = self._write_pid_file(proc.pid)
+        if self._lock is not None:
+            self._lock.note(self.run_id, proc.pid)
         forward = self._install_signal_handlers(proc.pid)
         watch = self._start_watch()
         syncer.start()

@@ -215,6 +215,19 @@ class CheckpointStore:
                         out.append(m)
         return sorted(out, key=lambda m: (m.step if m.step is not None else -1, m.created_at, m.name))
 
+    def run_ids(self) -> list[str]:
+        """The runs that have a folder here (complete checkpoints or not), without reading any manifest."""
+        with self._translated(N_("list")):
+            self.fs.invalidate_cache()
+            try:
+                entries = self.fs.ls(self.root, detail=True)
+            except FileNotFoundError:
+                return []
+        return sorted(
+            {self._relative(str(e["name"])).split("/")[0] for e in entries if e.get("type") == "directory"}
+            - {""}
+        )
+
     def _relative(self, key: str) -> str:
         root = self.root.lstrip("/")
         k = key.lstrip("/")
