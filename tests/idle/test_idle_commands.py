@@ -135,6 +135,23 @@ def test_status_without_and_with_state(tmp_path: Path, capsys: pytest.CaptureFix
     assert "money saved: $98.00" in text and "state: warning" in text
 
 
+def test_status_tells_a_damaged_state_file_from_none(capsys: pytest.CaptureFixture[str]) -> None:
+    """A damaged state file read as no file: `idle status` said `gpuwise idle run` had never run here, on a
+    machine whose daemon had written it."""
+    state = state_path(paths.data_dir())
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text('{"version": ', encoding="utf-8")
+    assert main(["idle", "status", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["found"] is False and out["unreadable"] is True
+    assert main(["idle", "status"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "cannot be read" in text and "has not run here" not in text
+    state.unlink()
+    assert main(["idle", "status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["unreadable"] is False
+
+
 def test_install_dry_run_prints_the_unit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["idle", "install", "--dry-run", "--unit-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -406,12 +406,19 @@ def status(json_out: JsonOpt = False, config: ConfigOpt = None) -> None:
         print_json(st.to_json())
         return
     if not st.found:
-        console.print(
-            _("no idle daemon state at {path}: `gpuwise idle run` has not run here").format(
-                path=st.state_file
-            ),
-            markup=False,
-        )
+        if st.unreadable:
+            said = _(
+                "the idle daemon state at {path} cannot be read (damaged, or written by another gpuwise "
+                "version); a running daemon writes it afresh at its next observation"
+            )
+        elif st.daemon_running:
+            said = _("the idle daemon is running but has not written its state to {path} yet")
+        else:
+            said = _("no idle daemon state at {path}: `gpuwise idle run` has not run here")
+        console.print(said.format(path=st.state_file), markup=False)
+        if st.unreadable or st.daemon_running:
+            alive = _("running") if st.daemon_running else _("not running")
+            console.print(_("daemon {alive}").format(alive=alive), markup=False)
     else:
         age = format_duration(st.age_s) if st.age_s is not None else "?"
         mode = _(" (dry run)") if st.dry_run else ""

@@ -7,6 +7,7 @@ without talking to the daemon. `idle_status` is the pure core (state dict, setti
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ class IdleStatus:
 
     state_file: Path
     found: bool  # a readable state file exists
+    unreadable: bool  # a state file exists but could not be read (damaged, another version, not a file)
     daemon_running: bool  # updated within the last few intervals
     updated_at: float | None  # epoch seconds of the daemon's last write
     age_s: float | None  # seconds since that write
@@ -47,6 +49,7 @@ class IdleStatus:
         return {
             "state_file": str(self.state_file),
             "found": self.found,
+            "unreadable": self.unreadable,
             "daemon_running": self.daemon_running,
             "updated_at": self.updated_at,
             "dry_run": self.dry_run,
@@ -73,6 +76,8 @@ def idle_status(
     settings: IdleSettings,
     now: float,
     lock_held: bool | None = None,
+    *,
+    unreadable: bool = False,
 ) -> IdleStatus:
     """The status from a cleaned state dict (`load_state`; None when there is none). The price is the
     config's `[machine] price_usd_per_hour`, else the one the daemon recorded, else unknown. Whether the
@@ -91,6 +96,7 @@ def idle_status(
     return IdleStatus(
         state_file=state_file,
         found=data is not None,
+        unreadable=data is None and unreadable,
         daemon_running=running,
         updated_at=updated,
         age_s=None if updated is None else now - float(updated),
@@ -105,7 +111,9 @@ def idle_status(
 
 
 def read_idle_status(state_file: Path, settings: IdleSettings, now: float) -> IdleStatus:
-    """The status from the daemon's state file (a missing or damaged file reads as no state) and its lock
-    beside it."""
+    """The status from the daemon's state file (a missing or damaged file reads as no state, the damaged
+    one marked `unreadable`) and its lock beside it."""
     held = daemon_lock_held(state_file.with_name(LOCK_NAME))
-    return idle_status(load_state(state_file), state_file, settings, now, held)
+    data = load_state(state_file)
+    there = data is None and os.path.lexists(state_file)
+    return idle_status(data, state_file, settings, now, held, unreadable=there)
