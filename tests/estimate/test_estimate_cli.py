@@ -117,3 +117,21 @@ def test_bad_workload_file_exits_two(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "w.toml" in err
     assert "train.micro_batch" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("gpu", ["H100:8", "H100:4"])
+def test_a_rate_served_for_a_month_is_never_rented_for_less_than_the_month(
+    gpu: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The likely range of a 720-hour service ran 605-828 h on 8 H100s that meet its rate, so plan's cost
+    range started at a bill for 25 days of a 30-day service. The low end is the duration; the high end
+    passes it only where the slow end of the throughput range misses the target (4 H100s miss it outright)."""
+    assert main(["estimate", str(REPO / "examples/llama3-70b-serving.toml"), "--gpu", gpu, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["hours_low"] >= 720 - 1e-6
+    assert data["hours_low"] <= data["hours"] <= data["hours_high"]
+    assert data["throughput_low"] < data["throughput_total"] < data["throughput_high"]  # still a speed range
+    if data["meets_target"]:
+        assert data["hours"] == pytest.approx(720)
+    else:
+        assert data["hours_high"] > data["hours"] > 720

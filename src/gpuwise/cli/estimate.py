@@ -216,7 +216,11 @@ def _render(est: Estimate, path: str, name: str) -> None:
         perf.add_row(_("throughput total"), f"{est.throughput_total:,.1f} {est.throughput_unit}")
         finite = math.isfinite(est.hours)
         perf.add_row(_("wall-clock time"), format_hours(est.hours) if finite else "∞")
-        if finite and math.isfinite(est.hours_low) and math.isfinite(est.hours_high):
+        if finite and est.meets_target and est.hours_high <= est.hours_low:  # a rate served for a fixed time
+            perf.add_row(
+                _("likely range"), _("{hours} (the service's duration)").format(hours=format_hours(est.hours))
+            )
+        elif finite and math.isfinite(est.hours_low) and math.isfinite(est.hours_high):
             perf.add_row(
                 _("likely range"),
                 f"{format_hours(est.hours_low)} – {format_hours(est.hours_high)} ({est.stack or 'stack'})",
