@@ -30,6 +30,15 @@ def nothing_message(result: PlanResult, no_estimate_why: dict[str, str], constra
                 facts="; ".join(facts)
             )
     constraint_counts = {r: n for r, n in result.rejected.items() if r in RELAXABLE}
+    if constraint_counts and not result.relaxations:
+        # A constraint counted first (CNY offers without a rate) still named "the most" when none of what
+        # it removed would fit: the reader went to relax it for nothing.
+        rejected = sorted(result.rejected.items(), key=lambda kv: -kv[1])
+        return (
+            text
+            + _(". No constraint alone stands in the way: relaxing any one of them would allow no option")
+            + _("; rejected: {reasons}").format(reasons=", ".join(f"{r} {n}" for r, n in rejected))
+        )
     if constraint_counts:
         reason, n = max(constraint_counts.items(), key=lambda kv: kv[1])
         text += _(". Of the constraints, {key} removed the most ({count}, reason '{reason}')").format(
@@ -63,6 +72,7 @@ def _blocked_text(result: PlanResult, no_estimate_why: dict[str, str]) -> list[s
                 "no_fabric": _("multi-node without a shared fabric"),
                 "does_not_fit": _("the workload does not fit in its memory"),
                 "below_target_rate": _("too slow for the target rate"),
+                "fractional_gpu": _("sold as a fraction of a GPU, which gpuwise does not plan"),
             }.get(reason, reason)
             out.append(_("{gpu}: {what} ({configs})").format(gpu=gpu, what=what, configs=configs))
     return out

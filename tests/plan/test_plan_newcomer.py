@@ -1,0 +1,41 @@
+"""`gpuwise plan` as a newcomer meets it: answers that must not send the reader the wrong way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuwise.cli.main import main
+
+FULL_70B_ON_ONE_NODE = """
+task = "finetune"
+[model]
+preset = "llama-3-70b"
+[train]
+method = "full"
+precision = "bf16"
+tokens = 1e9
+seq_len = 4096
+micro_batch = 1
+[constraints]
+budget_usd = 50
+deadline_hours = 10
+"""
+
+
+def test_nothing_qualifies_does_not_blame_a_constraint_whose_relaxing_allows_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A full 70B fine-tune without sharding fits no single node, so nothing qualifies whatever the
+    constraints say; the answer still said '--exchange-rate removed the most' (the CNY offers are counted
+    under it first), sending the reader to give a rate that would allow nothing. The GPUs sold in
+    fractions were named by a bare reason id."""
+    path = tmp_path / "full-70b.toml"
+    path.write_text(FULL_70B_ON_ONE_NODE, encoding="utf-8")
+    assert main(["plan", str(path)]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "removed the most" not in err
+    assert "No constraint alone stands in the way" in err and "currency" in err
+    assert ": fractional_gpu (" not in err and "sold as a fraction of a GPU" in err
+    assert "To fix:" in err and "QLoRA" in err
