@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from gpuwise.errors import ConfigError
 from gpuwise.workload import load_workload
 
 LORA = """task = "finetune"
@@ -18,9 +21,40 @@ micro_batch = 1
 """
 
 
+def _error(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "job.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_workload(path)
+    return " ".join(info.value.render().split())
+
+
 def test_a_file_saved_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
     """Windows Notepad saves UTF-8 with a BOM; tomllib called that 'Invalid statement (at line 1, column
     1)', a message that points at nothing the user can see."""
     path = tmp_path / "notepad.toml"
     path.write_bytes(b"\xef\xbb\xbf" + LORA.encode())
     assert load_workload(path).train is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        # typed above the first header: TOML makes it a top-level key
+        ("deadline_hours = 24\n" + LORA, "key 'deadline_hours' belongs in [constraints], not the top level"),
+        # typed under the last header, [train], instead of a new [data] one
+        (LORA + "dataset_gb = 3\n", "key 'train.dataset_gb' belongs in [data], not [train]"),
+        (LORA + "budget_usd = 100\n", "key 'train.budget_usd' belongs in [constraints], not [train]"),
+    ],
+)
+def test_a_key_in_the_wrong_section_is_sent_to_its_section(tmp_path: Path, text: str, said: str) -> None:
+    """These were 'unknown key' with no hint, though the key is a workload key one section away."""
+    message = _error(tmp_path, text)
+    assert said in message
+    assert "To fix: move" in message and "header" in message
+
+
+def test_a_rule_over_a_section_reads_as_a_sentence(tmp_path: Path) -> None:
+    """It read "key 'train' give exactly one of tokens or samples"."""
+    message = _error(tmp_path, LORA + "samples = 100\n")
+    assert "job.toml: [train]: give exactly one of tokens or samples" in message

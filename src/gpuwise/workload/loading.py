@@ -106,8 +106,7 @@ def _check_keys(data: dict[str, Any], source: str) -> None:
                     ),
                     fix=_("write it as a section: [{key}] followed by key = value lines").format(key=key),
                 )
-            special = {"model": _MODEL_USER_KEYS, "measured": _MEASURED_KEYS, "diffusion": _DIFFUSION_KEYS}
-            allowed = special.get(key, list(_SECTIONS[key].model_fields))
+            allowed = _section_keys(key)
             for sub in value:
                 if sub not in allowed:
                     _unknown(source, f"{key}.{sub}", allowed, section=key)
@@ -136,6 +135,9 @@ def _unknown(source: str, path: str, allowed: list[str], section: str = "") -> N
             why=_("gpuwise reads '{key}' from the [{home}] section").format(key=key, home=home),
             fix=fix.format(home=home, write=write, leaf=leaf, path=path),
         )
+    homes = [name for name in _SECTIONS if name != section and leaf in _section_keys(name)]
+    if homes and leaf not in ("name", "task"):
+        _misplaced(source, path, leaf, section, homes)
     hint = close_matches(leaf, allowed)
     where = f"[{section}]" if section else _("the top level")
     message = _("Workload file {source}: unknown key '{path}'").format(source=source, path=path)
@@ -145,6 +147,25 @@ def _unknown(source: str, path: str, allowed: list[str], section: str = "") -> N
         message,
         why=_("keys allowed in {where}: {keys}").format(where=where, keys=", ".join(allowed)),
         fix=_("correct or remove the key (`gpuwise schema workload` lists every key)"),
+    )
+
+
+def _section_keys(section: str) -> list[str]:
+    special = {"model": _MODEL_USER_KEYS, "measured": _MEASURED_KEYS, "diffusion": _DIFFUSION_KEYS}
+    return special.get(section, list(_SECTIONS[section].model_fields))
+
+
+def _misplaced(source: str, path: str, leaf: str, section: str, homes: list[str]) -> None:
+    """A workload key written in the wrong section: a key typed before any [section] header, or after the
+    wrong one, lands there in TOML ('deadline_hours' above [model] is a top-level key)."""
+    home = " / ".join(f"[{h}]" for h in homes)
+    where = f"[{section}]" if section else _("the top level")
+    raise ConfigError(
+        _("Workload file {source}: key '{path}' belongs in {home}, not {where}").format(
+            source=source, path=path, home=home, where=where
+        ),
+        why=_("in TOML a key belongs to the last [section] header above it (none: the top level)"),
+        fix=_("move '{leaf} = …' under the {home} header").format(leaf=leaf, home=home),
     )
 
 
@@ -234,6 +255,9 @@ def parse_workload(data: dict[str, Any], source: str) -> Workload:
         problems = []
         for err in exc.errors()[:5]:
             loc, what = _describe_error(dict(err))
+            if loc in _SECTIONS:  # a rule over the whole section: "[train]: give exactly one of …"
+                problems.append(f"[{loc}]: {what}")
+                continue
             problems.append((_("key '{key}' ").format(key=loc) if loc else "") + what)
         more = _("; and {n} more").format(n=len(exc.errors()) - 5) if len(exc.errors()) > 5 else ""
         raise ConfigError(
