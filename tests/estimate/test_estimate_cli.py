@@ -135,3 +135,22 @@ def test_a_rate_served_for_a_month_is_never_rented_for_less_than_the_month(
         assert data["hours"] == pytest.approx(720)
     else:
         assert data["hours_high"] > data["hours"] > 720
+
+
+def test_a_lora_that_overflows_a_24_gb_card_is_offered_more_than_truncation(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Llama 3 8B LoRA at micro_batch 2, 2,048 tokens, no checkpointing, on an RTX 4090: 'seq_len 256' fit
+    alone, so the search never stacked the changes that keep the samples whole (checkpointing, a smaller
+    micro batch, …) and truncating every sample to 256 tokens was the only advice."""
+    path = tmp_path / "lora24.toml"
+    path.write_text(
+        'task = "finetune"\n[model]\npreset = "llama-3-8b"\n[train]\nmethod = "lora"\nprecision = "bf16"\n'
+        "tokens = 8e6\nseq_len = 2048\nmicro_batch = 2\n",
+        encoding="utf-8",
+    )
+    assert main(["estimate", str(path), "--gpu", "RTX4090", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    fitting = [r for r in data["remedies"] if r["fits"]]
+    assert any("train.seq_len" in r["set"] for r in fitting)
+    assert any("train.seq_len" not in r["set"] for r in fitting), fitting

@@ -30,7 +30,9 @@ def train_remedies(s: Search) -> None:
     if diffusion.is_diffusion(s.w):
         diffusion.fewest_blocks_to_swap(s)
     _more_gpus(s, t)
-    if not any(r.fits for r in s.found):
+    # A shorter seq_len truncates the samples: when it is all that fits alone, the stack that keeps them
+    # whole is searched too (a 24 GB LoRA was told only "seq_len 256", never "checkpointing + micro_batch 1").
+    if not any(r.fits and "train.seq_len" not in r.updates for r in s.found):
         _stacked(s, t)
 
 
