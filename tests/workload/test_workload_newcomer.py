@@ -58,3 +58,30 @@ def test_a_rule_over_a_section_reads_as_a_sentence(tmp_path: Path) -> None:
     """It read "key 'train' give exactly one of tokens or samples"."""
     message = _error(tmp_path, LORA + "samples = 100\n")
     assert "job.toml: [train]: give exactly one of tokens or samples" in message
+
+
+QWEN3_CONFIG = """{"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "head_dim": 128,
+"hidden_size": 4096, "intermediate_size": 12288, "num_attention_heads": 32, "num_hidden_layers": 36,
+"num_key_value_heads": 8, "tie_word_embeddings": false, "vocab_size": 151936}"""
+
+
+def _hf_workload(hf_config: str) -> str:
+    return LORA.replace('preset = "llama-3-8b"', f'hf_config = "{hf_config}"')
+
+
+def test_a_repo_id_in_hf_config_says_where_to_download_the_file(tmp_path: Path) -> None:
+    """'meta-llama/Llama-3.1-8B' (what a model page shows) was 'config.json …/meta-llama/Llama-3.1-8B does
+    not exist', with no word that gpuwise never downloads or where the file comes from."""
+    message = _error(tmp_path, _hf_workload("meta-llama/Llama-3.1-8B"))
+    assert "looks like a Hugging Face repo id" in message
+    assert "https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json" in message
+
+
+def test_the_folder_a_model_was_downloaded_to_stands_for_its_config(tmp_path: Path) -> None:
+    """`huggingface-cli download` leaves a folder; pointing hf_config at it was 'is a directory'."""
+    (tmp_path / "qwen3-8b").mkdir()
+    (tmp_path / "qwen3-8b" / "config.json").write_text(QWEN3_CONFIG, encoding="utf-8")
+    path = tmp_path / "job.toml"
+    path.write_text(_hf_workload("qwen3-8b"), encoding="utf-8")
+    work = load_workload(path)
+    assert work.model is not None and work.model.layers == 36
