@@ -85,3 +85,19 @@ def test_the_folder_a_model_was_downloaded_to_stands_for_its_config(tmp_path: Pa
     path.write_text(_hf_workload("qwen3-8b"), encoding="utf-8")
     work = load_workload(path)
     assert work.model is not None and work.model.layers == 36
+
+
+@pytest.mark.parametrize(
+    ("tokens", "write"),
+    [('"8k"', "write 8000 without quotes"), ('"1e6"', "write 1e6 without"), ('"5B"', "5e9")],
+)
+def test_a_number_written_as_text_gets_the_number_to_write(tmp_path: Path, tokens: str, write: str) -> None:
+    """'8k' and a quoted '1e6' were 'must be a number, got …' with nothing on what TOML wants instead."""
+    message = _error(tmp_path, LORA.replace("tokens = 1e6", f"tokens = {tokens}"))
+    assert "'train.tokens' must be a number" in message and write in message
+
+
+def test_a_whole_number_key_does_not_guess_what_a_suffix_means(tmp_path: Path) -> None:
+    """'2k' of context usually means 2048, not 2000: no figure is offered for it."""
+    message = _error(tmp_path, LORA.replace("seq_len = 2048", 'seq_len = "2k"'))
+    assert "'train.seq_len' must be a whole number, got '2k'" in message and "write 2000" not in message

@@ -11,6 +11,7 @@ Must not import the CLI, the catalog or the estimator.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -222,9 +223,11 @@ def _describe_error(err: dict[str, Any]) -> tuple[str, str]:
             expected=ctx.get("expected", ""), got=got
         )
     if typ in ("int_parsing", "int_type", "int_from_float"):
-        return loc, _("must be a whole number, got {got}").format(got=got)
+        return loc, _("must be a whole number, got {got}").format(got=got) + _number_hint(
+            given, suffixes=False
+        )
     if typ in ("float_parsing", "float_type"):
-        return loc, _("must be a number, got {got}").format(got=got)
+        return loc, _("must be a number, got {got}").format(got=got) + _number_hint(given)
     if typ in ("bool_parsing", "bool_type"):
         return loc, _("must be true or false, got {got}").format(got=got)
     if typ in ("string_type",):
@@ -238,6 +241,32 @@ def _describe_error(err: dict[str, Any]) -> tuple[str, str]:
     if typ != "value_error" and given is not None:
         return loc, msg + _(" (got {got})").format(got=got)
     return loc, msg
+
+
+_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def _number_hint(given: Any, *, suffixes: bool = True) -> str:
+    """What to write for a number given as text ("8k", "1e6", "2,000"): TOML numbers take no quotes or
+    suffixes. Whole-number keys get no suffix reading: "2k" tokens of context usually mean 2048."""
+    if not isinstance(given, str):
+        return ""
+    text = given.strip().replace(",", "").replace("_", "")
+    try:
+        float(text)
+        value = text
+    except ValueError:
+        scale = _SUFFIXES.get(text[-1:].lower()) if suffixes and text else None
+        try:
+            number = float(text[:-1]) * scale if scale else math.nan
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number):
+            return ""
+        value = f"{number:.0f}" if number < 1e7 else f"{number:.3g}".replace("e+0", "e").replace("e+", "e")
+    return _(" (write {value} without quotes: TOML numbers take no quotes or unit suffixes)").format(
+        value=value
+    )
 
 
 def parse_workload(data: dict[str, Any], source: str) -> Workload:
