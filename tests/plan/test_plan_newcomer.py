@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,13 @@ def test_nothing_qualifies_does_not_blame_a_constraint_whose_relaxing_allows_not
     assert "No constraint alone stands in the way" in err and "currency" in err
     assert ": fractional_gpu (" not in err and "sold as a fraction of a GPU" in err
     assert "To fix:" in err and "QLoRA" in err
+
+
+def test_one_option_is_counted_in_the_singular(capsys: pytest.CaptureFixture[str]) -> None:
+    """'llama3-8b-lora: 1 options qualify' and 'top 1 choices by cost' (AWS China is the only yuan seller)."""
+    lora = Path(__file__).resolve().parents[2] / "examples" / "llama3-8b-lora.toml"
+    assert main(["plan", str(lora), "--currency", "CNY", "--region", "cn-*", "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    count = int(re.search(r"llama3-8b-lora: (\d+) options? qualif", out).group(1))  # type: ignore[union-attr]
+    assert (f"{count} option qualifies" if count == 1 else f"{count} options qualify") in out
+    assert "top 1 choice by cost" in out and "top 1 choices" not in out

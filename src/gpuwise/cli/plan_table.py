@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpuwise.cli.output import console
-from gpuwise.locale import N_, _, formats
+from gpuwise.locale import N_, _, formats, ngettext
 
 if TYPE_CHECKING:
     from gpuwise.plan.models import Option, PlanResult
@@ -75,9 +75,9 @@ def _header(result: PlanResult, shown: list[OptionGroup], picks: dict[str, int],
     from gpuwise.plan.output import break_even_lines, pick_lines
 
     console.print(
-        _("{name}: {count} options qualify").format(
-            name=f"[bold]{escape(name)}[/]", count=len(result.options)
-        ),
+        ngettext(
+            "{name}: {count} option qualifies", "{name}: {count} options qualify", len(result.options)
+        ).format(name=f"[bold]{escape(name)}[/]", count=len(result.options)),
         soft_wrap=True,
     )
     for line in pick_lines(result, shown, picks):
@@ -92,9 +92,9 @@ def _options_table(result: PlanResult, shown: list[OptionGroup], picks: dict[str
         if pick_name in picks:
             marks[picks[pick_name]] = marks.get(picks[pick_name], "") + pick_name[0].upper()
     table = Table(
-        title=_("top {count} choices by {objective}").format(
-            count=min(top, len(shown)), objective=_objective_word(result.objective)
-        )
+        title=ngettext(
+            "top {count} choice by {objective}", "top {count} choices by {objective}", min(top, len(shown))
+        ).format(count=min(top, len(shown)), objective=_objective_word(result.objective))
         + (_(" (+ picks beyond them)") if len(shown) > top else ""),
         title_justify="left",
         box=box.SIMPLE_HEAD,
