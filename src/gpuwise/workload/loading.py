@@ -243,6 +243,24 @@ def _describe_error(err: dict[str, Any]) -> tuple[str, str]:
     return loc, msg
 
 
+def _check_task_section(data: dict[str, Any], source: str) -> None:
+    """The other task's section, before its own required keys: an inference job's `[train] tensor_parallel`
+    was answered "train.method is required", as if a training section were wanted."""
+    task = data.get("task")
+    if task == "inference" and isinstance(data.get("train"), dict):
+        message = _('task = "inference" takes [inference], not [train]')
+        right, wrong = "inference", "train"
+    elif task in ("train", "finetune") and isinstance(data.get("inference"), dict):
+        message = _('task = "{task}" takes [train], not [inference]').format(task=task)
+        right, wrong = "train", "inference"
+    else:
+        return
+    raise ConfigError(
+        _("Workload file {source}: {problems}").format(source=source, problems=message),
+        fix=_("move the keys of [{wrong}] under [{right}], or change task").format(wrong=wrong, right=right),
+    )
+
+
 _SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
 
@@ -274,6 +292,7 @@ def parse_workload(data: dict[str, Any], source: str) -> Workload:
 
     A `task = "measured"` workload's result file is read here, relative to `source`'s folder."""
     _check_keys(data, source)
+    _check_task_section(data, source)
     merged = merge_diffusion(merge_hf_config(data, source), source)
     merged = attach_measurement(_merge_preset(merged, source), source)
     if "name" not in merged:
