@@ -106,7 +106,7 @@ def test_a_whole_number_key_does_not_guess_what_a_suffix_means(tmp_path: Path) -
 def test_an_inference_job_with_a_train_section_is_told_so_first(tmp_path: Path) -> None:
     """[train] tensor_parallel = 2 on a serving job was answered 'train.method is required but missing;
     train.precision …', as if the fix were to fill in a training section."""
-    serving = LORA.split("[train]")[0].replace("finetune", "inference")
+    serving = LORA.split("[train]", maxsplit=1)[0].replace("finetune", "inference")
     serving += "[inference]\nprompt_tokens = 500\noutput_tokens = 300\nconcurrency = 8\nrequests = 1000\n"
     message = _error(tmp_path, serving + "[train]\ntensor_parallel = 2\n")
     assert 'task = "inference" takes [inference], not [train]' in message

@@ -292,8 +292,8 @@ def parse_workload(data: dict[str, Any], source: str) -> Workload:
 
     A `task = "measured"` workload's result file is read here, relative to `source`'s folder."""
     _check_keys(data, source)
-    _check_task_section(data, source)
     merged = merge_diffusion(merge_hf_config(data, source), source)
+    _check_task_section(merged, source)  # after the diffusion check's own word on image generation
     merged = attach_measurement(_merge_preset(merged, source), source)
     if "name" not in merged:
         merged = {"name": Path(source).stem, **merged}
