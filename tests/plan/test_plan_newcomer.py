@@ -50,3 +50,20 @@ def test_one_option_is_counted_in_the_singular(capsys: pytest.CaptureFixture[str
     count = int(re.search(r"llama3-8b-lora: (\d+) options? qualif", out).group(1))  # type: ignore[union-attr]
     assert (f"{count} option qualifies" if count == 1 else f"{count} options qualify") in out
     assert "top 1 choice by cost" in out and "top 1 choices" not in out
+
+
+def test_a_lora_too_big_for_the_card_asked_for_is_not_told_to_truncate(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`plan --gpu RTX4090` for a Llama 3 8B LoRA at micro_batch 2 x 2,048 tokens named one remedy:
+    'seq_len 256 (largest that fits; longer samples are truncated)'."""
+    path = tmp_path / "lora24.toml"
+    path.write_text(
+        'task = "finetune"\n[model]\npreset = "llama-3-8b"\n[train]\nmethod = "lora"\nprecision = "bf16"\n'
+        "tokens = 8e6\nseq_len = 2048\nmicro_batch = 2\n",
+        encoding="utf-8",
+    )
+    assert main(["plan", str(path), "--gpu", "RTX4090"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "would fit" in err and "seq_len 256" not in err
+    assert "activation checkpointing" in err

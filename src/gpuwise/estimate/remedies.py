@@ -195,7 +195,9 @@ def first_remedy_text(w: Workload, gpu: GpuSpec, count: int) -> str | None:
     found = remedies(w, gpu, base, count=count)
     if not found or not found[0].fits:
         return None
-    first = found[0]
+    # one sentence to act on: a change that keeps the samples whole before one that truncates them
+    whole = [r for r in found if r.fits and "train.seq_len" not in r.updates]
+    first = whole[0] if whole else found[0]
     return _(
         "or, on {count}× {gpu} (it needs {need} of {have} GiB per GPU), {change} would fit ({gib} GiB per "
         "GPU; `gpuwise estimate WORKLOAD --gpu {gpu}:{count}` lists every change that would)"
