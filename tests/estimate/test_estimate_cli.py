@@ -156,3 +156,21 @@ def test_a_lora_that_overflows_a_24_gb_card_is_offered_more_than_truncation(
     assert any("train.seq_len" not in r["set"] for r in fitting), fitting
     # and one on the single card asked for (the stack reached for FSDP on 2 GPUs and stopped there)
     assert any("train.seq_len" not in r["set"] and r["count"] == 1 for r in fitting), fitting
+
+
+def test_chinese_remedies_wrap_whole_at_80_columns() -> None:
+    """Chinese has no spaces to wrap at: rich cut each long change short with '…' mid-sentence ('激活检查点
+    "full"（反向传播时重算：更慢）， …'), so the reader lost what the change was."""
+    import os
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "gpuwise", "--lang", "zh", "estimate"]
+    argv += [str(REPO / "examples/llama3-8b-pretrain.toml"), "--gpu", "L40S:2"]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, check=False, env={**os.environ, "COLUMNS": "80"}
+    )
+    assert done.returncode == 0, done.stderr
+    table = done.stdout[done.stdout.index("改动") : done.stdout.index("假设")]
+    assert "…" not in table, table
+    assert "分块交叉熵" in table  # a phrase the cut had dropped

@@ -301,7 +301,8 @@ def _render_remedies(est: Estimate) -> None:
     if not any(r.fits for r in est.remedies):
         title = _("What would fit: nothing gpuwise can change")
     table = Table(title=title, title_justify="left")
-    table.add_column(_("change"))
+    # fold: Chinese has no spaces to wrap at, and rich cut such a line short with '…', mid-sentence
+    table.add_column(_("change"), overflow="fold")
     table.add_column("GiB/GPU", justify="right")
     table.add_column(_("time"), justify="right")
     table.add_column(_("vs now"), justify="right")
