@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -67,3 +68,17 @@ def test_a_lora_too_big_for_the_card_asked_for_is_not_told_to_truncate(
     err = " ".join(capsys.readouterr().err.split())
     assert "would fit" in err and "seq_len 256" not in err
     assert "activation checkpointing" in err
+
+
+def test_a_prototype_smoke_test_is_not_priced_per_epoch_of_the_job(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--phase prototype costs a 200-step smoke test, yet each option said '$0.38 per epoch' (the smoke
+    test's total, labelled as an epoch of the real job)."""
+    lora = Path(__file__).resolve().parents[2] / "examples" / "qlora-consumer-gpu.toml"
+    assert main(["plan", str(lora), "--phase", "prototype", "--json", "--top", "5"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["options"] and all(o["cost_per_unit_usd"] == {} for o in doc["options"])
+    assert main(["plan", str(lora), "--phase", "prototype", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "per epoch" not in out and "/epoch" not in out and "per 1M" not in out
