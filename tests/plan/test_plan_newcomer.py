@@ -82,3 +82,16 @@ def test_a_prototype_smoke_test_is_not_priced_per_epoch_of_the_job(
     assert main(["plan", str(lora), "--phase", "prototype", "--top", "3"]) == 0
     out = capsys.readouterr().out
     assert "per epoch" not in out and "/epoch" not in out and "per 1M" not in out
+
+
+@pytest.mark.parametrize(("given", "fix"), [("CNY=7.2", "CNY=0.1389"), ("cny=0.001", "CNY=0.1375")])
+def test_an_exchange_rate_the_wrong_way_round_is_refused(
+    capsys: pytest.CaptureFixture[str], given: str, fix: str
+) -> None:
+    """'1 USD = 7.2 CNY' is how rates are quoted; --exchange-rate CNY=7.2 (USD per yuan is wanted) made
+    every AWS China price 52 times dearer and the plan went on without a word."""
+    lora = Path(__file__).resolve().parents[2] / "examples" / "llama3-8b-lora.toml"
+    assert main(["plan", str(lora), "--exchange-rate", given]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "away from the bundled rate" in err and f"To fix: write --exchange-rate {fix}" in err
+    assert main(["plan", str(lora), "--exchange-rate", "CNY=0.14", "--top", "1"]) == 0  # a real rate passes

@@ -28,5 +28,10 @@ def parse_pairs(values: list[str], option: str, *, upper: bool, example: str) ->
 
 
 def exchange_rates(values: list[str]) -> dict[str, float]:
-    """`--exchange-rate CODE=USD_PER_UNIT`, as plan, catalog and report take it."""
-    return parse_pairs(values, "--exchange-rate", upper=True, example="CNY=0.14")
+    """`--exchange-rate CODE=USD_PER_UNIT`, as plan, catalog and report take it (a rate the wrong way round
+    is refused)."""
+    from gpuwise.plan.currency import check_given_rates
+
+    rates = parse_pairs(values, "--exchange-rate", upper=True, example="CNY=0.14")
+    check_given_rates(rates)
+    return rates

@@ -198,6 +198,40 @@ def rate_for(currency: str, given_usd_per_unit: Mapping[str, float]) -> FxRate |
     return BUNDLED.get(currency)
 
 
+# Further than this from the bundled rate, a given rate is a slip, not a market move (CNY has stayed within
+# 6-8 per USD since 2010, FRED EXCHUS).
+_SLIP_FACTOR = 10.0
+
+
+def check_given_rates(given_usd_per_unit: Mapping[str, float]) -> None:
+    """Refuse a rate written the wrong way round: `--exchange-rate CNY=7.2` (yuan per dollar, as rates are
+    usually quoted) made every yuan price 52 times dearer, silently."""
+    for code, rate in given_usd_per_unit.items():
+        known = BUNDLED.get(code)
+        if known is None or 1 / _SLIP_FACTOR <= rate / known.usd_per_unit <= _SLIP_FACTOR:
+            continue
+        inverted = 1 / _SLIP_FACTOR <= (1 / rate) / known.usd_per_unit <= _SLIP_FACTOR
+        raise UsageError(
+            _(
+                "--exchange-rate {code}={rate} is {times}× away from the bundled rate "
+                "({bundled} USD per {code})"
+            ).format(
+                code=code,
+                rate=f"{rate:g}",
+                times=f"{max(rate / known.usd_per_unit, known.usd_per_unit / rate):,.0f}",
+                bundled=f"{known.usd_per_unit:.4g}",
+            ),
+            why=_(
+                "the rate is US dollars per unit of the currency; {rate} reads like {code} per US dollar"
+            ).format(rate=f"{rate:g}", code=code)
+            if inverted
+            else _("the rate is US dollars per unit of the currency"),
+            fix=_("write --exchange-rate {code}={value}").format(
+                code=code, value=f"{1 / rate:.4g}" if inverted else f"{known.usd_per_unit:.4g}"
+            ),
+        )
+
+
 def display(currency: str, given_usd_per_unit: Mapping[str, float]) -> Money:
     """The Money a plan is shown in; every currency in CURRENCIES has a bundled rate."""
     codes = sorted((set(BUNDLED) | set(given_usd_per_unit)) - {currency, "USD"})
