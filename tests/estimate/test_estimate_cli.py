@@ -174,3 +174,11 @@ def test_chinese_remedies_wrap_whole_at_80_columns() -> None:
     table = done.stdout[done.stdout.index("改动") : done.stdout.index("假设")]
     assert "…" not in table, table
     assert "分块交叉熵" in table  # a phrase the cut had dropped
+
+
+def test_the_efficiency_an_h100_is_given_is_stated(capsys: pytest.CaptureFixture[str]) -> None:
+    """An H100 estimate's assumptions said only 'max_training_efficiency = 0.68 of dense peak (Ampere)':
+    the figure it used (Hopper's 0.50) was nowhere, so the reader took 0.68 for it."""
+    assert main(["estimate", str(REPO / "examples/llama3-8b-lora.toml"), "--gpu", "H100", "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)["assumptions"]
+    assert "H100 is Hopper: max_training_efficiency = 0.5 of dense peak" in said
