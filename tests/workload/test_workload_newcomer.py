@@ -111,3 +111,29 @@ def test_an_inference_job_with_a_train_section_is_told_so_first(tmp_path: Path) 
     message = _error(tmp_path, serving + "[train]\ntensor_parallel = 2\n")
     assert 'task = "inference" takes [inference], not [train]' in message
     assert "is required" not in message and "To fix: move the keys of [train] under [inference]" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "preset"),
+    [
+        ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+        ("qwen2.5-7b-instruct", "qwen2.5-7b"),
+        ("meta-llama/Llama-2-7b-chat-hf", "llama-2-7b"),
+        ("google/gemma-2-9b-it", "gemma-2-9b"),
+    ],
+)
+def test_a_model_named_as_on_its_hugging_face_page_finds_its_preset(
+    tmp_path: Path, name: str, preset: str
+) -> None:
+    """Fine-tuning an instruct model is the common case; 'llama-3.1-8b-instruct' or the repo id copied
+    from the model page were 'unknown preset', though the architecture is the base model's."""
+    path = tmp_path / "job.toml"
+    path.write_text(LORA.replace('preset = "llama-3-8b"', f'preset = "{name}"'), encoding="utf-8")
+    model = load_workload(path).model
+    assert model is not None and model.preset == preset
+    assert f"'{name}' read as preset {preset}" in model.source
+
+
+def test_a_different_model_is_still_unknown(tmp_path: Path) -> None:
+    message = _error(tmp_path, LORA.replace('preset = "llama-3-8b"', 'preset = "mistral-7b-v0.3"'))
+    assert "unknown preset 'mistral-7b-v0.3'" in message
