@@ -95,3 +95,22 @@ def test_an_exchange_rate_the_wrong_way_round_is_refused(
     err = " ".join(capsys.readouterr().err.split())
     assert "away from the bundled rate" in err and f"To fix: write --exchange-rate {fix}" in err
     assert main(["plan", str(lora), "--exchange-rate", "CNY=0.14", "--top", "1"]) == 0  # a real rate passes
+
+
+def test_a_deadline_that_stops_everything_is_named_first(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """With deadline_hours = 0.01 the answer opened with 'T4: the workload does not fit in its memory (1013
+    configurations); L4: …; V100: …' and ended with a remedy for an RTX6000 nobody asked about, the
+    deadline (the one thing to change) buried in between."""
+    lora = (Path(__file__).resolve().parents[2] / "examples" / "llama3-8b-lora.toml").read_text(
+        encoding="utf-8"
+    )
+    path = tmp_path / "rush.toml"
+    path.write_text(
+        lora.split("[constraints]")[0] + "[constraints]\ndeadline_hours = 0.01\n", encoding="utf-8"
+    )
+    assert main(["plan", str(path)]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.startswith("Error: No offer qualifies") and "T4:" not in err and "or, on 8×" not in err
+    assert "Of the constraints, deadline_hours removed the most" in err and "raising deadline_hours to" in err

@@ -18,7 +18,7 @@ def nothing_message(result: PlanResult, no_estimate_why: dict[str, str], constra
     if not result.rejected:
         return _("No offer qualifies: the catalog has no offers")
     text = _("No offer qualifies ({count} configurations considered)").format(count=result.considered)
-    facts = _blocked_text(result, no_estimate_why)
+    facts = _blocked_text(result, no_estimate_why) if facts_matter(result, constraints) else []
     if facts:
         if constraints.gpus:
             text += _(
@@ -50,6 +50,13 @@ def nothing_message(result: PlanResult, no_estimate_why: dict[str, str], constra
             reasons=", ".join(f"{r} {n}" for r, n in sorted(others.items(), key=lambda kv: -kv[1]))
         )
     return text
+
+
+def facts_matter(result: PlanResult, constraints: Constraints) -> bool:
+    """Whether what removed GPUs (too small, no estimate, …) is the answer: when GPUs were asked for, or no
+    constraint can be relaxed. Otherwise a constraint is what stands in the way, and a list of the small
+    GPUs that never fit buried it ('T4: … L4: … V100: …' before 'raising deadline_hours to 0.6')."""
+    return bool(constraints.gpus) or not result.relaxations
 
 
 def _blocked_text(result: PlanResult, no_estimate_why: dict[str, str]) -> list[str]:
