@@ -18,7 +18,9 @@ def nothing_message(result: PlanResult, no_estimate_why: dict[str, str], constra
     if not result.rejected:
         return _("No offer qualifies: the catalog has no offers")
     text = _("No offer qualifies ({count} configurations considered)").format(count=result.considered)
-    facts = _blocked_text(result, no_estimate_why) if facts_matter(result, constraints) else []
+    # a currency without a rate is a fact the user acts on (give one); the rest only where facts_matter
+    only = None if facts_matter(result, constraints) else ("currency",)
+    facts = _blocked_text(result, no_estimate_why, only)
     if facts:
         if constraints.gpus:
             text += _(
@@ -59,10 +61,13 @@ def facts_matter(result: PlanResult, constraints: Constraints) -> bool:
     return bool(constraints.gpus) or not result.relaxations
 
 
-def _blocked_text(result: PlanResult, no_estimate_why: dict[str, str]) -> list[str]:
+def _blocked_text(
+    result: PlanResult, no_estimate_why: dict[str, str], only: tuple[str, ...] | None = None
+) -> list[str]:
     by_reason: dict[str, list[tuple[str, int]]] = {}
     for (reason, gpu), n in sorted(result.blocked.items(), key=lambda kv: -kv[1]):
-        by_reason.setdefault(reason, []).append((gpu, n))
+        if only is None or reason in only:
+            by_reason.setdefault(reason, []).append((gpu, n))
     out: list[str] = []
     for reason, items in by_reason.items():
         for gpu, n in items[:3]:
