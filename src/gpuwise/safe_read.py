@@ -107,9 +107,10 @@ def read_text(path: Path, *, what: str, fix: str, max_bytes: int = MAX_BYTES) ->
 
 
 def decode_utf8(data: bytes, source: str, *, fix: str) -> str:
-    """UTF-8 text, or a ConfigError that names the offset of the first bad byte."""
+    """UTF-8 text, or a ConfigError that names the offset of the first bad byte. A leading byte-order mark
+    (Windows Notepad writes one) is dropped: tomllib and json read it as a stray character at line 1."""
     try:
-        return codecs.decode(data, "utf-8")
+        return codecs.decode(data, "utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError(
             _("{source} is not a text file: byte {offset} is not UTF-8").format(

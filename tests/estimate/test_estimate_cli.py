@@ -117,3 +117,68 @@ def test_bad_workload_file_exits_two(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "w.toml" in err
     assert "train.micro_batch" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("gpu", ["H100:8", "H100:4"])
+def test_a_rate_served_for_a_month_is_never_rented_for_less_than_the_month(
+    gpu: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The likely range of a 720-hour service ran 605-828 h on 8 H100s that meet its rate, so plan's cost
+    range started at a bill for 25 days of a 30-day service. The low end is the duration; the high end
+    passes it only where the slow end of the throughput range misses the target (4 H100s miss it outright)."""
+    assert main(["estimate", str(REPO / "examples/llama3-70b-serving.toml"), "--gpu", gpu, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["hours_low"] >= 720 - 1e-6
+    assert data["hours_low"] <= data["hours"] <= data["hours_high"]
+    assert data["throughput_low"] < data["throughput_total"] < data["throughput_high"]  # still a speed range
+    if data["meets_target"]:
+        assert data["hours"] == pytest.approx(720)
+    else:
+        assert data["hours_high"] > data["hours"] > 720
+
+
+def test_a_lora_that_overflows_a_24_gb_card_is_offered_more_than_truncation(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Llama 3 8B LoRA at micro_batch 2, 2,048 tokens, no checkpointing, on an RTX 4090: 'seq_len 256' fit
+    alone, so the search never stacked the changes that keep the samples whole (checkpointing, a smaller
+    micro batch, …) and truncating every sample to 256 tokens was the only advice."""
+    path = tmp_path / "lora24.toml"
+    path.write_text(
+        'task = "finetune"\n[model]\npreset = "llama-3-8b"\n[train]\nmethod = "lora"\nprecision = "bf16"\n'
+        "tokens = 8e6\nseq_len = 2048\nmicro_batch = 2\n",
+        encoding="utf-8",
+    )
+    assert main(["estimate", str(path), "--gpu", "RTX4090", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    fitting = [r for r in data["remedies"] if r["fits"]]
+    assert any("train.seq_len" in r["set"] for r in fitting)
+    assert any("train.seq_len" not in r["set"] for r in fitting), fitting
+    # and one on the single card asked for (the stack reached for FSDP on 2 GPUs and stopped there)
+    assert any("train.seq_len" not in r["set"] and r["count"] == 1 for r in fitting), fitting
+
+
+def test_chinese_remedies_wrap_whole_at_80_columns() -> None:
+    """Chinese has no spaces to wrap at: rich cut each long change short with '…' mid-sentence ('激活检查点
+    "full"（反向传播时重算：更慢）， …'), so the reader lost what the change was."""
+    import os
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "gpuwise", "--lang", "zh", "estimate"]
+    argv += [str(REPO / "examples/llama3-8b-pretrain.toml"), "--gpu", "L40S:2"]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, check=False, env={**os.environ, "COLUMNS": "80"}
+    )
+    assert done.returncode == 0, done.stderr
+    table = done.stdout[done.stdout.index("改动") : done.stdout.index("假设")]
+    assert "…" not in table, table
+    assert "分块交叉熵" in table  # a phrase the cut had dropped
+
+
+def test_the_efficiency_an_h100_is_given_is_stated(capsys: pytest.CaptureFixture[str]) -> None:
+    """An H100 estimate's assumptions said only 'max_training_efficiency = 0.68 of dense peak (Ampere)':
+    the figure it used (Hopper's 0.50) was nowhere, so the reader took 0.68 for it."""
+    assert main(["estimate", str(REPO / "examples/llama3-8b-lora.toml"), "--gpu", "H100", "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)["assumptions"]
+    assert "H100 is Hopper: max_training_efficiency = 0.5 of dense peak" in said

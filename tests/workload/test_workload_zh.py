@@ -64,4 +64,4 @@ def test_a_missing_file_is_named_in_chinese(zh: None, tmp_path: Path) -> None:
 def test_english_is_unchanged_after_chinese(zh: None) -> None:
     use_language("en")
     said = _problem({**_LORA, "train": {**_TRAIN, "samples": 10}})
-    assert "Workload file job.toml: key 'train' give exactly one of tokens or samples" in said
+    assert "Workload file job.toml: [train]: give exactly one of tokens or samples" in said

@@ -216,7 +216,11 @@ def _render(est: Estimate, path: str, name: str) -> None:
         perf.add_row(_("throughput total"), f"{est.throughput_total:,.1f} {est.throughput_unit}")
         finite = math.isfinite(est.hours)
         perf.add_row(_("wall-clock time"), format_hours(est.hours) if finite else "∞")
-        if finite and math.isfinite(est.hours_low) and math.isfinite(est.hours_high):
+        if finite and est.meets_target and est.hours_high <= est.hours_low:  # a rate served for a fixed time
+            perf.add_row(
+                _("likely range"), _("{hours} (the service's duration)").format(hours=format_hours(est.hours))
+            )
+        elif finite and math.isfinite(est.hours_low) and math.isfinite(est.hours_high):
             perf.add_row(
                 _("likely range"),
                 f"{format_hours(est.hours_low)} – {format_hours(est.hours_high)} ({est.stack or 'stack'})",
@@ -297,7 +301,8 @@ def _render_remedies(est: Estimate) -> None:
     if not any(r.fits for r in est.remedies):
         title = _("What would fit: nothing gpuwise can change")
     table = Table(title=title, title_justify="left")
-    table.add_column(_("change"))
+    # fold: Chinese has no spaces to wrap at, and rich cut such a line short with '…', mid-sentence
+    table.add_column(_("change"), overflow="fold")
     table.add_column("GiB/GPU", justify="right")
     table.add_column(_("time"), justify="right")
     table.add_column(_("vs now"), justify="right")

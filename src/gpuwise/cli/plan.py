@@ -377,9 +377,14 @@ def _remedy_hint(outcome: PlanOutcome) -> str:
     """When memory ruled offers out: the first remedy on the largest such GPU, a node of up to 8 of them."""
     from gpuwise.catalog.specs import resolve_gpu
     from gpuwise.estimate.remedies import first_remedy_text
+    from gpuwise.plan.nothing import facts_matter
 
     names = {gpu for reason, gpu in outcome.result.blocked if reason == "does_not_fit"}
-    if not names or outcome.workload.task == "measured":
+    if (
+        not names
+        or outcome.workload.task == "measured"
+        or not facts_matter(outcome.result, outcome.constraints)
+    ):
         return ""
     spec = max((resolve_gpu(n) for n in names), key=lambda g: (g.memory_gib, g.name))
     count = min(outcome.constraints.max_gpus or 8, 8)

@@ -7,6 +7,7 @@ so `gpuwise --help` does not load it.
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpuwise.cli.output import console
-from gpuwise.locale import N_, _, formats
+from gpuwise.locale import N_, _, formats, ngettext
 
 if TYPE_CHECKING:
     from gpuwise.plan.models import Option, PlanResult
@@ -74,9 +75,9 @@ def _header(result: PlanResult, shown: list[OptionGroup], picks: dict[str, int],
     from gpuwise.plan.output import break_even_lines, pick_lines
 
     console.print(
-        _("{name}: {count} options qualify").format(
-            name=f"[bold]{escape(name)}[/]", count=len(result.options)
-        ),
+        ngettext(
+            "{name}: {count} option qualifies", "{name}: {count} options qualify", len(result.options)
+        ).format(name=f"[bold]{escape(name)}[/]", count=len(result.options)),
         soft_wrap=True,
     )
     for line in pick_lines(result, shown, picks):
@@ -91,13 +92,15 @@ def _options_table(result: PlanResult, shown: list[OptionGroup], picks: dict[str
         if pick_name in picks:
             marks[picks[pick_name]] = marks.get(picks[pick_name], "") + pick_name[0].upper()
     table = Table(
-        title=_("top {count} choices by {objective}").format(
-            count=min(top, len(shown)), objective=_objective_word(result.objective)
-        )
+        title=ngettext(
+            "top {count} choice by {objective}", "top {count} choices by {objective}", min(top, len(shown))
+        ).format(count=min(top, len(shown)), objective=_objective_word(result.objective))
         + (_(" (+ picks beyond them)") if len(shown) > top else ""),
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
+        # two spaces between columns, not three: six columns of whole numbers must fit 80 with the offer
+        collapse_padding=True,
     )
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column(_("offer"), min_width=14, ratio=1, overflow="fold")
@@ -153,14 +156,38 @@ def _pricing_cell(o: Option) -> str:
 
 
 def _hours_cell(o: Option) -> str:
-    from gpuwise.units import format_run_hours as hours_text
-
-    hours = hours_text(o.hours)
+    hours = _table_hours(o.hours)
+    if o.hours >= 48:  # on its own line: "1,488 h (62.0 days)" beside a range overran 80 columns
+        hours += "\n[dim]" + _("({days} days)").format(days=f"{o.hours / 24:,.1f}") + "[/]"
     if o.hours_low is not None and o.hours_high is not None and o.hours_high > o.hours_low:
-        hours += f"\n[dim]{_span(hours_text(o.hours_low), hours_text(o.hours_high))}[/]"
+        hours += f"\n[dim]{_hours_span(o.hours_low, o.hours_high)}[/]"
     if o.latency is not None:  # serving: what one request sees
         hours += f"\n{o.latency['request_s']:,.2f} s/req\n[dim]TTFT {o.latency['ttft_s'] * 1000:,.0f} ms[/]"
     return hours
+
+
+def _table_hours(h: float) -> str:
+    """``format_run_hours`` without the days it adds past 48 h (the table gives them a line of their own)."""
+    from gpuwise.units import format_run_hours
+
+    return f"{h:,.0f} h" if h >= 48 else format_run_hours(h)
+
+
+def _hours_span(low: float, high: float) -> str:
+    """'5.04–56 h', '0.43–2.69 h', '12.5–48.9 min': both ends in the high end's unit, said once, so the
+    range stays as narrow as one figure ('25.8 min–2.69 h (2.3 days)' pushed columns off 80)."""
+    if high >= 1:
+        return f"{_hour_figure(low)}–{_hour_figure(high)} h"
+    if high >= 1 / 60:
+        return f"{low * 60:,.1f}–{high * 60:,.1f} min"
+    return f"{low * 3600:,.0f}–{high * 3600:,.0f} s"
+
+
+def _hour_figure(h: float) -> str:
+    """Hours with the digits ``format_run_hours`` gives them: 2.35, 14.9, 1,488."""
+    if h < 10:
+        return f"{h:.2f}"
+    return f"{h:.1f}" if h < 48 else f"{h:,.0f}"
 
 
 def _total_cell(o: Option) -> str:
@@ -194,9 +221,10 @@ def _span(low: str, high: str) -> str:
         with_days = f"{unit} (" in high or f"{unit}（" in high
         if low.endswith(unit) and ((high.endswith(unit) and "(" not in high) or with_days):
             return f"{low.removesuffix(unit)}–{high}"
-    for symbol in ("$", "¥"):
-        if low.startswith(symbol) and high.startswith(symbol):
-            return f"{low}–{high[1:]}"
+    # "$", "¥", and Chinese's "US$": the sign is what comes before the first digit
+    sign = re.match(r"\D*", low)
+    if sign and sign.group() and high.startswith(sign.group()):
+        return f"{low}–{high[len(sign.group()) :]}"
     return f"{low}–{high}"
 
 

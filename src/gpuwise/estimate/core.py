@@ -38,7 +38,7 @@ from gpuwise.estimate.stacks import (
 from gpuwise.estimate.train import train_estimate
 from gpuwise.locale import _
 from gpuwise.units import GIB
-from gpuwise.workload.spec import Workload, default_framework
+from gpuwise.workload.spec import InferenceSpec, Workload, default_framework
 
 
 def default_nodes(count: int) -> int:
@@ -127,6 +127,15 @@ def _finish(est: Estimate, w: Workload, stack_name: str, notes: Notes) -> Estima
     if not fits and bottleneck != "memory_capacity" and est.infeasible_reason is None:
         bottleneck = "memory_capacity"
     hours_low, hours_high, src = _hours_range(est.hours, stack_name, notes)
+    if est.meets_target is not None and w.inference is not None:
+        est = replace(
+            est,
+            throughput_range=(
+                est.throughput_total * est.hours / hours_high,
+                est.throughput_total * est.hours / hours_low,
+            ),
+        )
+        hours_low, hours_high = _service_range(est, w.inference, hours_low, hours_high)
     return replace(
         est,
         fits=fits,
@@ -220,6 +229,18 @@ def _hours_range(hours: float, stack_name: str, notes: Notes) -> tuple[float, fl
     hours_low = hours * min(1.0 - RANGE_MIN_HALF_WIDTH, low_mult)
     hours_high = hours * max(1.0 + RANGE_MIN_HALF_WIDTH, high_mult)
     return hours_low, hours_high, src
+
+
+def _service_range(est: Estimate, inf: InferenceSpec, low: float, high: float) -> tuple[float, float]:
+    """The range of a rate served for `duration_hours`: the machines are rented for the whole duration
+    however fast they are (the low end was shorter than the service, e.g. 25 of its 30 days), and longer
+    only where the slow end of the throughput range misses the target (the hours stretched to the total)."""
+    duration = inf.duration_hours or 0.0
+    target = inf.target_output_tokens_per_s or 0.0
+    if not (duration > 0 and target > 0 and est.throughput_total > 0 and est.hours > 0):
+        return low, high
+    unfloored = duration * target / est.throughput_total  # hours the traffic alone would take
+    return max(duration, unfloored * low / est.hours), max(duration, unfloored * high / est.hours)
 
 
 __all__ = ["default_nodes", "estimate"]

@@ -192,6 +192,12 @@ def default_efficiency(gpu: GpuSpec, dtype: str, notes: Notes) -> float:
     notes.const(K.ARCH_EFFICIENCY_SOURCE)
     arch = gpu.architecture.lower()
     if arch in K.ARCH_EFFICIENCY:
+        if arch != "ampere":  # the line above states Ampere's figure: say which one this GPU gets
+            notes.add(
+                _("{gpu} is {arch}: max_training_efficiency = {value} of dense peak").format(
+                    gpu=gpu.name, arch=gpu.architecture, value=f"{K.ARCH_EFFICIENCY[arch]:g}"
+                )
+            )
         return K.ARCH_EFFICIENCY[arch]
     notes.add(
         _("no efficiency figure for architecture {arch}: using {value}").format(

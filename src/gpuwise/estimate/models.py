@@ -86,6 +86,9 @@ class Estimate:
     # The range most jobs of this stack fall in (README: which percentiles); nan until estimate() sets them.
     hours_low: float = math.nan
     hours_high: float = math.nan
+    # (slow, fast) total throughput where the time range does not give it: a rate served for a fixed time
+    # is rented for that time however fast it runs (estimate/core.py). None: read from the time range.
+    throughput_range: tuple[float, float] | None = None
     # "fits" | "tight" (within the allocator's margin: expect an OOM) | "does_not_fit" | "unknown".
     fit_verdict: str = "unknown"
     # Peak per GPU while the model is loaded and sharded (FSDP/ZeRO-3 without meta-device init), bytes.
@@ -111,6 +114,8 @@ class Estimate:
     @property
     def throughput_low(self) -> float:
         """Total throughput at hours_high (the slow end of the range)."""
+        if self.throughput_range is not None:
+            return self.throughput_range[0]
         if not (math.isfinite(self.hours_high) and self.hours_high > 0 and math.isfinite(self.hours)):
             return math.nan
         return self.throughput_total * self.hours / self.hours_high
@@ -118,6 +123,8 @@ class Estimate:
     @property
     def throughput_high(self) -> float:
         """Total throughput at hours_low (the fast end of the range)."""
+        if self.throughput_range is not None:
+            return self.throughput_range[1]
         if not (math.isfinite(self.hours_low) and self.hours_low > 0 and math.isfinite(self.hours)):
             return math.nan
         return self.throughput_total * self.hours / self.hours_low

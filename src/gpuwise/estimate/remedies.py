@@ -6,9 +6,10 @@ estimator's, never a rule of thumb. First every change alone: the largest `micro
 `concurrency` that fits at the current settings (bisection: memory grows with each), then each change of
 method (activation checkpointing, fused kernels, 8-bit AdamW, a 4-bit base, CPU offload, lower-precision
 weights or KV cache), then the fewest GPUs that fit (as set, with ZeRO-3/FSDP, or with more tensor
-parallelism for inference). Only when no single change fits does it stack them, lightest first, until one
-does. A change the workload cannot take (a key its section lacks, a combination its model rejects, LoRA on
-a CNN) is skipped, so new workload kinds get what applies to them and "more GPUs" otherwise.
+parallelism for inference). Only when no single change fits (a shorter training seq_len, which truncates
+the samples, does not count) does it stack them, lightest first, until one does. A change the workload
+cannot take (a key its section lacks, a combination its model rejects, LoRA on a CNN) is skipped, so new
+workload kinds get what applies to them and "more GPUs" otherwise.
 
 Fitting changes come first, cheapest in GPU-hours (what renting costs), then wall-clock hours; an entry
 with `fits` false says what will not help ("more GPUs will not help: every GPU holds the whole base").
@@ -194,7 +195,9 @@ def first_remedy_text(w: Workload, gpu: GpuSpec, count: int) -> str | None:
     found = remedies(w, gpu, base, count=count)
     if not found or not found[0].fits:
         return None
-    first = found[0]
+    # one sentence to act on: a change that keeps the samples whole before one that truncates them
+    whole = [r for r in found if r.fits and "train.seq_len" not in r.updates]
+    first = whole[0] if whole else found[0]
     return _(
         "or, on {count}× {gpu} (it needs {need} of {have} GiB per GPU), {change} would fit ({gib} GiB per "
         "GPU; `gpuwise estimate WORKLOAD --gpu {gpu}:{count}` lists every change that would)"

@@ -30,8 +30,12 @@ def train_remedies(s: Search) -> None:
     if diffusion.is_diffusion(s.w):
         diffusion.fewest_blocks_to_swap(s)
     _more_gpus(s, t)
-    if not any(r.fits for r in s.found):
+    # A shorter seq_len truncates the samples: when it is all that fits alone, the stack that keeps them
+    # whole is searched too (a 24 GB LoRA was told only "seq_len 256", never "checkpointing + micro_batch 1").
+    if not any(r.fits and "train.seq_len" not in r.updates for r in s.found):
         _stacked(s, t)
+        if not any(r.fits and r.count == s.count and "train.seq_len" not in r.updates for r in s.found):
+            _stacked_here(s, t)
 
 
 def _seq_values(t: TrainSpec) -> list[int]:
@@ -200,6 +204,19 @@ def _stacked(s: Search, t: TrainSpec) -> None:
             return
     if t.seq_len:
         s.largest("train.seq_len", _seq_values(t), acc)
+
+
+def _stacked_here(s: Search, t: TrainSpec) -> None:
+    """The lightest stack on the GPUs as asked, when the stack above reached for more GPUs: a LoRA that
+    overflows one 24 GB card was offered FSDP on 2 GPUs, never checkpointing + micro_batch 1 on the one."""
+    acc: Updates = {}
+    for step in _stack_steps(s.w, t):
+        if "train.sharding" in step and s.count == 1:
+            continue  # sharding frees memory only across GPUs
+        acc = {**acc, **step}
+        if s.try_one(dict(acc)):
+            _widen_micro_batch(s, t)
+            return
 
 
 def _widen_micro_batch(s: Search, t: TrainSpec) -> None:

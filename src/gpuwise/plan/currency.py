@@ -198,6 +198,50 @@ def rate_for(currency: str, given_usd_per_unit: Mapping[str, float]) -> FxRate |
     return BUNDLED.get(currency)
 
 
+# A rate over 3x off the bundled one is a mistake, not a market move: CNY per USD stayed within about
+# 6.1-7.4 over 2015-2025 (Federal Reserve H.10 series, FRED EXCHUS).
+_FX_FAR = 3.0
+
+
+def _near(rate: float, bundled: float) -> bool:
+    return 1 / _FX_FAR <= rate / bundled <= _FX_FAR
+
+
+def check_given_rates(given_usd_per_unit: Mapping[str, float]) -> None:
+    """Refuse what `--exchange-rate` cannot mean. The commonest slip, the rate written the way rates are
+    quoted (CNY=7.2 for 1 USD = 7.2 CNY), showed every yuan price about 50 times off, silently: a rate far
+    from the bundled one is refused, with the inverse offered when that is near; so is USD, which is what
+    every rate is in."""
+    for code, usd_per_unit in given_usd_per_unit.items():
+        if code == "USD":
+            raise UsageError(
+                _("--exchange-rate USD={rate}: every rate is already in US dollars").format(
+                    rate=f"{usd_per_unit:g}"
+                ),
+                fix=_("give the other currency's rate, US dollars per unit, e.g. --exchange-rate CNY=0.14"),
+            )
+        bundled = BUNDLED.get(code)
+        if bundled is None or _near(usd_per_unit, bundled.usd_per_unit):
+            continue
+        fields = {"code": code, "rate": f"{usd_per_unit:g}", "bundled": f"{bundled.usd_per_unit:.4g}"}
+        inverted = _near(1 / usd_per_unit, bundled.usd_per_unit)
+        raise UsageError(
+            _("--exchange-rate {code}={rate} says 1 {code} = {rate} USD, far from the bundled rate").format(
+                **fields
+            ),
+            why=_(
+                "--exchange-rate is US dollars per unit of the currency (bundled: {code}={bundled})"
+            ).format(**fields),
+            fix=(
+                _("if 1 USD buys {rate} {code}, write --exchange-rate {code}={inverse}").format(
+                    **fields, inverse=f"{1 / usd_per_unit:.4g}"
+                )
+                if inverted
+                else _("check the figure, e.g. --exchange-rate {code}={bundled}").format(**fields)
+            ),
+        )
+
+
 def display(currency: str, given_usd_per_unit: Mapping[str, float]) -> Money:
     """The Money a plan is shown in; every currency in CURRENCIES has a bundled rate."""
     codes = sorted((set(BUNDLED) | set(given_usd_per_unit)) - {currency, "USD"})

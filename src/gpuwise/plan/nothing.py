@@ -18,7 +18,9 @@ def nothing_message(result: PlanResult, no_estimate_why: dict[str, str], constra
     if not result.rejected:
         return _("No offer qualifies: the catalog has no offers")
     text = _("No offer qualifies ({count} configurations considered)").format(count=result.considered)
-    facts = _blocked_text(result, no_estimate_why)
+    # a currency without a rate is a fact the user acts on (give one); the rest only where facts_matter
+    only = None if facts_matter(result, constraints) else ("currency",)
+    facts = _blocked_text(result, no_estimate_why, only)
     if facts:
         if constraints.gpus:
             text += _(
@@ -30,6 +32,15 @@ def nothing_message(result: PlanResult, no_estimate_why: dict[str, str], constra
                 facts="; ".join(facts)
             )
     constraint_counts = {r: n for r, n in result.rejected.items() if r in RELAXABLE}
+    if constraint_counts and not result.relaxations:
+        # A constraint counted first (CNY offers without a rate) still named "the most" when none of what
+        # it removed would fit: the reader went to relax it for nothing.
+        rejected = sorted(result.rejected.items(), key=lambda kv: -kv[1])
+        return (
+            text
+            + _(". No constraint alone stands in the way: relaxing any one of them would allow no option")
+            + _("; rejected: {reasons}").format(reasons=", ".join(f"{r} {n}" for r, n in rejected))
+        )
     if constraint_counts:
         reason, n = max(constraint_counts.items(), key=lambda kv: kv[1])
         text += _(". Of the constraints, {key} removed the most ({count}, reason '{reason}')").format(
@@ -43,10 +54,20 @@ def nothing_message(result: PlanResult, no_estimate_why: dict[str, str], constra
     return text
 
 
-def _blocked_text(result: PlanResult, no_estimate_why: dict[str, str]) -> list[str]:
+def facts_matter(result: PlanResult, constraints: Constraints) -> bool:
+    """Whether what removed GPUs (too small, no estimate, …) is the answer: when GPUs were asked for, or no
+    constraint can be relaxed. Otherwise a constraint is what stands in the way, and a list of the small
+    GPUs that never fit buried it ('T4: … L4: … V100: …' before 'raising deadline_hours to 0.6')."""
+    return bool(constraints.gpus) or not result.relaxations
+
+
+def _blocked_text(
+    result: PlanResult, no_estimate_why: dict[str, str], only: tuple[str, ...] | None = None
+) -> list[str]:
     by_reason: dict[str, list[tuple[str, int]]] = {}
     for (reason, gpu), n in sorted(result.blocked.items(), key=lambda kv: -kv[1]):
-        by_reason.setdefault(reason, []).append((gpu, n))
+        if only is None or reason in only:
+            by_reason.setdefault(reason, []).append((gpu, n))
     out: list[str] = []
     for reason, items in by_reason.items():
         for gpu, n in items[:3]:
@@ -63,6 +84,7 @@ def _blocked_text(result: PlanResult, no_estimate_why: dict[str, str]) -> list[s
                 "no_fabric": _("multi-node without a shared fabric"),
                 "does_not_fit": _("the workload does not fit in its memory"),
                 "below_target_rate": _("too slow for the target rate"),
+                "fractional_gpu": _("sold as a fraction of a GPU, which gpuwise does not plan"),
             }.get(reason, reason)
             out.append(_("{gpu}: {what} ({configs})").format(gpu=gpu, what=what, configs=configs))
     return out

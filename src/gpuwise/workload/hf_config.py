@@ -23,8 +23,10 @@ from gpuwise.locale import _
 
 
 def _fix() -> str:
+    # a repo id ("meta-llama/Llama-3.1-8B") is what newcomers write first: say where the file comes from
     return _(
-        "point hf_config at the model's config.json as published on its Hugging Face page (a local copy)"
+        "point hf_config at a local copy of the model's config.json, relative to the workload file; gpuwise "
+        "never downloads: fetch it first from https://huggingface.co/ORG/MODEL/resolve/main/config.json"
     )
 
 

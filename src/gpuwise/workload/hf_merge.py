@@ -5,6 +5,7 @@ Must not import the CLI, the catalog or the estimator.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,7 @@ def merge_hf_config(data: dict[str, Any], source: str) -> dict[str, Any]:
             why=_("each describes the whole architecture; gpuwise would not know which to believe"),
             fix=_("keep one of them (keys written beside it still override what it gives)"),
         )
-    path = Path(name).expanduser()
-    if not path.is_absolute():
-        path = Path(source).parent / path
+    path = _config_path(name, source)
     arch = read_hf_config(load_hf_config(path), str(path))
     fields = arch.model_fields()
     if "params" in model and "active_params" not in model:
@@ -65,3 +64,25 @@ def merge_hf_config(data: dict[str, Any], source: str) -> dict[str, Any]:
         note += "; overridden in [model]: " + ", ".join(overridden)
     merged = {**fields, **model, "source": note}
     return {**data, "model": merged}
+
+
+def _config_path(name: str, source: str) -> Path:
+    """The config.json `hf_config` names, relative to the workload file: a folder holding one (what
+    `huggingface-cli download` leaves) stands for it; a Hugging Face repo id is not a file, and says so."""
+    path = Path(name).expanduser()
+    if not path.is_absolute():
+        path = Path(source).parent / path
+    if path.is_dir() and (path / "config.json").is_file():
+        return path / "config.json"
+    if not path.exists() and re.fullmatch(r"[\w.-]+/[\w.-]+", name) and not name.endswith(".json"):
+        raise ConfigError(
+            _(
+                "Workload file {source}: hf_config '{name}' looks like a Hugging Face repo id, not a file"
+            ).format(source=source, name=name),
+            why=_("the file is read locally: gpuwise never downloads"),
+            fix=_(
+                "download https://huggingface.co/{name}/resolve/main/config.json next to the workload file "
+                'and write hf_config = "config.json"'
+            ).format(name=name),
+        )
+    return path

@@ -11,6 +11,7 @@ Must not import the CLI, the catalog or the estimator.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +107,7 @@ def _check_keys(data: dict[str, Any], source: str) -> None:
                     ),
                     fix=_("write it as a section: [{key}] followed by key = value lines").format(key=key),
                 )
-            special = {"model": _MODEL_USER_KEYS, "measured": _MEASURED_KEYS, "diffusion": _DIFFUSION_KEYS}
-            allowed = special.get(key, list(_SECTIONS[key].model_fields))
+            allowed = _section_keys(key)
             for sub in value:
                 if sub not in allowed:
                     _unknown(source, f"{key}.{sub}", allowed, section=key)
@@ -136,6 +136,9 @@ def _unknown(source: str, path: str, allowed: list[str], section: str = "") -> N
             why=_("gpuwise reads '{key}' from the [{home}] section").format(key=key, home=home),
             fix=fix.format(home=home, write=write, leaf=leaf, path=path),
         )
+    homes = [name for name in _SECTIONS if name != section and leaf in _section_keys(name)]
+    if homes and leaf not in ("name", "task"):
+        _misplaced(source, path, leaf, section, homes)
     hint = close_matches(leaf, allowed)
     where = f"[{section}]" if section else _("the top level")
     message = _("Workload file {source}: unknown key '{path}'").format(source=source, path=path)
@@ -145,6 +148,25 @@ def _unknown(source: str, path: str, allowed: list[str], section: str = "") -> N
         message,
         why=_("keys allowed in {where}: {keys}").format(where=where, keys=", ".join(allowed)),
         fix=_("correct or remove the key (`gpuwise schema workload` lists every key)"),
+    )
+
+
+def _section_keys(section: str) -> list[str]:
+    special = {"model": _MODEL_USER_KEYS, "measured": _MEASURED_KEYS, "diffusion": _DIFFUSION_KEYS}
+    return special.get(section, list(_SECTIONS[section].model_fields))
+
+
+def _misplaced(source: str, path: str, leaf: str, section: str, homes: list[str]) -> None:
+    """A workload key written in the wrong section: a key typed before any [section] header, or after the
+    wrong one, lands there in TOML ('deadline_hours' above [model] is a top-level key)."""
+    home = " / ".join(f"[{h}]" for h in homes)
+    where = f"[{section}]" if section else _("the top level")
+    raise ConfigError(
+        _("Workload file {source}: key '{path}' belongs in {home}, not {where}").format(
+            source=source, path=path, home=home, where=where
+        ),
+        why=_("in TOML a key belongs to the last [section] header above it (none: the top level)"),
+        fix=_("move '{leaf} = …' under the {home} header").format(leaf=leaf, home=home),
     )
 
 
@@ -201,9 +223,11 @@ def _describe_error(err: dict[str, Any]) -> tuple[str, str]:
             expected=ctx.get("expected", ""), got=got
         )
     if typ in ("int_parsing", "int_type", "int_from_float"):
-        return loc, _("must be a whole number, got {got}").format(got=got)
+        return loc, _("must be a whole number, got {got}").format(got=got) + _number_hint(
+            given, suffixes=False
+        )
     if typ in ("float_parsing", "float_type"):
-        return loc, _("must be a number, got {got}").format(got=got)
+        return loc, _("must be a number, got {got}").format(got=got) + _number_hint(given)
     if typ in ("bool_parsing", "bool_type"):
         return loc, _("must be true or false, got {got}").format(got=got)
     if typ in ("string_type",):
@@ -219,12 +243,57 @@ def _describe_error(err: dict[str, Any]) -> tuple[str, str]:
     return loc, msg
 
 
+def _check_task_section(data: dict[str, Any], source: str) -> None:
+    """The other task's section, before its own required keys: an inference job's `[train] tensor_parallel`
+    was answered "train.method is required", as if a training section were wanted."""
+    task = data.get("task")
+    if task == "inference" and isinstance(data.get("train"), dict):
+        message = _('task = "inference" takes [inference], not [train]')
+        right, wrong = "inference", "train"
+    elif task in ("train", "finetune") and isinstance(data.get("inference"), dict):
+        message = _('task = "{task}" takes [train], not [inference]').format(task=task)
+        right, wrong = "train", "inference"
+    else:
+        return
+    raise ConfigError(
+        _("Workload file {source}: {problems}").format(source=source, problems=message),
+        fix=_("move the keys of [{wrong}] under [{right}], or change task").format(wrong=wrong, right=right),
+    )
+
+
+_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def _number_hint(given: Any, *, suffixes: bool = True) -> str:
+    """What to write for a number given as text ("8k", "1e6", "2,000"): TOML numbers take no quotes or
+    suffixes. Whole-number keys get no suffix reading: "2k" tokens of context usually mean 2048."""
+    if not isinstance(given, str):
+        return ""
+    text = given.strip().replace(",", "").replace("_", "")
+    try:
+        float(text)
+        value = text
+    except ValueError:
+        scale = _SUFFIXES.get(text[-1:].lower()) if suffixes and text else None
+        try:
+            number = float(text[:-1]) * scale if scale else math.nan
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number):
+            return ""
+        value = f"{number:.0f}" if number < 1e7 else f"{number:.3g}".replace("e+0", "e").replace("e+", "e")
+    return _(" (write {value} without quotes: TOML numbers take no quotes or unit suffixes)").format(
+        value=value
+    )
+
+
 def parse_workload(data: dict[str, Any], source: str) -> Workload:
     """Validate a workload dict (as read from TOML); `source` names the file in messages.
 
     A `task = "measured"` workload's result file is read here, relative to `source`'s folder."""
     _check_keys(data, source)
     merged = merge_diffusion(merge_hf_config(data, source), source)
+    _check_task_section(merged, source)  # after the diffusion check's own word on image generation
     merged = attach_measurement(_merge_preset(merged, source), source)
     if "name" not in merged:
         merged = {"name": Path(source).stem, **merged}
@@ -234,6 +303,9 @@ def parse_workload(data: dict[str, Any], source: str) -> Workload:
         problems = []
         for err in exc.errors()[:5]:
             loc, what = _describe_error(dict(err))
+            if loc in _SECTIONS:  # a rule over the whole section: "[train]: give exactly one of …"
+                problems.append(f"[{loc}]: {what}")
+                continue
             problems.append((_("key '{key}' ").format(key=loc) if loc else "") + what)
         more = _("; and {n} more").format(n=len(exc.errors()) - 5) if len(exc.errors()) > 5 else ""
         raise ConfigError(

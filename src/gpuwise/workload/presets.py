@@ -35,9 +35,32 @@ def preset_names() -> list[str]:
     return list(_table())
 
 
+# Fine-tuned releases keep their base model's architecture: what a newcomer copies from the model page.
+_VARIANT_SUFFIXES = ("-instruct", "-chat", "-it", "-hf", "-base")
+_FINE_TUNED = ("-instruct", "-chat", "-it")
+
+
+def _resolve(name: str) -> tuple[str | None, str]:
+    """(canonical preset, how it was reached: "" by name, "repo" from a Hugging Face repo id, "variant"
+    from a fine-tuned release's name): 'meta-llama/Llama-3.1-8B-Instruct' is llama-3.1-8b."""
+    aliases = _aliases()
+    text = name.strip().lower()
+    if text in aliases:
+        return aliases[text], ""
+    text = text.rsplit("/", 1)[-1]
+    how = "repo"
+    for _round in range(3):  # '…-chat-hf' drops both suffixes
+        if text in aliases:
+            return aliases[text], how
+        suffix = next((s for s in _VARIANT_SUFFIXES if text.endswith(s)), "")
+        how = "variant" if suffix in _FINE_TUNED else how
+        text = text.removesuffix(suffix) if suffix else text
+    return None, how
+
+
 def get_preset(name: str) -> dict[str, Any]:
     """The preset's `[model]` fields (with `preset` set to its canonical name). Raises NotFoundError."""
-    key = _aliases().get(name.strip().lower())
+    key, variant = _resolve(name)
     if key is None:
         raise NotFoundError(
             _("model preset"),
@@ -47,6 +70,13 @@ def get_preset(name: str) -> dict[str, Any]:
         )
     row = {k: v for k, v in _table()[key].items() if k != "aliases"}
     row["preset"] = key
+    if variant:
+        said = (
+            _("'{name}' read as preset {key} (a fine-tuned release keeps its base's architecture)")
+            if variant == "variant"
+            else _("'{name}' read as preset {key}")
+        )
+        row["source"] = f"{row.get('source', '')}; {said.format(name=name.strip(), key=key)}"
     return row
 
 

@@ -44,10 +44,10 @@ DESCRIPTIONS: dict[str, str] = {
     "written by hand).",
     "model.preset": "A bundled preset (`llama-3-8b`, `mixtral-8x7b`, `qwen2.5-72b`, …); keys given beside it "
     "override the preset's.",
-    "model.hf_config": "A Hugging Face `config.json` (a local file, relative to the workload file; never "
-    "downloaded): its architecture fills the keys below and its parameters are counted from it; keys given "
-    "beside it override what it read. Llama, Mistral, Qwen2/3, Gemma, Phi, GPT-2, GPT-NeoX, Falcon, "
-    "StarCoder2, Mixtral, DeepSeek-V2/V3, T5 and Whisper configs.",
+    "model.hf_config": "A Hugging Face `config.json` (a local file, or the folder holding one, relative to "
+    "the workload file; never downloaded): its architecture fills the keys below and its parameters are "
+    "counted from it; keys given beside it override what it read. Llama, Mistral, Qwen2/3, Gemma, Phi, "
+    "GPT-2, GPT-NeoX, Falcon, StarCoder2, Mixtral, DeepSeek-V2/V3, T5 and Whisper configs.",
     "model.kind": "`transformer`, or `cnn` / `diffusion` / `generic` for models described by "
     "`params` and `flops_per_sample`.",
     "model.params": "Total parameters.",
