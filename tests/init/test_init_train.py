@@ -34,7 +34,17 @@ def _stop_mid_training(
 ) -> tuple[int, str, int]:
     """Start a long run, wait until it has logged a training step, send `sig`. Returns (exit code,
     stdout and stderr, the step it says it stopped at)."""
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # As a terminal starts it: a test runner started in the background (`cmd &` in a script) ignores SIGINT,
+    # the child would inherit that, and train.py rightly leaves an ignored Ctrl-C ignored
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509 - single-threaded here
+    )
     assert proc.stdout is not None
     seen = []
     for line in proc.stdout:
