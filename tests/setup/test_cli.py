@@ -237,3 +237,16 @@ def test_a_cuda_build_the_driver_cannot_run_names_the_driver_that_can(
     code, _out, err = run(capsys, *args)
     flat = " ".join(err.split())
     assert code == 2 and "use --driver 570" in flat and "CUDA 12.8;" in flat
+
+
+@pytest.mark.parametrize(
+    ("given", "name"), [("rocky-9.4", "Rocky Linux 9"), ("RHEL-8.10", "Red Hat Enterprise")]
+)
+def test_an_os_given_as_os_release_spells_it_is_its_major(
+    capsys: pytest.CaptureFixture[str], given: str, name: str
+) -> None:
+    """`--os rocky-9.4` (ID-VERSION_ID from Rocky 9.4's /etc/os-release, as the error's fix says to give
+    it) was an unknown OS, though the detected one is rocky-9: a typed id is read as detection reads it."""
+    code, out, err = run(capsys, "--os", given, "--gpu", "H100")
+    assert code == 0, err
+    assert f"setup for {name}" in out
