@@ -252,6 +252,17 @@ def test_debian_gets_its_contrib_component_before_the_driver(tmp_path: Path) -> 
     assert "add-apt-repository" not in _script("ubuntu-22.04", "H100", None, False)
 
 
+def test_debian_stops_with_what_to_edit_when_contrib_cannot_be_enabled(tmp_path: Path) -> None:
+    """add-apt-repository may leave a sources file it does not parse (deb822) as it was: the repository step
+    stops there (exit 1, which file to edit) instead of the driver failing on unmet dependencies."""
+    script, state, log, env = _stubbed(tmp_path)
+    (Path(env["PATH"]) / "add-apt-repository").write_text("#!/bin/bash\nexit 1\n")
+    done = subprocess.run(["/bin/bash", str(script)], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "contrib component is still not enabled" in done.stderr and "debian.sources" in done.stderr
+    assert "nvidia-open" not in log.read_text() and not (state / "driver").exists()
+
+
 @pytest.mark.parametrize(
     ("package", "stops"),
     [

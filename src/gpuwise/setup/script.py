@@ -63,11 +63,18 @@ _DEBIAN_CONTRIB_WHY = (
 )
 _ENABLE_CONTRIB = (
     "as_root apt-get install -y software-properties-common",
-    "as_root add-apt-repository -y contrib",
+    "as_root add-apt-repository -y contrib || true",  # judged by the check below, not by its exit code
 )
 # apt's policy lists every enabled component as `c=contrib`; grep reads all of it (no -q: with pipefail an
 # early exit would fail apt-cache with SIGPIPE and the step would run every time)
 _CONTRIB_ENABLED = "apt-cache policy 2>/dev/null | grep 'c=contrib' >/dev/null"
+# add-apt-repository may leave a source it does not parse untouched (deb822 `.sources` files): stop here with
+# what to edit rather than at the driver with unmet dependencies
+_CONTRIB_CHECK = (
+    f"{_CONTRIB_ENABLED} || {{ echo \"Debian's contrib component is still not enabled: add contrib after "
+    "main on the Debian lines of /etc/apt/sources.list (or to Components: in "
+    '/etc/apt/sources.list.d/debian.sources), then run this script again." >&2; exit 1; }'
+)
 
 
 def _repo_step(target: Target) -> Step:
@@ -88,6 +95,7 @@ def _repo_step(target: Target) -> Step:
                 "as_root dpkg -i /tmp/cuda-keyring.deb",
                 *(_ENABLE_CONTRIB if debian else ()),
                 "as_root apt-get update",
+                *((_CONTRIB_CHECK,) if debian else ()),
             ),
         )
     extra: tuple[str, ...] = ()
