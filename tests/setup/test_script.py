@@ -189,7 +189,15 @@ done""",
     "add-apt-repository": 'echo "add-apt-repository $*" >> "$LOG"; touch "$STATE/contrib"',
     "apt-cache": '[ -f "$STATE/contrib" ] && echo " release o=Debian,c=contrib,b=amd64"; true',
     # installed driver packages, as a test writes them in $STATE/packages (none by default)
-    "dpkg-query": '[ -f "$STATE/packages" ] && cat "$STATE/packages"',
+    # (the lines whose package matches one of the patterns asked for, as dpkg-query -W matches them)
+    "dpkg-query": """[ -f "$STATE/packages" ] || exit 1
+while read -r status package version; do
+  for pattern in "$@"; do
+    case "$pattern" in -*) continue ;; esac
+    # shellcheck disable=SC2053
+    [[ $package == $pattern ]] && echo "$status  $package $version"
+  done
+done < "$STATE/packages\"""",
     # python3 -c CHECK: the version check passes; python3 -m venv DIR: a venv whose python installs torch
     # (pip) and then reports it (the -c probe)
     "python3": """[ "$1" = -c ] && exit 0
@@ -268,6 +276,7 @@ def test_debian_stops_with_what_to_edit_when_contrib_cannot_be_enabled(tmp_path:
     [
         ("nvidia-driver-535-server 535.183.01-0ubuntu0.22.04.1", True),  # Ubuntu's archive
         ("nvidia-driver 535.216.03-1~deb12u1", True),  # Debian's archive
+        ("nvidia-headless-535-server 535.183.01-0ubuntu0.22.04.1", True),  # a server's headless set
         ("nvidia-driver-550 550.54.15-0ubuntu1", False),  # NVIDIA's repository: apt upgrades it
     ],
 )

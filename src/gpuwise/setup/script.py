@@ -138,10 +138,13 @@ _NO_RUNFILE_DRIVER = (
 # "*nvidia*" "libxnvctrl*"`). The archive's builds are told apart by their version: Ubuntu's updates carry
 # `ubuntu0.` (535.183.01-0ubuntu0.22.04.1; NVIDIA's repository builds are -0ubuntu1 or -1) and Debian's
 # `~deb` (535.216.03-1~deb12u1). The step only runs when that driver's branch is older than the chosen one.
+# Servers often carry no nvidia-driver-* package but the headless set (nvidia-headless-535-server), so the
+# driver's CUDA library is looked at too (libnvidia-compute-* on Ubuntu, libcuda1 on Debian).
+_DRIVER_PACKAGES = "'nvidia-driver*' 'nvidia-headless*' 'libnvidia-compute*' libcuda1"
 _NO_DISTRIBUTION_DRIVER = (
     "distribution_driver=\"$(dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\\n' "
-    "'nvidia-driver*' 2>/dev/null | awk '$1 == \"ii\" && $3 ~ /(ubuntu0[.]|~deb)/ {print $2 \" \" $3; exit}' "
-    '|| true)"',
+    f"{_DRIVER_PACKAGES} 2>/dev/null "
+    '| awk \'$1 == "ii" && $3 ~ /(ubuntu0[.]|~deb)/ {print $2 " " $3; exit}\' || true)"',
     'if [ -n "$distribution_driver" ]; then echo "A driver from the distribution\'s own packages is on this '
     "machine ($distribution_driver): NVIDIA's driver packages conflict with it. Remove it first "
     "(sudo apt-get --purge remove '*nvidia*' 'libxnvctrl*'; sudo apt-get autoremove), then run this script "
