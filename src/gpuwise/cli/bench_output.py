@@ -199,4 +199,7 @@ def _per(column: dict[str, Any], key: str) -> str:
 def _money(value: Any) -> str:
     if not isinstance(value, int | float):
         return "—"
-    return f"${value:,.2f}" if value >= 1 else f"${value:.4g}"
+    if value >= 1:
+        return f"${value:,.2f}"
+    small = f"{value:.4g}"  # a per-unit cost keeps its digits; a price has at least cents ($0.50, not $0.5)
+    return f"${value:.2f}" if "e" not in small and len(small.partition(".")[2]) < 2 else f"${small}"
