@@ -291,6 +291,7 @@ def test_a_driver_from_the_distribution_archive_stops_the_script(
     if stops:
         assert done.returncode == 1, done.stdout + done.stderr
         assert f"({package})" in done.stderr and "apt-get --purge remove '*nvidia*'" in done.stderr
+        assert "or keep it: gpuwise setup --driver 535 prints" in done.stderr
         assert "nvidia-open" not in log.read_text() and not (state / "driver").exists()
     else:
         assert done.returncode == 0 and (state / "driver").exists(), done.stdout + done.stderr

@@ -145,10 +145,12 @@ _NO_DISTRIBUTION_DRIVER = (
     "distribution_driver=\"$(dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\\n' "
     f"{_DRIVER_PACKAGES} 2>/dev/null "
     '| awk \'$1 == "ii" && $3 ~ /(ubuntu0[.]|~deb)/ {print $2 " " $3; exit}\' || true)"',
-    'if [ -n "$distribution_driver" ]; then echo "A driver from the distribution\'s own packages is on this '
-    "machine ($distribution_driver): NVIDIA's driver packages conflict with it. Remove it first "
-    "(sudo apt-get --purge remove '*nvidia*' 'libxnvctrl*'; sudo apt-get autoremove), then run this script "
-    'again." >&2; exit 1; fi',
+    # a driver that works may be worth keeping: its branch, for `gpuwise setup --driver` (580.65.06 -> 580)
+    'if [ -n "$distribution_driver" ]; then kept="${distribution_driver##* }"; echo "A driver from the '
+    "distribution's own packages is on this machine ($distribution_driver): NVIDIA's driver packages "
+    "conflict with it. Remove it first (sudo apt-get --purge remove '*nvidia*' 'libxnvctrl*'; sudo apt-get "
+    "autoremove), then run this script again; or keep it: gpuwise setup --driver ${kept%%.*} prints a script "
+    'for its branch." >&2; exit 1; fi',
 )
 
 
