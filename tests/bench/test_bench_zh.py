@@ -57,3 +57,49 @@ def test_bad_unit_in_chinese(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["--lang", "zh", "bench", "task", "--units", "0", "--", "true"])
     assert code == 2
     assert "必须大于 0" in capsys.readouterr().err
+
+
+def test_task_table_in_chinese_has_no_dangling_units(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], empty_config: Path
+) -> None:
+    """No GPU was read: the bound reason showed in English and the empty figures as "— GiB" and "— %";
+    the reason is Chinese, an empty figure is "—" alone, and the results file keeps the English reason."""
+    out = tmp_path / "task.json"
+    code = main(
+        [
+            "--lang", "zh", "bench", "task", "--no-metadata", "--config", str(empty_config), "--units", "3",
+            "--interval", "0.05", "--out", str(out), "--", sys.executable, "-c", "pass",
+        ]
+    )  # fmt: skip
+    shown = capsys.readouterr().out
+    assert code == 0
+    assert "没有利用率读数" in shown and "no utilization readings" not in shown
+    assert "— GiB" not in shown and "— %" not in shown
+    task = json.loads(out.read_text(encoding="utf-8"))["task"]
+    assert task["bound_reason"].startswith("no utilization readings")
+
+
+@pytest.mark.parametrize(
+    ("gpu", "mem", "bound", "chinese"),
+    [
+        (97.0, 20.0, "compute", "显存繁忙 20 %，kernel 运行 97 %（比值 0.21 < 0.5）"),
+        (90.0, 60.0, "memory_bandwidth", "显存繁忙 60 %，kernel 运行 90 %（比值 0.67 ≥ 0.5）"),
+        (10.0, 5.0, "unknown", "GPU 只有 10 % 的时间在运行 kernel：瓶颈在主机，不在 GPU"),
+    ],
+)
+def test_the_bound_reason_is_shown_in_the_users_language(
+    gpu: float, mem: float, bound: str, chinese: str
+) -> None:
+    from gpuwise.bench.usertask import Readings, bound_reason_shown, decide_bound
+
+    readings = Readings()
+    readings.util_gpu.append(gpu)
+    readings.util_memory.append(mem)
+    decided, english = decide_bound(readings)
+    task = {"bound": decided, "bound_reason": english, "gpu_util_mean_pct": gpu, "memory_util_mean_pct": mem}
+    assert decided == bound
+    assert bound_reason_shown(task) == english  # English: the file's words, unchanged
+    use_language("zh")
+    assert bound_reason_shown(task) == chinese
+    edited = {**task, "bound_reason": "measured by hand"}
+    assert bound_reason_shown(edited) == "measured by hand"  # a reason the figures do not give back

@@ -117,3 +117,14 @@ def test_price_count_must_match(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["bench", "compare", *files, "--price", "1", "--price", "2"]) == 2
     assert "2 --price values for 3 files" in capsys.readouterr().err
     assert main(["bench", "compare", str(tmp_path / "missing.json")]) == 2
+
+
+def test_a_price_under_a_dollar_shows_its_cents(capsys: pytest.CaptureFixture[str]) -> None:
+    """--price 0.5 showed as "$0.5" beside "$2.50": an hourly price under $1 has cents; a per-unit cost
+    keeps its significant digits."""
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "bench"
+    files = [str(fixtures / "task-h100-compute.json"), str(fixtures / "task-cpu.json")]
+    assert main(["bench", "compare", *files, "--price", "2.5", "--price", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "$0.50 (--price)" in out and "$0.5 (" not in out
+    assert "$0.0003472/frames" in out and "$0.0006944/frames" in out

@@ -283,6 +283,8 @@ def test_no_driver_with_nvidia_hardware_is_driver_missing(tables: Tables) -> Non
     found = [f for f in diagnose(facts, tables) if f.severity == "error"]
     assert [f.id for f in found] == ["driver.missing"]
     assert "4 NVIDIA device(s)" in found[0].evidence
+    # the install script gpuwise prints is the first way offered, not only Ubuntu's own packages
+    assert "gpuwise setup --gpu <your GPU, e.g. H100> > setup.sh" in found[0].fix
 
 
 def test_kernel_module_newer_than_library_is_mismatch(tables: Tables) -> None:

@@ -204,3 +204,49 @@ def test_os_release_is_read_as_a_shell_would() -> None:
     assert os_id_from(parse_os_release('ID=amzn\nVERSION_ID="2023"\n')) == "amzn-2023"
     assert os_id_from(parse_os_release("ID=debian\n")) is None
     assert read_os_release(Path("/nonexistent/os-release")) is None
+
+
+@pytest.mark.parametrize(("given", "cuda"), [("torch==2.8.0+cu126", "12.6"), ("torch==2.8+cu129", "12.9")])
+def test_a_cuda_build_asked_for_is_the_build_installed(
+    capsys: pytest.CaptureFixture[str], given: str, cuda: str
+) -> None:
+    """--framework torch==2.8.0+cu126 installed the cu128 build (the suffix was dropped silently): the build
+    asked for is the one chosen, installed from its index and checked by its CUDA."""
+    code, out, _err = run(capsys, "--os", "ubuntu-22.04", "--gpu", "H100", "--framework", given)
+    variant = given.rsplit("+", 1)[1]
+    assert code == 0
+    assert f"--index-url https://download.pytorch.org/whl/{variant}" in out
+    assert f"torch.version.cuda == '{cuda}'" in out and f"CUDA {cuda}, torch 2.8 ({variant})" in out
+
+
+def test_a_cuda_build_the_release_lacks_is_refused_with_its_builds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "--os", "ubuntu-22.04", "--gpu", "H100", "--framework", "torch==2.8.0+cpu")
+    flat = " ".join(err.split())
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert "Unknown PyTorch 2.8 build 'cpu'" in flat and "cu126, cu128, cu129" in flat
+    assert "To fix: give one of those, e.g. --framework torch==2.8+cu129" in flat
+
+
+def test_a_cuda_build_the_driver_cannot_run_names_the_driver_that_can(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The build asked for is held to the driver rules like any other choice: cu128 needs branch 570."""
+    args = ("--os", "ubuntu-22.04", "--gpu", "H100", "--framework", "torch==2.8.0+cu128", "--driver", "535")
+    code, _out, err = run(capsys, *args)
+    flat = " ".join(err.split())
+    assert code == 2 and "use --driver 570" in flat and "CUDA 12.8;" in flat
+
+
+@pytest.mark.parametrize(
+    ("given", "name"), [("rocky-9.4", "Rocky Linux 9"), ("RHEL-8.10", "Red Hat Enterprise")]
+)
+def test_an_os_given_as_os_release_spells_it_is_its_major(
+    capsys: pytest.CaptureFixture[str], given: str, name: str
+) -> None:
+    """`--os rocky-9.4` (ID-VERSION_ID from Rocky 9.4's /etc/os-release, as the error's fix says to give
+    it) was an unknown OS, though the detected one is rocky-9: a typed id is read as detection reads it."""
+    code, out, err = run(capsys, "--os", given, "--gpu", "H100")
+    assert code == 0, err
+    assert f"setup for {name}" in out

@@ -185,6 +185,19 @@ esac""",
     cudnn9-cuda-13) touch "$STATE/cudnn" ;;
   esac
 done""",
+    # Debian's contrib component: off until add-apt-repository turns it on (apt's policy then lists it)
+    "add-apt-repository": 'echo "add-apt-repository $*" >> "$LOG"; touch "$STATE/contrib"',
+    "apt-cache": '[ -f "$STATE/contrib" ] && echo " release o=Debian,c=contrib,b=amd64"; true',
+    # installed driver packages, as a test writes them in $STATE/packages (none by default)
+    # (the lines whose package matches one of the patterns asked for, as dpkg-query -W matches them)
+    "dpkg-query": """[ -f "$STATE/packages" ] || exit 1
+while read -r status package version; do
+  for pattern in "$@"; do
+    case "$pattern" in -*) continue ;; esac
+    # shellcheck disable=SC2053
+    [[ $package == $pattern ]] && echo "$status  $package $version"
+  done
+done < "$STATE/packages\"""",
     # python3 -c CHECK: the version check passes; python3 -m venv DIR: a venv whose python installs torch
     # (pip) and then reports it (the -c probe)
     "python3": """[ "$1" = -c ] && exit 0
@@ -202,7 +215,8 @@ def _stubbed(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
     stubs, state = tmp_path / "bin", tmp_path / "state"
     stubs.mkdir()
     state.mkdir()
-    tools = {name: f'exec {shutil.which(name)} "$@"' for name in ("cut", "touch", "mkdir", "chmod")}
+    real = ("cut", "touch", "mkdir", "chmod", "grep", "awk", "cat")
+    tools = {name: f'exec {shutil.which(name)} "$@"' for name in real}
     for name, body in {**_STUBS, **tools}.items():
         (stubs / name).write_text(f"#!/bin/bash\n{body}\n")
         (stubs / name).chmod(0o755)
@@ -230,6 +244,57 @@ def test_a_runfile_driver_stops_the_script_before_any_driver_package(tmp_path: P
     assert done.returncode == 1, done.stdout + done.stderr
     assert "sudo /usr/bin/nvidia-uninstall" in done.stderr
     assert "nvidia-open" not in log.read_text() and not (state / "driver").exists()
+
+
+def test_debian_gets_its_contrib_component_before_the_driver(tmp_path: Path) -> None:
+    """NVIDIA's driver packages for Debian depend on Debian's contrib component (NVIDIA's Debian install
+    steps enable it): the repository step turns it on, and a keyring without contrib is not done."""
+    script, state, log, env = _stubbed(tmp_path)
+    (state / "keyring").touch()  # the keyring from an earlier attempt, contrib still off
+    done = subprocess.run(["/bin/bash", str(script)], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "installing: NVIDIA CUDA repository" in done.stdout
+    calls = log.read_text()
+    assert "add-apt-repository -y contrib" in calls
+    assert calls.index("add-apt-repository") < calls.index("nvidia-open-580")
+    assert "add-apt-repository" not in _script("ubuntu-22.04", "H100", None, False)
+
+
+def test_debian_stops_with_what_to_edit_when_contrib_cannot_be_enabled(tmp_path: Path) -> None:
+    """add-apt-repository may leave a sources file it does not parse (deb822) as it was: the repository step
+    stops there (exit 1, which file to edit) instead of the driver failing on unmet dependencies."""
+    script, state, log, env = _stubbed(tmp_path)
+    (Path(env["PATH"]) / "add-apt-repository").write_text("#!/bin/bash\nexit 1\n")
+    done = subprocess.run(["/bin/bash", str(script)], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "contrib component is still not enabled" in done.stderr and "debian.sources" in done.stderr
+    assert "nvidia-open" not in log.read_text() and not (state / "driver").exists()
+
+
+@pytest.mark.parametrize(
+    ("package", "stops"),
+    [
+        ("nvidia-driver-535-server 535.183.01-0ubuntu0.22.04.1", True),  # Ubuntu's archive
+        ("nvidia-driver 535.216.03-1~deb12u1", True),  # Debian's archive
+        ("nvidia-headless-535-server 535.183.01-0ubuntu0.22.04.1", True),  # a server's headless set
+        ("nvidia-driver-550 550.54.15-0ubuntu1", False),  # NVIDIA's repository: apt upgrades it
+    ],
+)
+def test_a_driver_from_the_distribution_archive_stops_the_script(
+    tmp_path: Path, package: str, stops: bool
+) -> None:
+    """NVIDIA's driver packages over the distribution's own driver packages conflict: the driver step stops
+    (exit 1, what was found and how to remove it on stderr) before installing any driver package."""
+    script, state, log, env = _stubbed(tmp_path)
+    (state / "packages").write_text(f"ii  {package}\nun  nvidia-driver-470 \n")
+    done = subprocess.run(["/bin/bash", str(script)], capture_output=True, text=True, env=env, check=False)
+    if stops:
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert f"({package})" in done.stderr and "apt-get --purge remove '*nvidia*'" in done.stderr
+        assert "or keep it: gpuwise setup --driver 535 prints" in done.stderr
+        assert "nvidia-open" not in log.read_text() and not (state / "driver").exists()
+    else:
+        assert done.returncode == 0 and (state / "driver").exists(), done.stdout + done.stderr
 
 
 def test_running_the_script_twice_more_installs_nothing(tmp_path: Path) -> None:

@@ -81,17 +81,46 @@ def decide_bound(readings: Readings) -> tuple[str, str]:
     time (the task was bound by the host, not the GPU), the answer is "unknown". Otherwise, when memory was
     busy for at least half of the time kernels ran, the kernels were mostly waiting on memory:
     "memory_bandwidth"; else "compute". Both thresholds are judgements, not measured boundaries: the
-    answer is a hint for projecting the task to other GPUs, and is said to be one.
+    answer is a hint for projecting the task to other GPUs, and is said to be one. The reason is English:
+    it goes into the results file (`bound_reason_shown` gives it in the user's language).
     """
-    gpu, mem = _mean(readings.util_gpu), _mean(readings.util_memory)
+    bound, text, fields = _bound(_mean(readings.util_gpu), _mean(readings.util_memory))
+    return bound, text.format(**fields)
+
+
+_NO_UTILIZATION = N_("no utilization readings (no GPU, or the GPU does not report them)")
+_HOST_BOUND = N_("the GPU ran kernels {gpu} % of the time: bound by the host, not the GPU")
+_MEMORY_BOUND = N_("memory busy {mem} % vs kernels {gpu} % (ratio {ratio} ≥ 0.5)")
+_COMPUTE_BOUND = N_("memory busy {mem} % vs kernels {gpu} % (ratio {ratio} < 0.5)")
+
+
+def _bound(gpu: float | None, mem: float | None) -> tuple[str, str, dict[str, str]]:
+    """decide_bound's rule on the mean utilizations (as the results file holds them): the answer, its
+    reason as a text marked with N_(), and the reason's fields."""
     if gpu is None or mem is None:
-        return "unknown", "no utilization readings (no GPU, or the GPU does not report them)"
+        return "unknown", _NO_UTILIZATION, {}
     if gpu < BUSY_GPU_PCT:
-        return "unknown", f"the GPU ran kernels {gpu:.0f} % of the time: bound by the host, not the GPU"
+        return "unknown", _HOST_BOUND, {"gpu": f"{gpu:.0f}"}
     ratio = mem / gpu
+    fields = {"mem": f"{mem:.0f}", "gpu": f"{gpu:.0f}", "ratio": f"{ratio:.2f}"}
     if ratio >= MEMORY_TO_KERNEL_RATIO:
-        return "memory_bandwidth", f"memory busy {mem:.0f} % vs kernels {gpu:.0f} % (ratio {ratio:.2f} ≥ 0.5)"
-    return "compute", f"memory busy {mem:.0f} % vs kernels {gpu:.0f} % (ratio {ratio:.2f} < 0.5)"
+        return "memory_bandwidth", _MEMORY_BOUND, fields
+    return "compute", _COMPUTE_BOUND, fields
+
+
+def bound_reason_shown(task: dict[str, Any]) -> str:
+    """A results file's `bound_reason` in the user's language, rebuilt from the mean utilizations the file
+    holds (the figures decide_bound used). A reason those figures do not give back (a file written by
+    another version, or edited) is shown as written."""
+    gpu, mem = task.get("gpu_util_mean_pct"), task.get("memory_util_mean_pct")
+    numbers = all(v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in (gpu, mem))
+    written = str(task.get("bound_reason", ""))
+    if not numbers:
+        return written
+    bound, text, fields = _bound(gpu, mem)
+    if bound != task.get("bound") or text.format(**fields) != written:
+        return written
+    return _translate(text).format(**fields)
 
 
 def parse_units(line: str) -> float | None:

@@ -94,7 +94,7 @@ def bench(  # noqa: PLR0917 - typer passes each option as a parameter
     no_metadata: NoMetadataOpt = False,
     metadata_url: MetadataUrlOpt = None,
 ) -> None:
-    """Measure what this machine delivers against its datasheet; `task` times your own task package,
+    """Measure what this machine delivers against its datasheet; `task` times your own command,
     `compare` puts results side by side with their cost.
 
     Without a sub-command, run the standard tasks: GEMM per dtype, memory and host↔device bandwidth,

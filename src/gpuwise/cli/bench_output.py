@@ -113,24 +113,33 @@ def print_suite(document: dict[str, Any]) -> None:
             )
 
 
+def _amount(value: Any, unit: str) -> str:
+    """A figure with its unit, or "—" alone when there is none ("— GiB" reads as a broken number)."""
+    return f"{_num(value)} {unit}" if isinstance(value, int | float) else "—"
+
+
 def print_task(document: dict[str, Any]) -> None:
+    from gpuwise.bench.usertask import bound_reason_shown
+
     t = document["task"]
     rows = [
         (_("command"), " ".join(t["command"])),
         (
             _("units"),
-            f"{_num(t['units'])} {t['unit']}" + (f" ({t['units_source']})" if t["units_source"] else ""),
+            _amount(t["units"], t["unit"]) + (f" ({t['units_source']})" if t["units_source"] else ""),
         ),
         (_("seconds"), _num(t["seconds"])),
         (_("seconds per unit"), _num(t["seconds_per_unit"])),
-        (_("peak GPU memory"), f"{_num(t['peak_memory_gib'])} GiB"),
+        (_("peak GPU memory"), _amount(t["peak_memory_gib"], "GiB")),
         (
             _("GPU utilization"),
             _("{util} % (mean of {count} readings)").format(
                 util=_num(t["gpu_util_mean_pct"]), count=t["samples"]
-            ),
+            )
+            if isinstance(t["gpu_util_mean_pct"], int | float)
+            else "—",
         ),
-        (_("bound"), f"{t['bound']}: {t['bound_reason']}"),
+        (_("bound"), f"{t['bound']}: {bound_reason_shown(t)}"),
     ]
     if t["stopped_at_limit"]:
         rows.append((_("stopped"), _("at --max-seconds")))
@@ -190,4 +199,7 @@ def _per(column: dict[str, Any], key: str) -> str:
 def _money(value: Any) -> str:
     if not isinstance(value, int | float):
         return "—"
-    return f"${value:,.2f}" if value >= 1 else f"${value:.4g}"
+    if value >= 1:
+        return f"${value:,.2f}"
+    small = f"{value:.4g}"  # a per-unit cost keeps its digits; a price has at least cents ($0.50, not $0.5)
+    return f"${value:.2f}" if "e" not in small and len(small.partition(".")[2]) < 2 else f"${small}"

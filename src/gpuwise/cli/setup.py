@@ -58,7 +58,10 @@ def setup(  # noqa: PLR0917 - typer passes each option as a parameter
         typer.Option(
             "--framework",
             metavar="torch==X.Y",
-            help=_("PyTorch release (default: the newest with kernels for the GPU)."),
+            help=_(
+                "PyTorch release, optionally with its CUDA build: torch==2.8 or torch==2.8.0+cu126 (default: "
+                "the newest with kernels for the GPU)."
+            ),
         ),
     ] = None,
     container: Annotated[
@@ -164,6 +167,7 @@ def _target(
     from gpuwise.setup.detect import detected_gpu
     from gpuwise.setup.osinfo import read_os_release
     from gpuwise.setup.tables import load_setup_tables
+    from gpuwise.setup.variant import framework_variant, only_variant
 
     tables, setup_tables = load_tables(), load_setup_tables()
     if os_id is None:
@@ -175,6 +179,9 @@ def _target(
             )
     system = resolve_system(os_id, setup_tables)
     version = parse_framework(framework, tables)[1] if framework is not None else None
+    variant = framework_variant(framework) if framework is not None else None
+    if variant is not None and version is not None:  # torch==2.8.0+cu126: that CUDA build, nothing else
+        tables = only_variant(tables, version, variant)
     gpus = _read_gpus(replay) if gpu is None or replay is not None else None
     target_gpu = gpu_target(gpu, None, setup_tables) if gpu is not None else detected_gpu(gpus, setup_tables)
     target = choose_target(

@@ -22,6 +22,7 @@ from gpuwise.doctor.versions import Version, at_least, format_version, major_min
 from gpuwise.errors import ConfigError, NotFoundError, UsageError
 from gpuwise.locale import _
 from gpuwise.setup.images import CudaImage, build_min_driver, build_rank, choose_base_image
+from gpuwise.setup.osinfo import normalize_os_id
 from gpuwise.setup.python import python_too_old, runs_on
 from gpuwise.setup.tables import Architecture, DriverBranch, OsSupport, SetupTables, driver_text
 
@@ -82,7 +83,7 @@ class Target:
 
 
 def resolve_system(os_id: str, setup_tables: SetupTables) -> OsSupport:
-    system = setup_tables.system(os_id.strip().lower())
+    system = setup_tables.system(normalize_os_id(os_id))  # rocky-9.4 -> rocky-9, as detected
     if system is None:
         raise NotFoundError(
             _("OS"),

@@ -39,6 +39,14 @@ def os_id_from(fields: dict[str, str]) -> str | None:
     return f"{os_release_id}-{version}"
 
 
+def normalize_os_id(text: str) -> str:
+    """An os id as a person types it, read as detection reads the file: `--os rocky-9.4` (ID-VERSION_ID
+    as /etc/os-release spells it on Rocky 9.4) is rocky-9, like the detected one. Other text is only
+    lower-cased and stripped."""
+    os_release_id, _, version = text.strip().lower().rpartition("-")
+    return os_id_from({"ID": os_release_id, "VERSION_ID": version}) or text.strip().lower()
+
+
 def read_os_release(path: Path = OS_RELEASE) -> str | None:
     """This machine's os id, or None when the file is missing or unreadable."""
     try:

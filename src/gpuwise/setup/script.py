@@ -53,22 +53,49 @@ def _pm(target: Target) -> str:
     return "apt-get" if target.system.family == "apt" else "dnf"
 
 
+# On Debian the driver packages of NVIDIA's repository depend on packages from Debian's `contrib` component,
+# which a stock Debian install (cloud images included) leaves off: NVIDIA's CUDA Installation Guide for Linux
+# and its Driver Installation Guide (Debian sections) both enable it with `add-apt-repository contrib` before
+# installing. Without it apt stops at the driver with unmet dependencies.
+_DEBIAN_CONTRIB_WHY = (
+    "Debian's contrib component, which NVIDIA's driver packages depend on (NVIDIA CUDA Installation Guide "
+    "for Linux, Debian: 'Enable the contrib repository')"
+)
+_ENABLE_CONTRIB = (
+    "as_root apt-get install -y software-properties-common",
+    "as_root add-apt-repository -y contrib || true",  # judged by the check below, not by its exit code
+)
+# apt's policy lists every enabled component as `c=contrib`; grep reads all of it (no -q: with pipefail an
+# early exit would fail apt-cache with SIGPIPE and the step would run every time)
+_CONTRIB_ENABLED = "apt-cache policy 2>/dev/null | grep 'c=contrib' >/dev/null"
+# add-apt-repository may leave a source it does not parse untouched (deb822 `.sources` files): stop here with
+# what to edit rather than at the driver with unmet dependencies
+_CONTRIB_CHECK = (
+    f"{_CONTRIB_ENABLED} || {{ echo \"Debian's contrib component is still not enabled: add contrib after "
+    "main on the Debian lines of /etc/apt/sources.list (or to Components: in "
+    '/etc/apt/sources.list.d/debian.sources), then run this script again." >&2; exit 1; }'
+)
+
+
 def _repo_step(target: Target) -> Step:
     repo = target.system.nvidia_repo
     base = f"{_CUDA_REPOS}/{repo}/x86_64"
     why = (f"NVIDIA's CUDA repository for {target.system.name} ({repo}): driver, toolkit and cuDNN packages",)
     if target.system.family == "apt":
+        debian = target.system.os_release_id == "debian"
         return Step(
             "repo",
             "NVIDIA CUDA repository",
-            why,
-            "dpkg -s cuda-keyring >/dev/null 2>&1",
+            why + ((_DEBIAN_CONTRIB_WHY,) if debian else ()),
+            "dpkg -s cuda-keyring >/dev/null 2>&1" + (f" && {_CONTRIB_ENABLED}" if debian else ""),
             (
                 "as_root apt-get update",
                 "as_root apt-get install -y ca-certificates curl",
                 f"curl -fsSLo /tmp/cuda-keyring.deb {base}/cuda-keyring_1.1-1_all.deb",
                 "as_root dpkg -i /tmp/cuda-keyring.deb",
+                *(_ENABLE_CONTRIB if debian else ()),
                 "as_root apt-get update",
+                *((_CONTRIB_CHECK,) if debian else ()),
             ),
         )
     extra: tuple[str, ...] = ()
@@ -104,6 +131,29 @@ _NO_RUNFILE_DRIVER = (
 )
 
 
+# A driver from the distribution's own archive (Ubuntu's nvidia-driver-535-server, Debian's nvidia-driver) and
+# NVIDIA's repository packages share package names at other versions, so apt mixes the two and stops with
+# unmet dependencies or a half-replaced driver. NVIDIA's guide says to remove an installation made another way
+# first ("Handle Conflicting Installation Methods"), with its driver removal command (`apt-get --purge remove
+# "*nvidia*" "libxnvctrl*"`). The archive's builds are told apart by their version: Ubuntu's updates carry
+# `ubuntu0.` (535.183.01-0ubuntu0.22.04.1; NVIDIA's repository builds are -0ubuntu1 or -1) and Debian's
+# `~deb` (535.216.03-1~deb12u1). The step only runs when that driver's branch is older than the chosen one.
+# Servers often carry no nvidia-driver-* package but the headless set (nvidia-headless-535-server), so the
+# driver's CUDA library is looked at too (libnvidia-compute-* on Ubuntu, libcuda1 on Debian).
+_DRIVER_PACKAGES = "'nvidia-driver*' 'nvidia-headless*' 'libnvidia-compute*' libcuda1"
+_NO_DISTRIBUTION_DRIVER = (
+    "distribution_driver=\"$(dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\\n' "
+    f"{_DRIVER_PACKAGES} 2>/dev/null "
+    '| awk \'$1 == "ii" && $3 ~ /(ubuntu0[.]|~deb)/ {print $2 " " $3; exit}\' || true)"',
+    # a driver that works may be worth keeping: its branch, for `gpuwise setup --driver` (580.65.06 -> 580)
+    'if [ -n "$distribution_driver" ]; then kept="${distribution_driver##* }"; echo "A driver from the '
+    "distribution's own packages is on this machine ($distribution_driver): NVIDIA's driver packages "
+    "conflict with it. Remove it first (sudo apt-get --purge remove '*nvidia*' 'libxnvctrl*'; sudo apt-get "
+    "autoremove), then run this script again; or keep it: gpuwise setup --driver ${kept%%.*} prints a script "
+    'for its branch." >&2; exit 1; fi',
+)
+
+
 def _driver_step(target: Target) -> Step:
     branch = target.branch.branch
     last = target.gpu.architecture.last_driver_branch
@@ -113,6 +163,7 @@ def _driver_step(target: Target) -> Step:
         package = f"nvidia-open-{branch}" if target.open_modules else f"cuda-drivers-{branch}"
         commands: tuple[str, ...] = (
             _NO_RUNFILE_DRIVER,
+            *_NO_DISTRIBUTION_DRIVER,
             'as_root apt-get install -y "linux-headers-$(uname -r)"',
             f"as_root apt-get install -y {package}",
         )

@@ -45,8 +45,11 @@ ERROR_TEXT = {
     "driver.missing": Text(
         N_("The NVIDIA driver is not loaded or not installed"),
         N_(
-            "install the driver (Ubuntu: sudo ubuntu-drivers install, or sudo apt install "
-            "nvidia-driver-<branch>-server) and reboot; if it is installed, load it: sudo modprobe nvidia "
+            "install the driver with the script gpuwise prints for this machine and its GPU: gpuwise setup "
+            "--gpu <your GPU, e.g. H100> > setup.sh, read it, then bash setup.sh (the driver branch the GPU "
+            "needs, then a reboot; it detects the OS); or with Ubuntu's own packages (sudo ubuntu-drivers "
+            "install, or sudo apt install nvidia-driver-<branch>-server) and reboot; if it is installed, "
+            "load it: sudo modprobe nvidia "
             "(check: lsmod | grep nvidia; dmesg | grep NVRM; Secure Boot may block unsigned modules)"
         ),
     ),
