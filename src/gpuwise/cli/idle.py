@@ -313,6 +313,8 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
                     "machine's GPUs"
                 ),
             )
+        # every input is read before the lock is taken: a bad token file leaves no lock file behind
+        gatherers = IdleDaemon.inputs(settings, paths.data_dir())
         # one daemon per data directory, taken before the daemon reads or tidies its state file
         with daemon_lock(lock_path(paths.data_dir())):
             endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
@@ -321,7 +323,13 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
 
                 history = HistoryStore(paths.history_db())
             daemon = IdleDaemon.on_this_machine(
-                settings, probe, paths.data_dir(), dry_run=dry_run, endpoints=endpoints, history=history
+                settings,
+                probe,
+                paths.data_dir(),
+                gatherers,
+                dry_run=dry_run,
+                endpoints=endpoints,
+                history=history,
             )
             _run_until_signal(daemon, max_steps)
     finally:
