@@ -264,6 +264,17 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     no_history: Annotated[
         bool, typer.Option("--no-history", help=_("Do not write samples to the monitor history database."))
     ] = False,
+    wait_for_other: Annotated[
+        bool,
+        typer.Option(
+            "--wait-for-other",
+            help=_(
+                "When another gpuwise idle daemon already runs here, wait for it to exit and then take "
+                "over, instead of refusing with exit 2 (the systemd unit from `gpuwise idle install` "
+                "does this)."
+            ),
+        ),
+    ] = False,
     max_steps: Annotated[int | None, typer.Option("--max-steps", hidden=True)] = None,
     metadata_url: Annotated[str | None, typer.Option("--metadata-url", hidden=True)] = None,
     api_url: Annotated[str | None, typer.Option("--api-url", hidden=True)] = None,
@@ -316,7 +327,7 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
         # every input is read before the lock is taken: a bad token file leaves no lock file behind
         gatherers = IdleDaemon.inputs(settings, paths.data_dir())
         # one daemon per data directory, taken before the daemon reads or tidies its state file
-        with daemon_lock(lock_path(paths.data_dir())):
+        with daemon_lock(lock_path(paths.data_dir()), wait=wait_for_other):
             endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
             if replay_path is None and not no_history:  # a replay's old timestamps stay out of the history
                 from gpuwise.monitor.history import HistoryStore
