@@ -45,7 +45,7 @@ from typing import Any, Literal
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample
 from gpuwise.idle.message import Msg, join
-from gpuwise.idle.policy import MIB, Observation, fmt_min
+from gpuwise.idle.policy import MIB, Observation, fmt_min, fmt_window
 from gpuwise.idle.state import finite_or_none, whole
 from gpuwise.locale import N_, _
 
@@ -268,7 +268,7 @@ class HangDetector:
                 gpus=_list(hung),
                 span=fmt_min(t - since),
             )
-            after = Msg(N_("{flat} (a possible hang after {window})"), flat=flat, window=fmt_min(window_s))
+            after = Msg(N_("{flat} (a possible hang after {window})"), flat=flat, window=fmt_window(window_s))
             return HangVerdict("none", after, since, None, hung)
         if self._suspected_at is None:
             self._suspected_at = t
