@@ -14,11 +14,10 @@ from gpuwise.idle.policy import fmt_min, fmt_window
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "idle"
 
 
-@pytest.mark.parametrize(
-    ("window_min", "said"),
-    [(0.02, "1.2 s"), (0.5, "30 s"), (1.5, "1.5 min"), (2.25, "2.25 min"), (60, "60 min")]
-    + [(62.5, "62.5 min")],
-)
+SAID = [(0.02, "1.2 s"), (0.5, "30 s"), (1.5, "1.5 min"), (2.25, "2.25 min"), (62.5, "62.5 min")]
+
+
+@pytest.mark.parametrize(("window_min", "said"), SAID)
 def test_a_window_is_said_as_set(window_min: float, said: str) -> None:
     assert fmt_window(window_min * 60) == said
 
