@@ -172,6 +172,8 @@ class Signal:
     state: SignalStateName
     detail: str = ""
     last_active_s: float | None = None
+    # the network moved data since the last reading (the host signal): a hung job moves none (idle/hang.py)
+    moves_data: bool = False
 
 
 @dataclass(frozen=True)
