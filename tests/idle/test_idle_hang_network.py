@@ -7,14 +7,23 @@ collective moves no data, so it is still found once the network goes quiet."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
+from idle_fakes import FakeClock, make_stubs, stub_env
+
+from gpuwise.gpu.probe import ReplayProbe
+from gpuwise.gpu.replay import load_recording
 from gpuwise.gpu.sample import Snapshot
 from gpuwise.gpu.smi_csv import read_query_csv
+from gpuwise.idle.actions import Runner
+from gpuwise.idle.daemon import IdleDaemon
 from gpuwise.idle.hang import HangConfig, HangDetector
 from gpuwise.idle.hostload import HostActivity, HostCounters
 from gpuwise.idle.policy import Signal
+from gpuwise.idle.providers.metadata import MetadataEndpoints
 from gpuwise.idle.replay import group_samples
+from gpuwise.idle.settings import IdleSettings
 
 DEADLOCK = Path(__file__).resolve().parent.parent / "fixtures" / "idle_hang" / "nccl_deadlock_8x_h100_30s.csv"
 HANG_SINCE_S = 2400  # the fixture's manifest: the GPUs spin flat from +40 min
@@ -62,3 +71,28 @@ def test_the_host_signal_says_when_the_network_moved_data() -> None:
     cpu = host.gather(60.0, Snapshot(()))  # a busy core, the network still
     assert (moving.state, moving.moves_data) == ("active", True)
     assert (cpu.state, cpu.moves_data) == ("active", False)
+
+
+def test_the_daemon_does_not_stop_a_job_whose_upload_outlasts_the_window(tmp_path: Path) -> None:
+    """The deadlock trace's flat GPUs, an old log, stop_on_hang on, and 5 MiB/s leaving the machine."""
+    clock = FakeClock()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    os.utime(logs, (clock.now - 3600, clock.now - 3600))
+    make_stubs(tmp_path / "bin", tmp_path / "calls.log")
+    uploading = HostActivity(read=lambda: HostCounters({}, int(5 * 2**20 * clock.now)))
+    settings = IdleSettings(action="shutdown", watch_paths=(str(logs),), hang=HangConfig(stop=True))
+    d = IdleDaemon(
+        settings,
+        ReplayProbe(load_recording(DEADLOCK), clock=clock, retime=True),
+        [uploading],
+        tmp_path / "state" / "state.json",
+        clock=clock,
+        sleep=clock.sleep,
+        runner=Runner(env=stub_env(tmp_path / "bin"), timeout_s=20),
+        endpoints=MetadataEndpoints.all_at("http://127.0.0.1:9", timeout_s=0.2),
+        boot_time=lambda: 1_000.0,
+    )
+    d.run(max_steps=int(150 * 60 / 30))
+    calls = (tmp_path / "calls.log").read_text(encoding="utf-8") if (tmp_path / "calls.log").exists() else ""
+    assert "shutdown" not in calls and "possible hang" not in calls
