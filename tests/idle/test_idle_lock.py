@@ -114,3 +114,13 @@ def test_by_hand_a_second_daemon_is_still_refused_at_once(capsys: pytest.Capture
     with _hold_lock():
         assert main(_dry_run()) == 2
     assert "already running here (pid 4242 on gpu-box)" in capsys.readouterr().err
+
+
+def test_install_refuses_a_config_whose_token_file_cannot_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The unit was written and 'enabled and started', then failed at every restart on the token file."""
+    config = _jupyter(tmp_path, tmp_path / "no-such-token")
+    assert main(["idle", "install", "--config", config, "--unit-dir", str(tmp_path / "units")]) == 2
+    assert "cannot read jupyter_token_file" in capsys.readouterr().err
+    assert not (tmp_path / "units").exists()

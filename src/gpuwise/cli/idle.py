@@ -383,10 +383,13 @@ def install(
     from gpuwise import paths
     from gpuwise.cli.output import console
     from gpuwise.idle.actions import Runner
+    from gpuwise.idle.daemon import IdleDaemon
     from gpuwise.idle.install import enable_unit, plan_install, write_unit
     from gpuwise.idle.unit import UNIT_NAME
 
-    _settings(config)  # validate the config now, not when the service starts
+    # validate the config and what it points at (the Jupyter token file) now, not in a service that would
+    # fail at every restart while this said "enabled and started"
+    IdleDaemon.inputs(_settings(config), paths.data_dir())
     plan = plan_install(unit_dir, config, paths.config_dir().resolve(), paths.data_dir().resolve())
     if dry_run:
         # plain echo: rich would wrap long lines and corrupt the unit text
