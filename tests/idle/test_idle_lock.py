@@ -113,7 +113,8 @@ def test_the_unit_waits_for_a_running_daemon_instead_of_failing(
 def test_by_hand_a_second_daemon_is_still_refused_at_once(capsys: pytest.CaptureFixture[str]) -> None:
     with _hold_lock():
         assert main(_dry_run()) == 2
-    assert "already running here (pid 4242 on gpu-box)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "already running here (pid 4242 on gpu-box)" in err and "add --wait-for-other" in err
 
 
 def test_install_refuses_a_config_whose_token_file_cannot_be_read(

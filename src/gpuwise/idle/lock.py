@@ -100,8 +100,9 @@ def daemon_lock(path: Path, *, wait: bool = False) -> Iterator[None]:
                     "interval"
                 ),
                 fix=_(
-                    "keep one: stop the other (`systemctl stop {unit}` if `gpuwise idle install` set it up); "
-                    "`gpuwise idle status` shows what the running one decides"
+                    "keep one: stop the other (`systemctl stop {unit}` if `gpuwise idle install` set it up), "
+                    "or add --wait-for-other to take over when it exits; `gpuwise idle status` shows what "
+                    "the running one decides"
                 ).format(unit=UNIT_NAME),
             ) from None
         except OSError as exc:  # ENOLCK on a network filesystem without locks
