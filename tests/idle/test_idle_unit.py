@@ -136,6 +136,6 @@ def test_install_with_a_space_and_percent_in_the_paths(
     monkeypatch.setenv("GPUWISE_DATA_DIR", str(home / "data $x"))
     assert main(["idle", "install", "--dry-run", "--config", str(cfg), "--unit-dir", str(tmp_path)]) == 0
     argv, env = read_unit(capsys.readouterr().out)
-    assert argv[-4:] == ["idle", "run", "--config", str(cfg.resolve())]
+    assert argv[-5:] == ["idle", "run", "--wait-for-other", "--config", str(cfg.resolve())]
     assert env["GPUWISE_DATA_DIR"] == str((home / "data $x").resolve())
     assert json.dumps(argv)  # plain strings

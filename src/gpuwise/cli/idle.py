@@ -264,6 +264,17 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
     no_history: Annotated[
         bool, typer.Option("--no-history", help=_("Do not write samples to the monitor history database."))
     ] = False,
+    wait_for_other: Annotated[
+        bool,
+        typer.Option(
+            "--wait-for-other",
+            help=_(
+                "When another gpuwise idle daemon already runs here, wait for it to exit and then take "
+                "over, instead of refusing with exit 2 (the systemd unit from `gpuwise idle install` "
+                "does this)."
+            ),
+        ),
+    ] = False,
     max_steps: Annotated[int | None, typer.Option("--max-steps", hidden=True)] = None,
     metadata_url: Annotated[str | None, typer.Option("--metadata-url", hidden=True)] = None,
     api_url: Annotated[str | None, typer.Option("--api-url", hidden=True)] = None,
@@ -313,15 +324,23 @@ def run(  # noqa: PLR0917 - typer maps options to parameters
                     "machine's GPUs"
                 ),
             )
+        # every input is read before the lock is taken: a bad token file leaves no lock file behind
+        gatherers = IdleDaemon.inputs(settings, paths.data_dir())
         # one daemon per data directory, taken before the daemon reads or tidies its state file
-        with daemon_lock(lock_path(paths.data_dir())):
+        with daemon_lock(lock_path(paths.data_dir()), wait=wait_for_other):
             endpoints = MetadataEndpoints.all_at(metadata_url) if metadata_url else MetadataEndpoints()
             if replay_path is None and not no_history:  # a replay's old timestamps stay out of the history
                 from gpuwise.monitor.history import HistoryStore
 
                 history = HistoryStore(paths.history_db())
             daemon = IdleDaemon.on_this_machine(
-                settings, probe, paths.data_dir(), dry_run=dry_run, endpoints=endpoints, history=history
+                settings,
+                probe,
+                paths.data_dir(),
+                gatherers,
+                dry_run=dry_run,
+                endpoints=endpoints,
+                history=history,
             )
             _run_until_signal(daemon, max_steps)
     finally:
@@ -364,10 +383,13 @@ def install(
     from gpuwise import paths
     from gpuwise.cli.output import console
     from gpuwise.idle.actions import Runner
+    from gpuwise.idle.daemon import IdleDaemon
     from gpuwise.idle.install import enable_unit, plan_install, write_unit
     from gpuwise.idle.unit import UNIT_NAME
 
-    _settings(config)  # validate the config now, not when the service starts
+    # validate the config and what it points at (the Jupyter token file) now, not in a service that would
+    # fail at every restart while this said "enabled and started"
+    IdleDaemon.inputs(_settings(config), paths.data_dir())
     plan = plan_install(unit_dir, config, paths.config_dir().resolve(), paths.data_dir().resolve())
     if dry_run:
         # plain echo: rich would wrap long lines and corrupt the unit text

@@ -101,21 +101,33 @@ class IdleDaemon:
     _watched: WatchedPaths | None = field(init=False, default=None)
     _watch_problem: str | None = field(init=False, default=None)
 
-    @classmethod
-    def on_this_machine(
-        cls, settings: IdleSettings, probe: Any, data_dir: Path, **options: Any
-    ) -> IdleDaemon:
-        """The daemon `gpuwise idle run` starts: the gatherers `settings.signals` names, its state file
-        under `data_dir`, and a warning that says how to keep the machine. `options` are the remaining
-        fields (dry_run, endpoints, history)."""
-        keepalive = settings.keepalive_path(data_dir)
+    @staticmethod
+    def inputs(settings: IdleSettings, data_dir: Path) -> list[Gatherer]:
+        """The gatherers `settings.signals` names and the user's activity checks. This reads the files
+        they need (the Jupyter token: ConfigError when it cannot be read), so `gpuwise idle run` calls it
+        before it takes the daemon lock and a bad input leaves nothing behind in the data directory."""
         checks = activity_checks(
             settings.activity_command, settings.activity_url, settings.activity_timeout_s, settings.interval_s
         )
+        return [*gatherers_for(settings, data_dir), *checks]
+
+    @classmethod
+    def on_this_machine(
+        cls,
+        settings: IdleSettings,
+        probe: Any,
+        data_dir: Path,
+        gatherers: Sequence[Gatherer] | None = None,
+        **options: Any,
+    ) -> IdleDaemon:
+        """The daemon `gpuwise idle run` starts: `gatherers` (default: `inputs`), its state file under
+        `data_dir`, and a warning that says how to keep the machine. `options` are the remaining fields
+        (dry_run, endpoints, history)."""
+        keepalive = settings.keepalive_path(data_dir)
         return cls(
             settings,
             probe,
-            [*gatherers_for(settings, data_dir), *checks],
+            list(gatherers) if gatherers is not None else cls.inputs(settings, data_dir),
             state_path(data_dir),
             keepalive_hint=Msg(N_("touch {path}"), path=str(keepalive))
             if "keepalive" in settings.signals

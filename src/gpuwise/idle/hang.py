@@ -28,7 +28,11 @@ NVIDIA/nccl#1033) and at least one looks hung. It is a *possible hang* once that
 so the framework's own watchdog acts first) with no progress — no watched file grew or changed
 (`[idle] watch_paths`: logs, checkpoints) — and no sign of a user (SSH input, keep-alive, Jupyter, the
 user's own activity check). Missing data (a failed reading, an unreadable watched path, a gap) restarts
-the stretch: it can only delay a verdict.
+the stretch: it can only delay a verdict. So does the network moving data (the `host` signal's
+`net_kib_per_s`, 1 MiB/s): the reports above show a hang moving none ("RX=0, TX=0"), while a live job
+with flat GPUs may (rank 0 uploading a checkpoint for longer than the window while the other ranks spin
+in a barrier; a slow peer feeding a TCP collective). Host CPU is not progress: a hung job's threads spin
+on the CPU too.
 
 A possible hang is reported (warning); the machine is stopped for it only with `stop` (`[idle]
 stop_on_hang = true`), and then only after the warning has stood for the policy's `warn_min`.
@@ -45,7 +49,7 @@ from typing import Any, Literal
 from gpuwise.errors import ConfigError
 from gpuwise.gpu.sample import Failed, NotSupported, Sample
 from gpuwise.idle.message import Msg, join
-from gpuwise.idle.policy import MIB, Observation, fmt_min
+from gpuwise.idle.policy import MIB, Observation, fmt_min, fmt_window
 from gpuwise.idle.state import finite_or_none, whole
 from gpuwise.locale import N_, _
 
@@ -222,7 +226,10 @@ class HangDetector:
         gap = self._last_ts is not None and not (0 <= t - self._last_ts <= self.gap_s)
         self._last_ts = t
         restored, self._just_restored = self._just_restored, False
-        if gap or obs.errors or not obs.samples:
+        # data moving over the network (a checkpoint upload the other ranks wait for, a slow peer) is
+        # progress: a deadlocked collective moves none (NVIDIA/nccl-tests#117); CPU use is not, as a hung
+        # job's own threads spin on it
+        if gap or obs.errors or not obs.samples or any(sig.moves_data for sig in obs.signals):
             self.reset()
             return ()
         looks: dict[int, str] = {}
@@ -268,7 +275,7 @@ class HangDetector:
                 gpus=_list(hung),
                 span=fmt_min(t - since),
             )
-            after = Msg(N_("{flat} (a possible hang after {window})"), flat=flat, window=fmt_min(window_s))
+            after = Msg(N_("{flat} (a possible hang after {window})"), flat=flat, window=fmt_window(window_s))
             return HangVerdict("none", after, since, None, hung)
         if self._suspected_at is None:
             self._suspected_at = t

@@ -107,7 +107,8 @@ class HostActivity:
             if net_rate >= self.net_kib_per_s:
                 busy.append(Msg(N_("network at {rate:.0f} KiB/s"), rate=net_rate))
         if busy:
-            return Signal(self.name, "active", join(", ", busy))
+            moves = net_rate is not None and net_rate >= self.net_kib_per_s
+            return Signal(self.name, "active", join(", ", busy), moves_data=moves)
         net = "?" if net_rate is None else f"{net_rate:.0f}"
         return Signal(
             self.name,

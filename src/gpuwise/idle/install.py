@@ -36,7 +36,8 @@ def plan_install(unit_dir: Path, config: Path | None, config_dir: Path, data_dir
         if script.exists()
         else [sys.executable, "-c", "from gpuwise.cli.main import run; run()"]
     )
-    exec_start += ["idle", "run"]
+    # a daemon already running here (started by hand) is waited for, not fought: see idle/lock.py
+    exec_start += ["idle", "run", "--wait-for-other"]
     if config is not None:
         exec_start += ["--config", str(config.resolve())]
     return UnitInstall(

@@ -10,6 +10,13 @@ for as long as it runs; the kernel drops the lock when the process dies, so a cr
 A lock that cannot be taken for a reason other than another holder (a read-only or network filesystem without
 locks, no fcntl on this OS) is logged and the daemon runs without it: the lock guards against a mistake, and
 refusing to watch the machine over it would leave the machine billing unwatched. Standard library only.
+
+A second daemon started by hand is refused (exit 2: a person sees why at once). The systemd unit's daemon
+instead waits for the lock (`--wait-for-other`): refused, it was restarted every RestartSec with an error
+in the journal each time, `idle install` said "enabled and started" meanwhile, and it took over only by
+chance of timing. Waiting gives the same hand-over (the first one's state file carries its evidence over)
+with one line in the log; exiting for good instead would leave the machine unwatched once the hand-started
+daemon ends, which is what the unit is there to prevent.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 from gpuwise.errors import UsageError
 from gpuwise.idle.unit import UNIT_NAME
@@ -45,9 +53,25 @@ def _holder(fd: int) -> str:
     return _("its pid is not known")
 
 
+def _flock(fcntl: ModuleType, fd: int, wait: bool) -> None:
+    """Take the exclusive lock on `fd`; BlockingIOError when another holds it and not `wait`."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        if not wait:
+            raise
+        log.warning(
+            "another gpuwise idle daemon is already running here (%s): waiting for it to exit, then "
+            "taking over",
+            _holder(fd),
+        )
+        fcntl.flock(fd, fcntl.LOCK_EX)  # SIGTERM (systemctl stop) still ends the wait: its default kills
+
+
 @contextlib.contextmanager
-def daemon_lock(path: Path) -> Iterator[None]:
-    """Hold the daemon's lock while the block runs. UsageError (exit 2) when another daemon holds it."""
+def daemon_lock(path: Path, *, wait: bool = False) -> Iterator[None]:
+    """Hold the daemon's lock while the block runs. UsageError (exit 2) when another daemon holds it, or,
+    with `wait`, block until that one exits and take over (what the systemd unit does)."""
     try:
         import fcntl
     except ImportError:  # no flock (Windows): no lock, as the catalog's
@@ -65,7 +89,7 @@ def daemon_lock(path: Path) -> Iterator[None]:
         return
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _flock(fcntl, fd, wait)
         except BlockingIOError:
             raise UsageError(
                 _("another gpuwise idle daemon is already running here ({holder})").format(
@@ -76,8 +100,9 @@ def daemon_lock(path: Path) -> Iterator[None]:
                     "interval"
                 ),
                 fix=_(
-                    "keep one: stop the other (`systemctl stop {unit}` if `gpuwise idle install` set it up); "
-                    "`gpuwise idle status` shows what the running one decides"
+                    "keep one: stop the other (`systemctl stop {unit}` if `gpuwise idle install` set it up), "
+                    "or add --wait-for-other to take over when it exits; `gpuwise idle status` shows what "
+                    "the running one decides"
                 ).format(unit=UNIT_NAME),
             ) from None
         except OSError as exc:  # ENOLCK on a network filesystem without locks

@@ -172,6 +172,8 @@ class Signal:
     state: SignalStateName
     detail: str = ""
     last_active_s: float | None = None
+    # the network moved data since the last reading (the host signal): a hung job moves none (idle/hang.py)
+    moves_data: bool = False
 
 
 @dataclass(frozen=True)
@@ -392,7 +394,15 @@ def _view_gpu(sample: Sample, prev: int | str, cfg: PolicyConfig, floor: int | N
 
 
 def fmt_min(seconds: float) -> str:
+    """A measured duration, in whole minutes (whole seconds under one)."""
     return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def fmt_window(seconds: float) -> str:
+    """A window the user set, as set: `window_min = 1.5` is "1.5 min" and 0.02 is "1.2 s", where fmt_min's
+    rounding said "2 min" and "1 s" (and a stop "window 2 min reached" after 1.5 min looked early)."""
+    value, unit = (seconds / 60, "min") if seconds >= 60 else (seconds, "s")
+    return f"{value:.2f}".rstrip("0").rstrip(".") + f" {unit}"
 
 
 def _missing_text(missing: list[int]) -> str:
@@ -571,11 +581,11 @@ class IdlePolicy:
             cause=st.last_activity_cause,
         )
         if state == IdleState.STOPPING:
-            return Msg(N_("stop: {base}; window {window} reached"), base=base, window=fmt_min(window_s))
+            return Msg(N_("stop: {base}; window {window} reached"), base=base, window=fmt_window(window_s))
         if state == IdleState.WARNING:
             return Msg(
                 N_("warning: {base}; stop in {left} unless activity resumes"),
                 base=base,
                 left=fmt_min(max(0.0, due - t)),
             )
-        return Msg(N_("idle candidate: {base}; window {window}"), base=base, window=fmt_min(window_s))
+        return Msg(N_("idle candidate: {base}; window {window}"), base=base, window=fmt_window(window_s))

@@ -20,7 +20,15 @@ from gpuwise.gpu.sample import Sample
 from gpuwise.gpu.smi_csv import format_trace_time, iter_snapshot_groups, read_query_csv
 from gpuwise.idle.hang import HangConfig, HangDetector, last_user_activity
 from gpuwise.idle.message import Msg, join, text
-from gpuwise.idle.policy import Decision, IdlePolicy, IdleState, Observation, PolicyConfig, fmt_min
+from gpuwise.idle.policy import (
+    Decision,
+    IdlePolicy,
+    IdleState,
+    Observation,
+    PolicyConfig,
+    fmt_min,
+    fmt_window,
+)
 from gpuwise.locale import N_
 
 # a recording shows no files, so a replay assumes none changed: hang verdicts are the worst case
@@ -242,7 +250,7 @@ def _no_stop_reason(policy: IdlePolicy, last: Decision, max_idle: float) -> str:
         longest=fmt_min(max_idle),
         idle=fmt_min(last.idle_s),
         cause=policy.state.last_activity_cause,
-        window=fmt_min(last.window_s),
+        window=fmt_window(last.window_s),
         held=held,
     )
 

@@ -347,6 +347,12 @@ def _jupyter_token(token_file: str | None) -> str | None:
             _("cannot read jupyter_token_file {path}: {reason}").format(path=token_file, reason=exc.strerror),
             fix=_("point jupyter_token_file at a file holding the Jupyter server's token"),
         ) from exc
+    except UnicodeDecodeError as exc:  # a binary file given by mistake: bad input, not a traceback
+        raise ConfigError(
+            _("jupyter_token_file {path} is not a text file").format(path=token_file),
+            why=_("a Jupyter token is a line of text"),
+            fix=_("point jupyter_token_file at a file holding the Jupyter server's token"),
+        ) from exc
 
 
 def gather_all(gatherers: Iterable[Gatherer], now: float, snapshot: Snapshot) -> list[Signal]:
