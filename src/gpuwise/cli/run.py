@@ -7,6 +7,7 @@ imported inside the commands.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -236,6 +237,7 @@ def _run_recorded(  # noqa: PLR0917 - one value per recorded part of the run
     """Run the job under the supervisor with its ledger row opened before and closed after (exit code 2
     when gpuwise itself failed)."""
     row = None if ledger is None else _ledger_row(ledger, sup, machine, project, tags)
+    sup.ledger_row = row  # into the pid file: a killed run's next relaunch closes exactly this row
     if ledger is not None and row is not None and planned is not None:
         ledger.record_plan(row, planned)
     try:
@@ -261,23 +263,27 @@ def _run_recorded(  # noqa: PLR0917 - one value per recorded part of the run
 
 
 def _close_interrupted(ledger: LedgerStore, sup: Supervisor) -> None:
-    """A previous run of this id whose gpuwise was killed outright left its ledger row open: close it at
-    its last sign of life, so the ledger and report stop counting it as running."""
+    """Previous runs of this id whose gpuwise was killed outright left their ledger rows open: close each
+    at its last sign of life, so the ledger and report stop counting it as running, and remove its pid
+    file."""
     from gpuwise.cli.output import err_console
-    from gpuwise.run.runner import interrupted_at
+    from gpuwise.run.runner import interrupted
 
-    last = interrupted_at(sup.opts.pid_dir, sup.run_id)
-    if last is None or not ledger.close_interrupted(sup.run_id, last):
-        return
-    err_console.print(
-        _(
-            "[yellow]Warning:[/] the previous run of {run_id} was stopped without gpuwise recording its end "
-            "(killed, or the machine went down); the ledger now ends it at {at} UTC, its last sign of life, "
-            "exit code unknown."
-        ).format(run_id=sup.run_id, at=time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(last))),
-        soft_wrap=True,
-        highlight=False,
-    )
+    for left in interrupted(sup.opts.pid_dir, sup.run_id):
+        closed = ledger.close_interrupted(sup.run_id, left.last_alive, left.ledger_row)
+        with contextlib.suppress(OSError):
+            left.path.unlink()
+        if not closed:
+            continue
+        err_console.print(
+            _(
+                "[yellow]Warning:[/] the previous run of {run_id} was stopped without gpuwise recording its "
+                "end (killed, or the machine went down); the ledger now ends it at {at} UTC, its last sign "
+                "of life, exit code unknown."
+            ).format(run_id=sup.run_id, at=time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(left.last_alive))),
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 def _report(result: RunResult, sync: str | None, json_out: bool) -> None:
