@@ -1,7 +1,7 @@
 """One run id running twice at once, in two checkpoint directories (a launcher's id, such as
 $SKYPILOT_TASK_ID, shared by two jobs on one machine): each keeps its own pid file, so the first to end
 does not take away the sign the idle stopper reads for the other, and a killed one's relaunch closes only
-its own ledger row."""
+its own ledger row. A --run-id that is not one folder name is refused."""
 
 from __future__ import annotations
 
@@ -72,3 +72,19 @@ def test_a_killed_runs_relaunch_closes_its_own_row_not_a_live_one_of_the_same_id
         assert [e.ended_at is None for e in store.entries()] == [False, True]
     finally:
         store.close()
+
+
+def test_a_run_id_that_is_not_one_folder_name_is_refused(tmp_path: Path, gw: Callable[..., Result]) -> None:
+    """`--run-id ..` once uploaded to the folder above --sync's (and --keep deleted there)."""
+    remote = tmp_path / "remote" / "mine"
+    remote.mkdir(parents=True)
+    for bad, example in (("..", "run"), ("team/exp 1", "team-exp-1")):
+        r = gw(
+            "run", "--preemption", "off", "--run-id", bad, "--sync", remote.as_uri(),
+            "--checkpoint-dir", str(tmp_path / "ck"), "--", *job("print('RAN')"),
+        )  # fmt: skip
+        assert r.returncode == 2, r.stderr
+        assert f"--run-id {bad!r} is not a plain name" in r.stderr and f"--run-id {example}" in r.stderr
+        assert "RAN" not in r.stdout and "Traceback" not in r.stderr
+    assert [p.name for p in (tmp_path / "remote").iterdir()] == ["mine"] and not list(remote.iterdir())
+    assert not (Path(os.environ["GPUWISE_DATA_DIR"]) / "gpuwise.sqlite").exists()

@@ -127,6 +127,24 @@ def _result_json(r: RunResult) -> dict[str, Any]:
     return out
 
 
+def _check_run_id(run_id: str | None) -> None:
+    """A run id is one folder name under --sync (and part of the pid file's name): `a/b` or `..` would
+    put checkpoints, and --keep's deletions, outside the run's own folder."""
+    from gpuwise.errors import ConfigError
+    from gpuwise.run.manifest import plain_run_id
+
+    if run_id is not None and plain_run_id(run_id) != run_id:
+        raise ConfigError(
+            _("--run-id {value} is not a plain name").format(value=repr(run_id)),
+            why=_(
+                "the run id names the run's folder under --sync; `/`, `..` or spaces would lead outside it"
+            ),
+            fix=_("use letters, digits, `.`, `_`, `=` and `-` (at most 128), e.g. --run-id {example}").format(
+                example=plain_run_id(run_id)
+            ),
+        )
+
+
 def _check_run_options(command: list[str], preemption: str, grace_s: float, keep: int) -> None:
     """Bad option values are bad input (exit 2) before anything starts."""
     from gpuwise.cli.output import check_at_least
@@ -369,8 +387,9 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
         typer.Option(
             "--run-id",
             help=_(
-                "The run's id (default: $SKYPILOT_TASK_ID, $DSTACK_RUN_NAME or $SLURM_JOB_ID, else a hash "
-                "of the command and checkpoint dir), the same across relaunches."
+                "The run's id, its folder under --sync: letters, digits, . _ = - (default: "
+                "$SKYPILOT_TASK_ID, $DSTACK_RUN_NAME or $SLURM_JOB_ID, else a hash of the command and "
+                "checkpoint dir), the same across relaunches."
             ),
         ),
     ] = None,
@@ -427,6 +446,7 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
     from gpuwise.run.runner import Supervisor, resolve_executable
 
     _check_run_options(command, preemption, grace_s, keep)
+    _check_run_id(run_id)
     setup_logging()
     opts = _run_options(
         command, checkpoint_dir, sync, endpoint_url, region, resume, grace_s, keep, run_id, poll_s,
