@@ -234,3 +234,16 @@ def test_the_dockerfile_and_task_scripts_pass_their_linters(
             [shellcheck, "-s", "bash", "-"], input=script, capture_output=True, text=True, check=False
         )
         assert r.returncode == 0, r.stdout
+
+
+def test_init_here_does_not_say_cd_dot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`gpuwise init .` in a fresh folder printed "Next: cd . && python train.py --smoke"."""
+    here = tmp_path / "demo"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert main(["init", "."]) == 0
+    out = capsys.readouterr().out
+    assert "Next: python train.py --smoke" in out and "cd " not in out
+    assert (here / "train.py").is_file()

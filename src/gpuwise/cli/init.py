@@ -74,10 +74,15 @@ def init(
             _("kept  {path} (already there; not overwritten)").format(path=escape(str(directory / kept))),
             soft_wrap=True,
         )
+    here = result.directory.resolve() == Path.cwd().resolve()  # `gpuwise init .`: no `cd .` to type
     console.print(
         "\n"
-        + _("Next: cd {directory} && python train.py --smoke").format(
-            directory=escape(shlex.quote(str(directory)))
+        + (
+            _("Next: python train.py --smoke")
+            if here
+            else _("Next: cd {directory} && python train.py --smoke").format(
+                directory=escape(shlex.quote(str(directory)))
+            )
         )
         + "\n"
         + _("README.md has the steps after that."),
