@@ -454,6 +454,7 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
     )  # fmt: skip
     sup = Supervisor(opts)
     resolve_executable(opts.command, sup.env)  # a missing command is bad input before anything is recorded
+    sup.open_store()  # and so is a --sync URL gpuwise cannot use
     planned = _read_plan(plan, plan_pick)
     machine = _config_machine(config)
     _check_budget(project, budget_usd, force)

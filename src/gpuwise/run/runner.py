@@ -178,7 +178,8 @@ class Supervisor:
     # ----- before the job starts
 
     def open_store(self) -> None:
-        if self.opts.sync_url:
+        """The --sync storage (a bad URL or a missing extra is bad input, exit 2); once."""
+        if self.opts.sync_url and self.store is None:
             self.store = CheckpointStore(
                 self.opts.sync_url, endpoint_url=self.opts.endpoint_url, region=self.opts.region
             )
