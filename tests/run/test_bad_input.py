@@ -33,3 +33,16 @@ def test_a_sync_url_gpuwise_cannot_use_records_nothing(tmp_path: Path, gw: Calla
         assert r.returncode == 2, r.stderr
         assert said in r.stderr and "Traceback" not in r.stderr and "RAN" not in r.stdout
     assert _rows() == 0
+
+
+def test_a_checkpoint_dir_that_is_a_file_is_bad_input(tmp_path: Path, gw: Callable[..., Result]) -> None:
+    """It was exit 1 with "To fix: give a --checkpoint-dir on a writable disk", which sends the user to
+    look at the disk rather than at the typo."""
+    a_file = tmp_path / "train.log"
+    a_file.write_text("kept\n")
+    for given in (a_file, a_file / "ckpt"):
+        r = gw("run", "--preemption", "off", "--checkpoint-dir", str(given), "--", *job("print('RAN')"))
+        assert r.returncode == 2, r.stderr
+        assert f"--checkpoint-dir {given} is not a folder" in r.stderr and "writable disk" not in r.stderr
+        assert "RAN" not in r.stdout and "Traceback" not in r.stderr
+    assert a_file.read_text() == "kept\n" and _rows() == 0

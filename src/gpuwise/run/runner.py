@@ -265,6 +265,13 @@ class Supervisor:
     def _make_checkpoint_dir(self) -> None:
         try:
             self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:  # a file where a folder belongs: the user's typo
+            raise UsageError(
+                _("--checkpoint-dir {path} is not a folder: it, or one above it, is a file").format(
+                    path=self.checkpoint_dir
+                ),
+                fix=_("give --checkpoint-dir a folder (it is created when missing)"),
+            ) from exc
         except OSError as exc:
             raise StorageError(
                 _("Cannot create the checkpoint directory {path}: {error}").format(
