@@ -160,3 +160,18 @@ def test_since_zero_is_bad_input_and_a_bare_number_is_days(capsys: pytest.Captur
     assert [r["run_id"] for r in json.loads(capsys.readouterr().out)["runs"]] == ["two-days-ago"]
     assert main(["ledger", "--since", "1"]) == 0
     assert capsys.readouterr().out.strip() == "No runs recorded in the last 1d."
+
+
+def test_a_ledger_that_cannot_be_opened_is_not_fixed_with_an_option_ledger_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`gpuwise ledger` said "run with --no-ledger", an option only `gpuwise run` has."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("GPUWISE_DATA_DIR", str(blocker / "data"))
+    assert main(["ledger"]) == 1
+    err = capsys.readouterr().err
+    assert "Cannot open the ledger database" in err and "--no-ledger" not in err
+    assert "GPUWISE_DATA_DIR to the directory that holds gpuwise.sqlite" in err
+    assert main(["run", "--preemption", "off", "--", "true"]) == 1
+    assert "or run with --no-ledger" in capsys.readouterr().err  # there it is the way out

@@ -17,12 +17,14 @@ if TYPE_CHECKING:
     from gpuwise.run.ledger import LedgerStore
 
 
-def open_ledger() -> LedgerStore:
-    """The run ledger in the user's history database."""
+def open_ledger(*, reading: bool = False) -> LedgerStore:
+    """The run ledger in the user's history database. `reading`: for a command that only reads it, whose
+    fix cannot be `--no-ledger` (an option of `gpuwise run` only)."""
     from gpuwise import paths
     from gpuwise.run.ledger import LedgerStore
 
-    return LedgerStore(paths.history_db())
+    fix = _("set GPUWISE_DATA_DIR to the directory that holds gpuwise.sqlite") if reading else None
+    return LedgerStore(paths.history_db(), fix=fix)
 
 
 def _warn_skipped(store: LedgerStore) -> None:
@@ -85,7 +87,7 @@ def ledger(
     if by is not None and by not in BY_CHOICES:
         raise NotFoundError(_("--by value"), by, BY_CHOICES, fix=_("use project, tag, month or gpu"))
     since_ts = None if since is None else time.time() - _since_s(since)
-    store = open_ledger()
+    store = open_ledger(reading=True)
     try:
         entries = store.entries(since_ts)
     finally:

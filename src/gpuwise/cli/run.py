@@ -85,7 +85,7 @@ def _check_budget(project: str | None, budget_usd: float | None, force: bool) ->
             _("--budget-usd must be more than 0, not {value}").format(value=f"{budget_usd:g}"),
             fix=_("use e.g. --budget-usd 500"),
         )
-    store = open_ledger()
+    store = open_ledger(reading=True)
     try:
         state = budget_state(store.entries(), project, budget_usd)
     finally:

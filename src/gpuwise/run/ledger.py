@@ -212,14 +212,15 @@ def budget_state(entries: Iterable[LedgerEntry], project: str, budget_usd: float
 
 
 class LedgerStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, fix: str | None = None) -> None:
+        """`fix`: what to do when the file cannot be opened (the default names `gpuwise run --no-ledger`)."""
         self.path = path
         self.skipped: list[int] = []  # after entries(): the ids of rows too damaged to read (no start time)
         self._db = open_db(
             path,
             _SCHEMA,
             what=_("ledger"),
-            fix=_("set GPUWISE_DATA_DIR to a writable directory, or run with --no-ledger"),
+            fix=fix or _("set GPUWISE_DATA_DIR to a writable directory, or run with --no-ledger"),
         )
 
     def close(self) -> None:
