@@ -247,3 +247,19 @@ def test_init_here_does_not_say_cd_dot(
     out = capsys.readouterr().out
     assert "Next: python train.py --smoke" in out and "cd " not in out
     assert (here / "train.py").is_file()
+
+
+def test_a_folder_name_with_no_usable_letter_says_which_name_it_got(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`gpuwise init 123` (or a Chinese folder name) named everything gpu-project without a word."""
+    assert main(["init", str(tmp_path / "123")]) == 0
+    out = capsys.readouterr().out
+    assert "named gpu-project; --name sets it" in out
+    assert 'name = "gpu-project"' in (tmp_path / "123" / "workload.toml").read_text(encoding="utf-8")
+    for quiet in (
+        ["init", str(tmp_path / "ok-name")],
+        ["init", str(tmp_path / "456"), "--name", "gpu-project"],
+    ):
+        assert main(quiet) == 0
+        assert "--name sets it" not in capsys.readouterr().out
