@@ -234,3 +234,32 @@ def test_the_dockerfile_and_task_scripts_pass_their_linters(
             [shellcheck, "-s", "bash", "-"], input=script, capture_output=True, text=True, check=False
         )
         assert r.returncode == 0, r.stdout
+
+
+def test_init_here_does_not_say_cd_dot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`gpuwise init .` in a fresh folder printed "Next: cd . && python train.py --smoke"."""
+    here = tmp_path / "demo"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert main(["init", "."]) == 0
+    out = capsys.readouterr().out
+    assert "Next: python train.py --smoke" in out and "cd " not in out
+    assert (here / "train.py").is_file()
+
+
+def test_a_folder_name_with_no_usable_letter_says_which_name_it_got(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`gpuwise init 123` (or a Chinese folder name) named everything gpu-project without a word."""
+    assert main(["init", str(tmp_path / "123")]) == 0
+    out = capsys.readouterr().out
+    assert "named gpu-project; --name sets it" in out
+    assert 'name = "gpu-project"' in (tmp_path / "123" / "workload.toml").read_text(encoding="utf-8")
+    for quiet in (
+        ["init", str(tmp_path / "ok-name")],
+        ["init", str(tmp_path / "456"), "--name", "gpu-project"],
+    ):
+        assert main(quiet) == 0
+        assert "--name sets it" not in capsys.readouterr().out

@@ -15,6 +15,7 @@ from pathlib import Path
 from gpuwise.run.store import scan_local
 
 _STEP = re.compile(r"^\[train\] step (\d+) ")
+STATE = "state.pt"
 
 
 def _python(project: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -135,3 +136,44 @@ def test_under_gpuwise_run_sigterm_syncs_the_final_checkpoint_and_a_new_machine_
     assert f"resumed from {ckpt / f'step-{step}'} (step {step})" in r.stdout
     assert _steps_logged(r.stdout)[0] > step
     assert "smoke test passed" in r.stdout
+
+
+def test_without_gpuwise_a_save_removes_what_killed_saves_left_as_gpuwise_does(
+    project: Path, tmp_path: Path
+) -> None:
+    """A save killed mid-write (the OOM killer, kill -9) leaves `.step-N.<pid>.tmp`, as large as a
+    checkpoint. gpuwise.checkpoint.save() removes those whose writer is gone; train.py's own saver, used
+    without gpuwise, must leave the folder exactly as gpuwise's does."""
+    from gpuwise import checkpoint
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    left = (f".step-7.{int(dead.stdout)}.tmp", f".step-8.{os.getppid()}.tmp", ".step-9.x.tmp")
+    folders = {}
+    for writer in ("gpuwise", "train.py"):
+        folder = folders[writer] = tmp_path / writer
+        for name in left:
+            (folder / name).mkdir(parents=True)
+            (folder / name / STATE).write_bytes(b"half")
+    hidden = tmp_path / "hide" / "gpuwise"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('gpuwise is not installed here')\n")
+    code = (
+        "import sys, torch; from pathlib import Path; import train\n"
+        "assert train.gpuwise_checkpoint is None\n"
+        f"train.save_checkpoint({{'w': torch.zeros(1)}}, 10, Path({str(folders['train.py'])!r}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{hidden.parent}{os.pathsep}{project}"}
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    checkpoint.save(b"state", 10, directory=folders["gpuwise"])
+    listed = {w: sorted(p.name for p in f.iterdir()) for w, f in folders.items()}
+    assert listed["train.py"] == listed["gpuwise"] == sorted([*left[1:], "step-10"])

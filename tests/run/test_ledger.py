@@ -140,3 +140,38 @@ def test_damaged_ledger_rows_do_not_end_the_listing(capsys: pytest.CaptureFixtur
     assert f"1 damaged ledger row(s) left out (id {bad} in {path})" in err and "Traceback" not in err
     assert main(["ledger"]) == 0
     assert "odd" in capsys.readouterr().out
+
+
+def test_since_zero_is_bad_input_and_a_bare_number_is_days(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--since 0` listed nothing ("No runs recorded in the last 0."), and `--since 7` meant 7 seconds."""
+    store = LedgerStore(Path(os.environ["GPUWISE_DATA_DIR"]) / "gpuwise.sqlite")
+    try:
+        started = time.time() - 2 * 86400
+        store.start(
+            RunStart("two-days-ago", None, (), ("t.py",), started, None, None, None, None, None, None)
+        )
+    finally:
+        store.close()
+    for zero in ("0", "0d", "0h0m"):
+        assert main(["ledger", "--since", zero]) == 2
+        err = capsys.readouterr().err
+        assert f"--since {zero!r} is not a positive duration" in err and "leave --since out" in err
+    assert main(["ledger", "--since", "7", "--json"]) == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)["runs"]] == ["two-days-ago"]
+    assert main(["ledger", "--since", "1"]) == 0
+    assert capsys.readouterr().out.strip() == "No runs recorded in the last 1d."
+
+
+def test_a_ledger_that_cannot_be_opened_is_not_fixed_with_an_option_ledger_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`gpuwise ledger` said "run with --no-ledger", an option only `gpuwise run` has."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("GPUWISE_DATA_DIR", str(blocker / "data"))
+    assert main(["ledger"]) == 1
+    err = capsys.readouterr().err
+    assert "Cannot open the ledger database" in err and "--no-ledger" not in err
+    assert "GPUWISE_DATA_DIR to the directory that holds gpuwise.sqlite" in err
+    assert main(["run", "--preemption", "off", "--", "true"]) == 1
+    assert "or run with --no-ledger" in capsys.readouterr().err  # there it is the way out

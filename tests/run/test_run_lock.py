@@ -112,9 +112,10 @@ def test_gpuwise_renews_the_pid_files_time_while_the_job_runs(tmp_path: Path) ->
     """The pid file's time is the run's last sign of life, should gpuwise be killed outright."""
     pid_dir = tmp_path / "run"
     watch = (
-        "import os, sys, time\n"
-        f"p = {str(pid_dir / 'beat.pid')!r}\n"
-        "while not os.path.exists(p): time.sleep(0.01)\n"
+        "import glob, os, sys, time\n"
+        f"pattern = {str(pid_dir / 'beat@*.pid')!r}\n"
+        "while not glob.glob(pattern): time.sleep(0.01)\n"
+        "(p,) = glob.glob(pattern)\n"
         "first = os.stat(p).st_mtime\n"
         "time.sleep(1.5)\n"
         "sys.exit(0 if os.stat(p).st_mtime > first + 0.5 else 9)\n"
@@ -128,7 +129,7 @@ def test_gpuwise_renews_the_pid_files_time_while_the_job_runs(tmp_path: Path) ->
         heartbeat_s=0.3,
     )
     assert Supervisor(opts).run().exit_code == 0
-    assert not (pid_dir / "beat.pid").exists()  # a run that ends leaves none behind
+    assert not list(pid_dir.iterdir())  # a run that ends leaves none behind
 
 
 def test_resume_that_finds_nothing_of_its_run_names_the_other_runs_at_sync(

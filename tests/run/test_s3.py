@@ -108,7 +108,7 @@ def test_sigkill_mid_upload_leaves_the_previous_checkpoint_to_resume(
         "run", "--preemption", "off", "--sync", s3.url(), "--run-id", "r4", "--poll-s", "0.1",
         "--checkpoint-dir", str(ck), "--", *job(TRAINER), env=env,
     )  # fmt: skip
-    pid_file = Path(os.environ["GPUWISE_DATA_DIR"]) / "run" / "r4.pid"
+    pid_file = Path(os.environ["GPUWISE_DATA_DIR"]) / "run" / f"r4@{p.pid}.pid"
     job_pid = None
     try:
         deadline = time.monotonic() + 90

@@ -74,10 +74,25 @@ def init(
             _("kept  {path} (already there; not overwritten)").format(path=escape(str(directory / kept))),
             soft_wrap=True,
         )
+    from gpuwise.init.template import DEFAULT_NAME
+
+    if name is None and result.name == DEFAULT_NAME and result.directory.resolve().name != DEFAULT_NAME:
+        console.print(
+            _(
+                "Note: the folder's name gives no valid project name (lowercase letters, digits and '-', "
+                "starting with a letter), so the image, task and workload are named {name}; --name sets it."
+            ).format(name=DEFAULT_NAME),
+            soft_wrap=True,
+        )
+    here = result.directory.resolve() == Path.cwd().resolve()  # `gpuwise init .`: no `cd .` to type
     console.print(
         "\n"
-        + _("Next: cd {directory} && python train.py --smoke").format(
-            directory=escape(shlex.quote(str(directory)))
+        + (
+            _("Next: python train.py --smoke")
+            if here
+            else _("Next: cd {directory} && python train.py --smoke").format(
+                directory=escape(shlex.quote(str(directory)))
+            )
         )
         + "\n"
         + _("README.md has the steps after that."),

@@ -17,12 +17,14 @@ if TYPE_CHECKING:
     from gpuwise.run.ledger import LedgerStore
 
 
-def open_ledger() -> LedgerStore:
-    """The run ledger in the user's history database."""
+def open_ledger(*, reading: bool = False) -> LedgerStore:
+    """The run ledger in the user's history database. `reading`: for a command that only reads it, whose
+    fix cannot be `--no-ledger` (an option of `gpuwise run` only)."""
     from gpuwise import paths
     from gpuwise.run.ledger import LedgerStore
 
-    return LedgerStore(paths.history_db())
+    fix = _("set GPUWISE_DATA_DIR to the directory that holds gpuwise.sqlite") if reading else None
+    return LedgerStore(paths.history_db(), fix=fix)
 
 
 def _warn_skipped(store: LedgerStore) -> None:
@@ -40,9 +42,36 @@ def _warn_skipped(store: LedgerStore) -> None:
         )
 
 
+def _since_s(since: str) -> float:
+    """--since in seconds: a duration, a bare number being days (as `gpuwise report` reads it). 0 is bad
+    input: it would list only runs started after now, always none, and `ledger` without --since lists all."""
+    from gpuwise.errors import ConfigError
+    from gpuwise.units import parse_duration_s
+
+    try:
+        seconds = parse_duration_s(since, default_unit="d")
+    except ValueError as exc:
+        raise ConfigError(f"--since {since!r}: {exc}", fix=_("use e.g. --since 7d or --since 12h")) from exc
+    if not 0 < seconds < float("inf"):
+        raise ConfigError(
+            _("--since {value} is not a positive duration").format(value=repr(since)),
+            fix=_("use e.g. --since 7d, or leave --since out to list every run"),
+        )
+    return seconds
+
+
+def _since_text(since: str) -> str:
+    """The duration as the user meant it: a bare number is days."""
+    text = since.strip()
+    return f"{text}d" if text.replace(".", "", 1).isdigit() else text
+
+
 def ledger(
     since: Annotated[
-        str | None, typer.Option("--since", help=_("Only runs started in the last DURATION (7d, 2w)."))
+        str | None,
+        typer.Option(
+            "--since", help=_("Only runs started in the last DURATION (7d, 2w, 12h; a bare number is days).")
+        ),
     ] = None,
     by: Annotated[
         str | None, typer.Option("--by", help=_("Group totals by project, tag, month or gpu."))
@@ -51,21 +80,14 @@ def ledger(
 ) -> None:
     """What each `gpuwise run` cost: GPU-hours, utilisation, preemptions, checkpoints and dollars."""
     from gpuwise.cli.output import console, print_json
-    from gpuwise.errors import ConfigError, NotFoundError
+    from gpuwise.errors import NotFoundError
     from gpuwise.run.ledger import BY_CHOICES, summarize
-    from gpuwise.units import format_money, parse_duration_s
+    from gpuwise.units import format_money
 
     if by is not None and by not in BY_CHOICES:
         raise NotFoundError(_("--by value"), by, BY_CHOICES, fix=_("use project, tag, month or gpu"))
-    since_ts = None
-    if since is not None:
-        try:
-            since_ts = time.time() - parse_duration_s(since)
-        except ValueError as exc:
-            raise ConfigError(
-                f"--since {since!r}: {exc}", fix=_("use e.g. --since 7d or --since 12h")
-            ) from exc
-    store = open_ledger()
+    since_ts = None if since is None else time.time() - _since_s(since)
+    store = open_ledger(reading=True)
     try:
         entries = store.entries(since_ts)
     finally:
@@ -77,7 +99,7 @@ def ledger(
         return
     if not entries:
         console.print(
-            _("No runs recorded in the last {since}.").format(since=since)
+            _("No runs recorded in the last {since}.").format(since=_since_text(since))
             if since
             else _("No runs recorded.")
         )

@@ -7,6 +7,7 @@ imported inside the commands.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -84,7 +85,7 @@ def _check_budget(project: str | None, budget_usd: float | None, force: bool) ->
             _("--budget-usd must be more than 0, not {value}").format(value=f"{budget_usd:g}"),
             fix=_("use e.g. --budget-usd 500"),
         )
-    store = open_ledger()
+    store = open_ledger(reading=True)
     try:
         state = budget_state(store.entries(), project, budget_usd)
     finally:
@@ -124,6 +125,24 @@ def _result_json(r: RunResult) -> dict[str, Any]:
 
     out: dict[str, Any] = to_jsonable(r)
     return out
+
+
+def _check_run_id(run_id: str | None) -> None:
+    """A run id is one folder name under --sync (and part of the pid file's name): `a/b` or `..` would
+    put checkpoints, and --keep's deletions, outside the run's own folder."""
+    from gpuwise.errors import ConfigError
+    from gpuwise.run.manifest import plain_run_id
+
+    if run_id is not None and plain_run_id(run_id) != run_id:
+        raise ConfigError(
+            _("--run-id {value} is not a plain name").format(value=repr(run_id)),
+            why=_(
+                "the run id names the run's folder under --sync; `/`, `..` or spaces would lead outside it"
+            ),
+            fix=_("use letters, digits, `.`, `_`, `=` and `-` (at most 128), e.g. --run-id {example}").format(
+                example=plain_run_id(run_id)
+            ),
+        )
 
 
 def _check_run_options(command: list[str], preemption: str, grace_s: float, keep: int) -> None:
@@ -236,6 +255,7 @@ def _run_recorded(  # noqa: PLR0917 - one value per recorded part of the run
     """Run the job under the supervisor with its ledger row opened before and closed after (exit code 2
     when gpuwise itself failed)."""
     row = None if ledger is None else _ledger_row(ledger, sup, machine, project, tags)
+    sup.ledger_row = row  # into the pid file: a killed run's next relaunch closes exactly this row
     if ledger is not None and row is not None and planned is not None:
         ledger.record_plan(row, planned)
     try:
@@ -261,23 +281,27 @@ def _run_recorded(  # noqa: PLR0917 - one value per recorded part of the run
 
 
 def _close_interrupted(ledger: LedgerStore, sup: Supervisor) -> None:
-    """A previous run of this id whose gpuwise was killed outright left its ledger row open: close it at
-    its last sign of life, so the ledger and report stop counting it as running."""
+    """Previous runs of this id whose gpuwise was killed outright left their ledger rows open: close each
+    at its last sign of life, so the ledger and report stop counting it as running, and remove its pid
+    file."""
     from gpuwise.cli.output import err_console
-    from gpuwise.run.runner import interrupted_at
+    from gpuwise.run.runner import interrupted
 
-    last = interrupted_at(sup.opts.pid_dir, sup.run_id)
-    if last is None or not ledger.close_interrupted(sup.run_id, last):
-        return
-    err_console.print(
-        _(
-            "[yellow]Warning:[/] the previous run of {run_id} was stopped without gpuwise recording its end "
-            "(killed, or the machine went down); the ledger now ends it at {at} UTC, its last sign of life, "
-            "exit code unknown."
-        ).format(run_id=sup.run_id, at=time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(last))),
-        soft_wrap=True,
-        highlight=False,
-    )
+    for left in interrupted(sup.opts.pid_dir, sup.run_id):
+        closed = ledger.close_interrupted(sup.run_id, left.last_alive, left.ledger_row)
+        with contextlib.suppress(OSError):
+            left.path.unlink()
+        if not closed:
+            continue
+        err_console.print(
+            _(
+                "[yellow]Warning:[/] the previous run of {run_id} was stopped without gpuwise recording its "
+                "end (killed, or the machine went down); the ledger now ends it at {at} UTC, its last sign "
+                "of life, exit code unknown."
+            ).format(run_id=sup.run_id, at=time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(left.last_alive))),
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 def _report(result: RunResult, sync: str | None, json_out: bool) -> None:
@@ -363,8 +387,9 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
         typer.Option(
             "--run-id",
             help=_(
-                "The run's id (default: $SKYPILOT_TASK_ID, $DSTACK_RUN_NAME or $SLURM_JOB_ID, else a hash "
-                "of the command and checkpoint dir), the same across relaunches."
+                "The run's id, its folder under --sync: letters, digits, . _ = - (default: "
+                "$SKYPILOT_TASK_ID, $DSTACK_RUN_NAME or $SLURM_JOB_ID, else a hash of the command and "
+                "checkpoint dir), the same across relaunches."
             ),
         ),
     ] = None,
@@ -421,6 +446,7 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
     from gpuwise.run.runner import Supervisor, resolve_executable
 
     _check_run_options(command, preemption, grace_s, keep)
+    _check_run_id(run_id)
     setup_logging()
     opts = _run_options(
         command, checkpoint_dir, sync, endpoint_url, region, resume, grace_s, keep, run_id, poll_s,
@@ -428,6 +454,7 @@ def run(  # noqa: PLR0917 - typer passes each option as a parameter
     )  # fmt: skip
     sup = Supervisor(opts)
     resolve_executable(opts.command, sup.env)  # a missing command is bad input before anything is recorded
+    sup.open_store()  # and so is a --sync URL gpuwise cannot use
     planned = _read_plan(plan, plan_pick)
     machine = _config_machine(config)
     _check_budget(project, budget_usd, force)

@@ -34,6 +34,7 @@ FILES: dict[str, str] = {
 # Valid as a Docker image name, a SkyPilot task and cluster name and a Kubernetes (DNS-1123) label at once.
 _NAME = re.compile(r"[a-z]([a-z0-9-]{0,61}[a-z0-9])?")
 _DEFAULT_NAME = "gpu-project"
+DEFAULT_NAME = _DEFAULT_NAME  # what a folder name with no usable letters gives (`123`, `项目`)
 
 
 class DirectoryNotEmptyError(UsageError):

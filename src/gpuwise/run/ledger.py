@@ -212,14 +212,15 @@ def budget_state(entries: Iterable[LedgerEntry], project: str, budget_usd: float
 
 
 class LedgerStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, fix: str | None = None) -> None:
+        """`fix`: what to do when the file cannot be opened (the default names `gpuwise run --no-ledger`)."""
         self.path = path
         self.skipped: list[int] = []  # after entries(): the ids of rows too damaged to read (no start time)
         self._db = open_db(
             path,
             _SCHEMA,
             what=_("ledger"),
-            fix=_("set GPUWISE_DATA_DIR to a writable directory, or run with --no-ledger"),
+            fix=fix or _("set GPUWISE_DATA_DIR to a writable directory, or run with --no-ledger"),
         )
 
     def close(self) -> None:
@@ -294,20 +295,22 @@ class LedgerStore:
             (ended_at, exit_code, preemptions, checkpoints, bytes_uploaded, util, row),
         )
 
-    def close_interrupted(self, run_id: str, last_alive: float) -> int:
-        """Close the rows of `run_id` left open by a gpuwise that was killed outright: they end at its last
-        sign of life, with the exit code unknown (null). Returns how many were closed."""
+    def close_interrupted(self, run_id: str, last_alive: float, row: int | None = None) -> int:
+        """Close the row `row` of `run_id` left open by a gpuwise that was killed outright: it ends at its
+        last sign of life, with the exit code unknown (null). Without `row` (a pid file written without
+        one), every open row of `run_id` started before then. Returns how many were closed."""
+        sql = "SELECT id FROM run_ledger WHERE run_id=? AND ended_at IS NULL AND started_at <= ?"
+        args: tuple[Any, ...] = (run_id, last_alive)
+        if row is not None:  # another run of the same id may be going in another checkpoint directory
+            sql, args = sql + " AND id=?", (*args, row)
         try:
-            rows = self._db.execute(
-                "SELECT id FROM run_ledger WHERE run_id=? AND ended_at IS NULL AND started_at <= ?",
-                (run_id, last_alive),
-            ).fetchall()
+            rows = self._db.execute(sql, args).fetchall()
         except sqlite3.Error:
             return 0
-        for (row,) in rows:
+        for (found,) in rows:
             self._write(
                 "UPDATE run_ledger SET ended_at=?, gpu_util_mean_pct=? WHERE id=?",
-                (last_alive, self.gpu_util_mean(row, last_alive), row),
+                (last_alive, self.gpu_util_mean(found, last_alive), found),
             )
         return len(rows)
 

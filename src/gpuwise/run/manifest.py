@@ -272,14 +272,14 @@ def run_id_from(env: Mapping[str, str], command: Sequence[str], checkpoint_dir: 
     for var in ("GPUWISE_RUN_ID", "SKYPILOT_TASK_ID", "DSTACK_RUN_NAME", "SLURM_JOB_ID"):
         value = env.get(var, "").strip()
         if value:
-            return _plain(value), var
+            return plain_run_id(value), var
     import hashlib
 
     digest = hashlib.sha256(json.dumps([list(command), checkpoint_dir]).encode("utf-8")).hexdigest()
     return "run-" + digest[:16], "hash of the command and checkpoint directory"
 
 
-def _plain(value: str) -> str:
+def plain_run_id(value: str) -> str:
     """Launcher ids can hold `/` or spaces; a run id is one path segment."""
     cleaned = re.sub(r"[^A-Za-z0-9._=-]+", "-", value).strip("-.")
     return cleaned[:128] or "run"

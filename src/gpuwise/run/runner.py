@@ -6,15 +6,19 @@ preemption notice start the shutdown: the job gets SIGTERM and `grace_s` seconds
 checkpoint (then SIGKILL), and the newest complete checkpoint is uploaded before gpuwise exits with the
 job's exit code (128 + N when a signal N ended it, as a shell reports it).
 
-While it runs, `<data dir>/run/<run id>.pid` holds gpuwise's pid (and the job's), which the idle stopper
-reads as "a job is running here". gpuwise touches it every HEARTBEAT_S, so when gpuwise is killed outright
-(kill -9, the OOM killer, a crash of the machine) the file is left with its last sign of life: the next run
-of the same id closes the ledger row that was left open at that time (`interrupted_at`).
+While it runs, `<data dir>/run/<run id>@<gpuwise pid>.pid` holds gpuwise's pid, the job's and the run's
+ledger row, which the idle stopper reads as "a job is running here". The name carries gpuwise's pid because
+one run id can run twice at once (a launcher's id such as $SKYPILOT_TASK_ID shared by jobs in different
+checkpoint directories): with one file per id, the first run to end deleted the file the other still
+needed, and the idle stopper saw no job. gpuwise touches it every HEARTBEAT_S, so when gpuwise is killed
+outright (kill -9, the OOM killer, a crash of the machine) the file is left with its last sign of life: the
+next run of the same id closes the ledger row named in it at that time (`interrupted`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import logging
 import os
 import shutil
@@ -42,22 +46,52 @@ FORWARDED = (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signa
 HEARTBEAT_S = 60.0  # how often the pid file's time is renewed: the error of an interrupted run's end
 
 
-def interrupted_at(pid_dir: Path, run_id: str) -> float | None:
-    """When a `gpuwise run` of `run_id` that was killed outright was last alive (its pid file's time), or
-    None when no such file is left or the gpuwise that wrote it still runs."""
-    path = pid_dir / f"{run_id}.pid"
+@dataclass(frozen=True)
+class Interrupted:
+    """A pid file left by a `gpuwise run` that was killed outright: when it was last alive, and the ledger
+    row it had opened (None in a file without one: --no-ledger, or an older gpuwise)."""
+
+    path: Path
+    last_alive: float
+    ledger_row: int | None
+
+
+def pid_file_name(run_id: str, pid: int) -> str:
+    """`<run id>@<pid>.pid`: `@` never occurs in a run id, so the name parses back."""
+    return f"{run_id}@{pid}.pid"
+
+
+def _interrupted_file(path: Path) -> Interrupted | None:
     try:
-        pid = int(path.read_text(encoding="utf-8").split()[0])
+        fields = path.read_text(encoding="utf-8").split()
+        pid = int(fields[0])
         mtime = path.stat().st_mtime
     except (OSError, ValueError, IndexError):
         return None
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return mtime
+        pass
     except PermissionError:  # alive, someone else's
         return None
-    return None if pid != os.getpid() else mtime
+    else:
+        if pid != os.getpid():  # alive; our own pid in an old file is a reboot's reuse
+            return None
+    row = fields[2] if len(fields) > 2 else ""
+    return Interrupted(path, mtime, int(row) if row.isdigit() else None)
+
+
+def interrupted(pid_dir: Path, run_id: str) -> list[Interrupted]:
+    """The pid files of runs of `run_id` whose gpuwise was killed outright (its pid no longer runs), with
+    their last sign of life; [] when none is left. Files of runs still going are not listed."""
+    paths = [pid_dir / f"{run_id}.pid"]  # the older name, one per run id, that an upgrade may leave
+    with contextlib.suppress(OSError):
+        paths += [
+            p
+            for p in pid_dir.glob(f"{glob.escape(run_id)}@*.pid")
+            if p.name.removeprefix(f"{run_id}@").removesuffix(".pid").isdigit()
+        ]
+    return [found for p in paths if (found := _interrupted_file(p)) is not None]
 
 
 @dataclass(frozen=True)
@@ -139,11 +173,13 @@ class Supervisor:
         self._syncer: Syncer | None = None
         self._lock: DirLock | None = None
         self._pid_file: Path | None = None
+        self.ledger_row: int | None = None  # set by the caller that opened one: kept in the pid file
 
     # ----- before the job starts
 
     def open_store(self) -> None:
-        if self.opts.sync_url:
+        """The --sync storage (a bad URL or a missing extra is bad input, exit 2); once."""
+        if self.opts.sync_url and self.store is None:
             self.store = CheckpointStore(
                 self.opts.sync_url, endpoint_url=self.opts.endpoint_url, region=self.opts.region
             )
@@ -216,10 +252,11 @@ class Supervisor:
         self._terminate.set()
 
     def _write_pid_file(self, child_pid: int) -> Path | None:
-        path = self.opts.pid_dir / f"{self.run_id}.pid"
+        path = self.opts.pid_dir / pid_file_name(self.run_id, os.getpid())
+        row = "-" if self.ledger_row is None else str(self.ledger_row)
         try:
             self.opts.pid_dir.mkdir(parents=True, exist_ok=True)
-            path.write_text(f"{os.getpid()} {child_pid}\n", encoding="utf-8")
+            path.write_text(f"{os.getpid()} {child_pid} {row}\n", encoding="utf-8")
         except OSError as exc:
             log.warning("cannot write %s (the idle stopper will not see this job): %s", path, exc.strerror)
             return None
@@ -228,6 +265,13 @@ class Supervisor:
     def _make_checkpoint_dir(self) -> None:
         try:
             self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:  # a file where a folder belongs: the user's typo
+            raise UsageError(
+                _("--checkpoint-dir {path} is not a folder: it, or one above it, is a file").format(
+                    path=self.checkpoint_dir
+                ),
+                fix=_("give --checkpoint-dir a folder (it is created when missing)"),
+            ) from exc
         except OSError as exc:
             raise StorageError(
                 _("Cannot create the checkpoint directory {path}: {error}").format(
