@@ -132,6 +132,10 @@ def test_gpuwise_run_pid_files(tmp_path: Path) -> None:
     (tmp_path / "run" / "job-7.pid").write_text(f"{os.getpid()}\n", encoding="utf-8")
     sig = g.gather(NOW, EMPTY)
     assert sig.state == "active" and "job-7" in sig.detail
+    (tmp_path / "run" / "job-7.pid").unlink()
+    (tmp_path / "run" / f"job-8@{os.getpid()}.pid").write_text(f"{os.getpid()}\n", encoding="utf-8")
+    sig = g.gather(NOW, EMPTY)  # today's name: the run id, then gpuwise's pid; the job is named by its id
+    assert sig.state == "active" and f"job-8 (pid {os.getpid()})" in sig.detail and "@" not in sig.detail
     (tmp_path / "run" / "bad.pid").write_text("garbage", encoding="utf-8")
     assert g.gather(NOW, EMPTY).state == "unknown"
 

@@ -266,7 +266,8 @@ def pid_alive(pid: int) -> bool:
 
 @dataclass
 class GpuwiseRunJobs:
-    """`gpuwise run` writes <data dir>/run/<run id>.pid holding the job's pid while it runs."""
+    """`gpuwise run` writes <data dir>/run/<run id>@<gpuwise pid>.pid (`<run id>.pid` before) holding the
+    job's pid while it runs; the job is named by its run id."""
 
     run_dir: Path
     alive: Callable[[int], bool] = pid_alive
@@ -288,7 +289,7 @@ class GpuwiseRunJobs:
             except (OSError, ValueError, IndexError):
                 return Signal(self.name, "unknown", Msg(N_("unreadable pid file {name}"), name=f.name))
             if self.alive(pid):
-                live.append(f"{f.stem} (pid {pid})")
+                live.append(f"{f.stem.partition('@')[0]} (pid {pid})")
         if live:
             return Signal(self.name, "active", Msg(N_("gpuwise run job alive: {jobs}"), jobs=", ".join(live)))
         return Signal(self.name, "quiet", Msg(N_("no gpuwise run job")))
