@@ -55,3 +55,6 @@ def test_since_takes_durations_and_dates() -> None:
     assert parse_since("2026-11-01T02:00:00+02:00", NOW) == datetime(2026, 11, 1, tzinfo=UTC).timestamp()
     with pytest.raises(ConfigError, match="in the future"):
         parse_since(datetime.fromtimestamp(NOW + 86400, UTC).isoformat(), NOW)
+    for empty in ("0", "0d", "0h"):  # an empty window said "nothing recorded yet" over months of history
+        with pytest.raises(ConfigError, match="no time at all"):
+            parse_since(empty, NOW)

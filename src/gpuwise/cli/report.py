@@ -27,9 +27,15 @@ def parse_since(text: str, now: float) -> float:
     from gpuwise.units import parse_duration_s
 
     try:
-        return now - parse_duration_s(text, default_unit="d")
+        back = parse_duration_s(text, default_unit="d")
     except ValueError:
         pass
+    else:
+        if back <= 0:  # an empty window read as "nothing recorded yet" on a machine with months of history
+            raise ConfigError(
+                _("--since {text} looks back no time at all").format(text=repr(text)), fix=_(_SINCE_FIX)
+            )
+        return now - back
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError as exc:
