@@ -278,6 +278,12 @@ def offers(
 
     check_at_least(count, 1, "--count", example="--count 8")
     check_at_least(limit, 0, "--limit", example="--limit 0 (all)")
+    for option, value, example in (
+        ("--gpu", gpu, "--gpu H100"),
+        ("--provider", provider, "--provider lambda"),
+        ("--region", region, "--region 'us-*'"),
+    ):
+        _check_not_empty(option, value, example)
     check_catalog_dir(catalog_dir)
     if exchange_rate and currency is None:  # the rate would be read and never used: say so
         raise UsageError(
@@ -322,6 +328,21 @@ def offers(
     print_offers_table(
         found, today, spot=spot, limit=_TABLE_DEFAULT_LIMIT if limit is None else limit, hints=hints
     )
+
+
+def _check_not_empty(option: str, value: str | None, example: str) -> None:
+    """An empty filter (``--gpu ""``, often an unset shell variable) is bad input: it would silently show
+    every offer, as if the option had been left out."""
+    from gpuwise.errors import UsageError
+
+    if value is not None and not value.strip():
+        raise UsageError(
+            _("{option} is empty").format(option=option),
+            why=_("an empty filter would match every offer, as if the option were left out"),
+            fix=_("give a value, e.g. {example}, or leave {option} out to see every offer").format(
+                example=example, option=option
+            ),
+        )
 
 
 # ---------------------------------------------------------------- stats

@@ -1,0 +1,35 @@
+"""An empty filter (`--gpu ""`, as an unset shell variable gives) is bad input, not a filter that silently
+shows every offer as if the option had been left out: `catalog offers` says which option is empty (exit 2),
+and the query core treats an empty name as an unknown one (plan already refused it so)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuwise.catalog.offers import load_catalog
+from gpuwise.catalog.query import query_offers
+from gpuwise.cli.main import main
+from gpuwise.errors import NotFoundError
+
+
+@pytest.mark.parametrize("option", ["--gpu", "--provider", "--region"])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_catalog_offers_empty_filter_is_exit_2(
+    option: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["catalog", "offers", option, value, "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"{option} is empty" in captured.err and "To fix:" in captured.err
+
+
+def test_query_core_refuses_an_empty_name() -> None:
+    catalog = load_catalog(None)
+    with pytest.raises(NotFoundError):
+        query_offers(catalog, gpu="")
+    with pytest.raises(NotFoundError):
+        query_offers(catalog, provider=" ")
+
+
+def test_query_core_empty_region_matches_nothing() -> None:
+    assert query_offers(load_catalog(None), region="") == []
