@@ -425,8 +425,22 @@ def stats(json_out: JsonOption = False, catalog_dir: CatalogDirOption = None) ->
     ):
         if counts:
             console.print(f"[bold]{title}[/]")
-            for reason, n in counts.items():
-                console.print(f"  {n:>6}  {reason}", markup=False)  # reasons quote file contents
+            _print_counts(counts)
+
+
+def _print_counts(counts: dict[str, int]) -> None:
+    """One line per reason after its count; a reason too long for the terminal goes on under itself, never
+    back at the margin under the counts. Rich measures the wrap (Chinese is two columns a character)."""
+    from rich.text import Text
+
+    from gpuwise.cli.output import console
+
+    for reason, n in counts.items():
+        lead = f"  {n:>6}  "
+        width = max(console.width - len(lead), 20)
+        for i, line in enumerate(Text(reason).wrap(console, width)):
+            # markup off: reasons quote file contents
+            console.print((lead if i == 0 else " " * len(lead)) + line.plain.rstrip(), markup=False)
 
 
 # ---------------------------------------------------------------- import / update
