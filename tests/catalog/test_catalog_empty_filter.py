@@ -52,3 +52,12 @@ def test_fetch_refuses_an_empty_region_before_asking_for_credentials(
     assert main(["catalog", "fetch", "tencent", "--region", ""]) == 2
     err = capsys.readouterr().err
     assert "--region is empty" in err and "every region" in err and "credentials" not in err
+
+
+@pytest.mark.parametrize("option", ["--base-url", "--fallback-url"])
+def test_update_refuses_an_empty_url_before_any_download(
+    option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--base-url "$MIRROR"` with MIRROR unset downloaded from upstream, as if no mirror had been named."""
+    assert main(["catalog", "update", option, ""]) == 2
+    assert f"{option} '' must be an https:// URL" in capsys.readouterr().err

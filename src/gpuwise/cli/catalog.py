@@ -537,7 +537,13 @@ def update(  # noqa: PLR0917 - typer passes options positionally
     and the whole update within --total-timeout-s; past any bound it stops and changes nothing.
     """
     from gpuwise import paths
-    from gpuwise.catalog.download import DEFAULT_BASE_URL, DEFAULT_FALLBACK_URL, download_catalog, http_fetch
+    from gpuwise.catalog.download import (
+        DEFAULT_BASE_URL,
+        DEFAULT_FALLBACK_URL,
+        check_base_url,
+        download_catalog,
+        http_fetch,
+    )
     from gpuwise.catalog.store import install_user_catalog
     from gpuwise.cli.output import check_at_least, err_console
     from gpuwise.cli.update_progress import UpdateProgress
@@ -549,10 +555,15 @@ def update(  # noqa: PLR0917 - typer passes options positionally
     today = _today()
     # A mirror of one's own gets no silent fallback to upstream (SkyPilot decides the same for its
     # self-hosted catalog URL): a failing mirror should be seen, not papered over.
-    fallback = fallback_url or (None if base_url else DEFAULT_FALLBACK_URL)
+    # `is None`: an empty URL (an unset shell variable) is refused as not https, never read as the default
+    if fallback_url is not None:
+        check_base_url(fallback_url, "--fallback-url")
+    fallback = (
+        fallback_url if fallback_url is not None else (None if base_url is not None else DEFAULT_FALLBACK_URL)
+    )
     with UpdateProgress(err_console) as progress:
         version, inputs = download_catalog(
-            base_url or DEFAULT_BASE_URL,
+            DEFAULT_BASE_URL if base_url is None else base_url,
             http_fetch(timeout_s, total_timeout_s=total_timeout_s, on_event=progress),
             today=today,
             schema_version=schema_version,
