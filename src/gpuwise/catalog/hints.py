@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from gpuwise.catalog.models import Catalog, Offer
 from gpuwise.catalog.query import query_offers, resolve_offer_gpu
 from gpuwise.locale import _, ngettext
+from gpuwise.locale.formats import join_list
 
 
 @dataclass(frozen=True)
@@ -64,14 +65,14 @@ def why_no_offers(catalog: Catalog, filters: Filters) -> list[str]:
         lines.append(_("No provider in the catalog sells {gpu}.").format(gpu=gpu))
         near = difflib.get_close_matches(gpu, catalog.gpu_names(), n=4, cutoff=0.5)
         if near:
-            lines.append(_("GPUs with offers and a similar name: {names}.").format(names=", ".join(near)))
+            lines.append(_("GPUs with offers and a similar name: {names}.").format(names=join_list(near)))
         return [*lines, tail]
     if filters.count is not None:
         counts = _counts_without_count(catalog, filters)
         if counts:
             lines.append(
                 _("The instances that match the other filters have {counts} GPUs each.").format(
-                    counts=", ".join(counts)
+                    counts=join_list(counts)
                 )
             )
     for name, without in _without_each(filters):
@@ -121,7 +122,7 @@ def left_out(catalog: Catalog, filters: Filters) -> list[str]:
         return []
     return [
         _("Not included, as --gpu {gpu} names one card exactly: {others}; --gpu takes each name.").format(
-            gpu=gpu, others=", ".join(found)
+            gpu=gpu, others=join_list(found)
         )
     ]
 
@@ -137,5 +138,5 @@ def unranked_currencies(found: list[Offer]) -> list[str]:
         _(
             "Offers priced in {currencies} ({n}) follow the USD ones, not ranked with them; --currency USD "
             "(or CNY) converts and ranks them together, the rate printed."
-        ).format(n=n, currencies=", ".join(others))
+        ).format(n=n, currencies=join_list(others))
     ]

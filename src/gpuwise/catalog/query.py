@@ -71,8 +71,9 @@ def query_offers(
     case-insensitive; ``spot`` keeps offers that have a spot price. USD offers come before other currencies
     (never compared), offers without the sorted price last.
     """
-    gpu_name = resolve_offer_gpu(catalog, gpu) if gpu else None
-    prov = provider.strip().lower() if provider else None
+    # `is not None`: an empty name is an unknown one, never a filter that silently matches everything
+    gpu_name = resolve_offer_gpu(catalog, gpu) if gpu is not None else None
+    prov = provider.strip().lower() if provider is not None else None
     if prov is not None and prov not in catalog.stats.offers_by_provider:
         raise NotFoundError(
             _("provider"),
@@ -82,7 +83,7 @@ def query_offers(
                 "use a provider id from `gpuwise catalog stats` (lowercase, as the catalog files are named)"
             ),
         )
-    pattern = region.strip().lower() if region else None
+    pattern = region.strip().lower() if region is not None else None
     is_glob = pattern is not None and any(ch in pattern for ch in "*?[")
     result: list[Offer] = []
     for o in catalog.offers:
@@ -93,9 +94,9 @@ def query_offers(
         if prov is not None and o.provider != prov:
             continue
         if pattern is not None:
-            places = (o.region.lower(), (o.zone or "").lower())
+            places = [p for p in (o.region.lower(), (o.zone or "").lower()) if p]
             if is_glob:
-                if not any(fnmatch.fnmatchcase(p, pattern) for p in places if p):
+                if not any(fnmatch.fnmatchcase(p, pattern) for p in places):
                     continue
             elif pattern not in places:
                 continue

@@ -58,6 +58,14 @@ def _source_text(infos: Sequence[SourceInfo]) -> str:
     return "; ".join(f"{i.file} ({i.origin})" for i in infos)
 
 
+def place_text(region: str) -> str:
+    """A region as the file writes it, without its empty parts: vast writes "City, CC, Continent" and leaves
+    the city out on some rows (", CN, AS"), shown as a region starting with a stray comma; it is "CN, AS"."""
+    if "," not in region:
+        return region.strip()
+    return ", ".join(part.strip() for part in region.split(",") if part.strip())
+
+
 def skypilot_offers(group: ProviderRows, tally: Tally) -> list[Offer]:
     """The provider's offers, in row order; every row not turned into one is counted in ``tally``."""
     info = min(group.infos, key=lambda i: (i.date_exact, i.price_as_of))  # the least fresh date rules
@@ -144,7 +152,7 @@ def _row_offer(  # noqa: PLR0917 - one row and the context it is read in
     return Offer(
         provider=provider,
         instance_type=instance,
-        region=f.get("Region", "").strip(),
+        region=place_text(f.get("Region", "")),
         zone=zone,
         gpu=gpu,
         gpus=count,

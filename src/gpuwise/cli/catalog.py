@@ -278,6 +278,12 @@ def offers(
 
     check_at_least(count, 1, "--count", example="--count 8")
     check_at_least(limit, 0, "--limit", example="--limit 0 (all)")
+    for option, value, example in (
+        ("--gpu", gpu, "--gpu H100"),
+        ("--provider", provider, "--provider lambda"),
+        ("--region", region, "--region 'us-*'"),
+    ):
+        _check_not_empty(option, value, example)
     check_catalog_dir(catalog_dir)
     if exchange_rate and currency is None:  # the rate would be read and never used: say so
         raise UsageError(
@@ -322,6 +328,21 @@ def offers(
     print_offers_table(
         found, today, spot=spot, limit=_TABLE_DEFAULT_LIMIT if limit is None else limit, hints=hints
     )
+
+
+def _check_not_empty(option: str, value: str | None, example: str) -> None:
+    """An empty filter (``--gpu ""``, often an unset shell variable) is bad input: it would silently show
+    every offer, as if the option had been left out."""
+    from gpuwise.errors import UsageError
+
+    if value is not None and not value.strip():
+        raise UsageError(
+            _("{option} is empty").format(option=option),
+            why=_("an empty filter would match every offer, as if the option were left out"),
+            fix=_("give a value, e.g. {example}, or leave {option} out to see every offer").format(
+                example=example, option=option
+            ),
+        )
 
 
 # ---------------------------------------------------------------- stats
@@ -404,8 +425,22 @@ def stats(json_out: JsonOption = False, catalog_dir: CatalogDirOption = None) ->
     ):
         if counts:
             console.print(f"[bold]{title}[/]")
-            for reason, n in counts.items():
-                console.print(f"  {n:>6}  {reason}", markup=False)  # reasons quote file contents
+            _print_counts(counts)
+
+
+def _print_counts(counts: dict[str, int]) -> None:
+    """One line per reason after its count; a reason too long for the terminal goes on under itself, never
+    back at the margin under the counts. Rich measures the wrap (Chinese is two columns a character)."""
+    from rich.text import Text
+
+    from gpuwise.cli.output import console
+
+    for reason, n in counts.items():
+        lead = f"  {n:>6}  "
+        width = max(console.width - len(lead), 20)
+        for i, line in enumerate(Text(reason).wrap(console, width)):
+            # markup off: reasons quote file contents
+            console.print((lead if i == 0 else " " * len(lead)) + line.plain.rstrip(), markup=False)
 
 
 # ---------------------------------------------------------------- import / update
@@ -502,7 +537,13 @@ def update(  # noqa: PLR0917 - typer passes options positionally
     and the whole update within --total-timeout-s; past any bound it stops and changes nothing.
     """
     from gpuwise import paths
-    from gpuwise.catalog.download import DEFAULT_BASE_URL, DEFAULT_FALLBACK_URL, download_catalog, http_fetch
+    from gpuwise.catalog.download import (
+        DEFAULT_BASE_URL,
+        DEFAULT_FALLBACK_URL,
+        check_base_url,
+        download_catalog,
+        http_fetch,
+    )
     from gpuwise.catalog.store import install_user_catalog
     from gpuwise.cli.output import check_at_least, err_console
     from gpuwise.cli.update_progress import UpdateProgress
@@ -514,10 +555,15 @@ def update(  # noqa: PLR0917 - typer passes options positionally
     today = _today()
     # A mirror of one's own gets no silent fallback to upstream (SkyPilot decides the same for its
     # self-hosted catalog URL): a failing mirror should be seen, not papered over.
-    fallback = fallback_url or (None if base_url else DEFAULT_FALLBACK_URL)
+    # `is None`: an empty URL (an unset shell variable) is refused as not https, never read as the default
+    if fallback_url is not None:
+        check_base_url(fallback_url, "--fallback-url")
+    fallback = (
+        fallback_url if fallback_url is not None else (None if base_url is not None else DEFAULT_FALLBACK_URL)
+    )
     with UpdateProgress(err_console) as progress:
         version, inputs = download_catalog(
-            base_url or DEFAULT_BASE_URL,
+            DEFAULT_BASE_URL if base_url is None else base_url,
             http_fetch(timeout_s, total_timeout_s=total_timeout_s, on_event=progress),
             today=today,
             schema_version=schema_version,

@@ -129,6 +129,14 @@ def fetch(  # noqa: PLR0917 - typer passes options positionally
 
     path = output or Path(f"{cloud.strip().lower()}.csv")
     check_output_file(path, "--output", name=f"{cloud}.csv")
+    if any(not r.strip() for r in region or []):  # an unset shell variable; checked before any key is used
+        from gpuwise.errors import UsageError
+
+        raise UsageError(
+            _("{option} is empty").format(option="--region"),
+            why=_("an empty --region would fetch every region the account has, as if it were left out"),
+            fix=_("give a region id, e.g. --region cn-hangzhou, or leave --region out to fetch every region"),
+        )
     run = _fetcher(cloud.strip().lower(), currency)
     _write_and_report(run(list(region or []), date.today()), path, install, catalog_dir, json_out)
 

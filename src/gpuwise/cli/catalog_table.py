@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuwise.locale import N_, _
+from gpuwise.locale.formats import join_list
 
 if TYPE_CHECKING:
     from gpuwise.catalog.models import Offer
@@ -228,7 +229,7 @@ def legend(rows: list[OfferCells], *, gpu_only: bool, spot: bool = False) -> lis
         )
     others = sorted({(r.fields["provider"], r.other_date) for r in rows if r.other_date})
     if others:
-        which = ", ".join(f"{p} ({d})" for p, d in others)
+        which = join_list(f"{p} ({d})" for p, d in others)
         lines.append(
             _(
                 "On-demand prices of {which} are of another date than the price date shown (the spot "

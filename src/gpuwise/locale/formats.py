@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import Literal
 
@@ -146,3 +146,14 @@ def _long_date(day: date, locale: str) -> str:
     from babel.dates import format_date as babel_date
 
     return str(babel_date(day, format="long", locale=locale))
+
+
+# The separator between the items of a running list: Chinese writes the enumeration comma (顿号), as the
+# CLDR zh list patterns do ("{0}、{1}"); English keeps gpuwise's ", ".
+_LIST_SEPARATORS = {"zh": "、"}
+
+
+def join_list(items: Iterable[str]) -> str:
+    """Items of a list inside a sentence: 'A100-80GB (145 offers), A100-PCIe (1 offer)' in English,
+    'A100-80GB（145 条报价）、A100-PCIe（1 条报价）' in Chinese."""
+    return _LIST_SEPARATORS.get(language(), ", ").join(items)

@@ -134,7 +134,7 @@ def check_regions(asked: Iterable[str], known: Iterable[str], *, cloud: str) -> 
     """The regions to fetch: all the cloud lists when none is asked, else the asked ones, each of which must
     be a region the cloud lists (an unknown one is bad input with close matches, never an empty fetch)."""
     known_list = sorted({k for k in known if k})
-    wanted = [r.strip() for r in asked if r.strip()]
+    wanted = [r.strip() for r in asked]  # an empty one is an unknown region, never "every region"
     if not wanted:
         return known_list
     for region in wanted:

@@ -58,7 +58,7 @@ def fetch(api: Api, regions: list[str], *, today: date) -> FetchResult:
     try:
         projects = {
             str(p.get("name", "")): str(p.get("id", ""))
-            for p in items(_call(api, "KeystoneListAuthProjects", None, {}), "projects")
+            for p in items(_call(api, "KeystoneListAuthProjects", None, {}, "projects"), "projects")
             if p.get("enabled", True) is not False and "_" not in str(p.get("name", "_"))
         }
         wanted = check_regions(regions, projects, cloud=CLOUD)
@@ -71,12 +71,21 @@ def fetch(api: Api, regions: list[str], *, today: date) -> FetchResult:
     return for_each_region(wanted, one, warnings, cloud=CLOUD, provider="huawei", today=today)
 
 
-def _call(api: Api, action: str, region: str | None, params: Mapping[str, Any]) -> Mapping[str, Any]:
+def _call(
+    api: Api, action: str, region: str | None, params: Mapping[str, Any], listed: str
+) -> Mapping[str, Any]:
+    """The answer of a call, which must carry its ``listed`` list (empty is an answer). The SDK raises only
+    for an error status: a damaged or cut-off page (a proxy's HTML, a dropped connection) becomes a model
+    whose every field is None, which would read as a region with nothing on sale; it is an ApiError (a
+    warning for that region) instead."""
     try:
-        return api.call(action, region, params)
+        doc = api.call(action, region, params)
     except ApiError as exc:
         exc.auth = exc.auth or exc.code.startswith(_AUTH_CODES)
         raise
+    if not isinstance(doc.get(listed), list):
+        raise ApiError("", f"{action} answered without its {listed} list (a damaged or cut-off page)")
+    return doc
 
 
 def _zones(specs: Mapping[str, Any]) -> list[str | None] | None:
@@ -128,7 +137,7 @@ def _gpu_flavor(flavor: Mapping[str, Any], warnings: FetchWarnings) -> FetchedRo
 
 def _region_rows(api: Api, region: str, project_id: str, warnings: FetchWarnings) -> list[FetchedRow]:
     flavors: list[tuple[FetchedRow, list[str | None]]] = []
-    for flavor in items(_call(api, "ListFlavors", region, {}), "flavors"):
+    for flavor in items(_call(api, "ListFlavors", region, {}, "flavors"), "flavors"):
         specs = flavor.get("os_extra_specs")
         row = _gpu_flavor(flavor, warnings)
         zones = _zones(specs) if isinstance(specs, Mapping) else None
@@ -175,10 +184,12 @@ def _prices(api: Api, region: str, project_id: str, names: list[str]) -> tuple[d
                     for i, name in enumerate(batch)
                 ],
             },
+            "product_rating_results",
         )
         currency = str(doc.get("currency") or "CNY").upper()
         for result in items(doc, "product_rating_results"):
-            index = int(str(result.get("id", "-1"))) - start if str(result.get("id", "")).isdigit() else -1
+            said = str(result.get("id", ""))
+            index = int(said) - start if said.isdecimal() else -1  # isdigit() lets '²' through to int()
             amount = number(result.get("amount"))
             if 0 <= index < len(batch) and amount is not None and amount > 0:
                 prices[batch[index]] = amount
@@ -234,7 +245,7 @@ class SdkApi:
             iam = IamClient.new_builder().with_credentials(GlobalCredentials(self._ak, self._sk))
             client = iam.with_region(IamRegion.value_of("cn-north-4")).build()
             doc = _json_keys(client.keystone_list_auth_projects(KeystoneListAuthProjectsRequest()))
-            self._projects = {str(p.get("name")): str(p.get("id")) for p in doc.get("projects", [])}
+            self._projects = {str(p.get("name")): str(p.get("id")) for p in items(doc, "projects")}
             return dict(doc)
         if action == "ListFlavors" and region:
             from huaweicloudsdkecs.v2 import EcsClient, ListFlavorsRequest

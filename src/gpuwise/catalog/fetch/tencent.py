@@ -18,7 +18,7 @@ international-site account in USD (``--billed-in USD``).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any
 
@@ -177,12 +177,25 @@ class SdkApi:
 
         client = CommonClient("cvm", "2017-03-12", self._credential, region or _HOME_REGION)
         try:
-            doc = client.call_json(action, dict(params))
+            return answer(action, lambda: client.call_json(action, dict(params)))
         except TencentCloudSDKException as exc:
             raise ApiError(str(exc.get_code()), str(exc.get_message())) from exc
-        if not isinstance(doc, dict):
-            raise ApiError("", f"{action} answered something other than a JSON object")
-        return doc
+
+
+def answer(action: str, send: Callable[[], Any]) -> Mapping[str, Any]:
+    """The JSON object ``send`` (the SDK's call) returns; ApiError (a warning for that region, never a
+    traceback) for a damaged or cut-off page. The SDK parses the body itself and lets json's ValueError
+    escape for a proxy's HTML error page or a body the connection dropped, and a KeyError or TypeError for
+    JSON without the ``Response`` object it indexes; only a non-200 status becomes its own exception."""
+    try:
+        doc = send()
+    except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ApiError(
+            "", f"{action} answered a page that is not the API's JSON (damaged or cut off)"
+        ) from exc
+    if not isinstance(doc, dict):
+        raise ApiError("", f"{action} answered something other than a JSON object")
+    return doc
 
 
 def sdk_api(env: Mapping[str, str] | None = None) -> SdkApi:
