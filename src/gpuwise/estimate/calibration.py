@@ -86,9 +86,11 @@ def _machine_gpu(machine: Any) -> str | None:
 def _spec(name: str | None) -> GpuSpec | None:
     if name is None:
         return None
-    from gpuwise.catalog.specs import canonical_gpu_name, load_gpu_specs
+    from gpuwise.catalog.specs import canonical_gpu_name_from_driver, load_gpu_specs
 
-    canonical = canonical_gpu_name(name)
+    # bench files written before bench named GPUs canonically carry the driver's product name
+    # ("Tesla V100-PCIE-16GB"), or null 'gpu' beside it in 'gpu_name'
+    canonical = canonical_gpu_name_from_driver(name)
     return None if canonical is None else load_gpu_specs()[canonical]
 
 
