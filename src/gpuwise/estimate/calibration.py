@@ -124,8 +124,15 @@ def parse_calibration(data: Any, source: str) -> Calibration:
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise ConfigError(
             _("Calibration file {source} has no 'results' list").format(source=source),
-            why=_("--calibration expects a bench result: JSON with the measured efficiencies per dtype"),
-            fix=_(_FORMAT_FIX),
+            why=_(
+                "--calibration takes either a `gpuwise bench --json` result (JSON with 'machine' and "
+                "'results') or a `gpuwise report --save-calibration` file (JSON with "
+                '"kind": "gpuwise-calibration")'
+            ),
+            fix=_(
+                "pass the file one of those commands wrote; a bench result looks like "
+                '{"machine": {"gpu": "H100"}, "results": [{"task": "gemm_bf16", "fraction_of_peak": 0.7}]}'
+            ),
         )
     _refuse_cpu_result(data, source)
     gemm: dict[str, float] = {}
