@@ -196,10 +196,22 @@ def money_range(o: Option) -> str:
 
 
 def hours_range(o: Option) -> str:
+    """'11.0 h (5.04 h–36 h)'; past 48 h the days are said once, outside the range: '62 h (40 h–90 h), about
+    2.6 days' (each figure carried its own '(… days)': '48 h (2.0 days) (40.5 h–55 h (2.3 days))')."""
     lo, hi = o.hours_low, o.hours_high
     if lo is None or hi is None or hours_text(lo) == hours_text(hi):
         return hours_text(o.hours)
-    return f"{hours_text(o.hours)} ({hours_text(lo)}–{hours_text(hi)})"
+    fields = {"hours": _hours_only(o.hours), "low": _hours_only(lo), "high": _hours_only(hi)}
+    if o.hours >= 48:
+        return _("{hours} ({low}–{high}), about {days} days").format(**fields, days=f"{o.hours / 24:,.1f}")
+    if hi >= 48:
+        return _("{hours} ({low}–{high}, up to {days} days)").format(**fields, days=f"{hi / 24:,.1f}")
+    return _("{hours} ({low}–{high})").format(**fields)
+
+
+def _hours_only(h: float) -> str:
+    """`hours_text` without the days it adds past 48 h ('1,488 h')."""
+    return f"{h:,.0f} h" if h >= 48 else hours_text(h)
 
 
 def unit_cost_text(o: Option, limit: int = 1) -> str:
