@@ -175,6 +175,7 @@ def result_to_dict(
             for r in result.relaxations
         ],
         "picks_rule": RULE_TEXT,
+        "same_hours": same_hours(result),
         "blocked": [
             {"reason": reason, "gpu": gpu, "configurations": n} for (reason, gpu), n in result.blocked.items()
         ],
@@ -294,6 +295,13 @@ def option_title(o: Option) -> str:
     )
 
 
+def same_hours(result: PlanResult) -> bool:
+    """Whether every qualifying option takes the same hours (a service run for a fixed duration): then no
+    option is faster than another, and "fastest" or "balanced" would name nothing but a tie."""
+    hours = [o.hours for o in result.options]
+    return len(hours) > 1 and max(hours) <= min(hours) * 1.001
+
+
 def pick_lines(result: PlanResult, groups: Sequence[OptionGroup], picks: dict[str, int]) -> list[str]:
     """One line per headline pick: what, cost (range), hours (range), why. Row numbers are 1-based."""
     if not picks:
@@ -302,7 +310,9 @@ def pick_lines(result: PlanResult, groups: Sequence[OptionGroup], picks: dict[st
     fast = groups[picks["fastest"]].option
     lines: list[str] = []
     order = {"time": ("fastest", "balanced", "cheapest"), "balanced": ("balanced", "cheapest", "fastest")}
-    for name in order.get(result.objective, ("cheapest", "balanced", "fastest")):
+    names = order.get(result.objective, ("cheapest", "balanced", "fastest"))
+    fixed = same_hours(result)
+    for name in ("cheapest",) if fixed else names:
         g = picks[name]
         o = groups[g].option
         if name == "cheapest":
@@ -319,6 +329,11 @@ def pick_lines(result: PlanResult, groups: Sequence[OptionGroup], picks: dict[st
                     hours=hours_text(low.hours),
                     ratio=f"{ratio:,.0f}",
                 )
+            if fixed:
+                why += _(
+                    "; every option runs for the workload's fixed duration, {hours}, so none is faster than "
+                    "another"
+                ).format(hours=hours_text(o.hours))
         elif name == "fastest":
             why = _("the fewest hours")
             if cheap.cost_usd > 0:
