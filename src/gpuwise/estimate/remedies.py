@@ -7,12 +7,15 @@ estimator's, never a rule of thumb. First every change alone: the largest `micro
 method (activation checkpointing, fused kernels, 8-bit AdamW, a 4-bit base, CPU offload, lower-precision
 weights or KV cache), then the fewest GPUs that fit (as set, with ZeRO-3/FSDP, or with more tensor
 parallelism for inference). Only when no single change fits (a shorter training seq_len, which truncates
-the samples, does not count) does it stack them, lightest first, until one does. A change the workload
-cannot take (a key its section lacks, a combination its model rejects, LoRA on a CNN) is skipped, so new
-workload kinds get what applies to them and "more GPUs" otherwise.
+the samples, does not count) does it stack them, lightest first, until one does; and when only more GPUs
+fit, the stack on the GPUs asked is searched too. A change the workload cannot take (a key its section
+lacks, a combination its model rejects, LoRA on a CNN) is skipped, so new workload kinds get what applies
+to them and "more GPUs" otherwise.
 
-Fitting changes come first, cheapest in GPU-hours (what renting costs), then wall-clock hours; an entry
-with `fits` false says what will not help ("more GPUs will not help: every GPU holds the whole base").
+A fitting change spread over nodes whose pace the assumed (unknown) network sets says what a cluster
+network would make of it. Fitting changes come first, cheapest in GPU-hours (what renting costs), then
+wall-clock hours; an entry with `fits` false says what will not help ("more GPUs will not help: every GPU
+holds the whole base").
 
 Pure (estimates only); a few dozen estimates per configuration, so callers compute it where it is shown.
 Must not import the CLI, the planner or the catalog loaders.
