@@ -100,11 +100,26 @@ def test_calibration_option(capsys: pytest.CaptureFixture[str]) -> None:
         (["--gpu", "H10O"], "Did you mean 'H100'"),
         (["--gpu", "H100:8", "--count", "4"], "says 8 GPUs"),
         (["--gpu", "H100", "--count", "2", "--nodes", "3"], "cannot be spread"),
+        (["--gpu", "H100", "--count", "1", "--nodes", "2"], "1 GPU cannot be spread over 2 nodes"),
     ],
 )
 def test_bad_options_exit_two(args: list[str], phrase: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["estimate", str(REPO / "examples/llama3-8b-lora.toml"), *args]) == 2
     assert phrase in capsys.readouterr().err.replace("\n", " ")
+
+
+def test_a_calibration_file_of_neither_kind_names_both_kinds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A report calibration is as good an answer as a bench result: the message must not name only one."""
+    cal = tmp_path / "cal.json"
+    cal.write_text('{"foo": 1}', encoding="utf-8")
+    workload = str(REPO / "examples/llama3-8b-lora.toml")
+    args = ["estimate", workload, "--gpu", "H100", "--calibration", str(cal)]
+    assert main(args) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "gpuwise bench --json" in err and "gpuwise report --save-calibration" in err
+    assert "Traceback" not in err
 
 
 def test_bad_workload_file_exits_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

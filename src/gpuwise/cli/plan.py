@@ -374,7 +374,8 @@ def _show(
 
 
 def _remedy_hint(outcome: PlanOutcome) -> str:
-    """When memory ruled offers out: the first remedy on the largest such GPU, a node of up to 8 of them."""
+    """When memory ruled offers out: the first remedy on the largest such GPU, on the count asked for it
+    (`--gpu NAME:N`, else max_gpus), a node of up to 8 of them when none was asked."""
     from gpuwise.catalog.specs import resolve_gpu
     from gpuwise.estimate.remedies import first_remedy_text
     from gpuwise.plan.nothing import facts_matter
@@ -387,7 +388,8 @@ def _remedy_hint(outcome: PlanOutcome) -> str:
     ):
         return ""
     spec = max((resolve_gpu(n) for n in names), key=lambda g: (g.memory_gib, g.name))
-    count = min(outcome.constraints.max_gpus or 8, 8)
+    asked = dict(outcome.constraints.gpu_counts or ()).get(spec.name)
+    count = asked or min(outcome.constraints.max_gpus or 8, 8)
     text = first_remedy_text(outcome.workload, spec, count)
     return _("; ") + text if text else ""
 

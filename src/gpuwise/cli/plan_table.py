@@ -87,8 +87,11 @@ def _header(result: PlanResult, shown: list[OptionGroup], picks: dict[str, int],
 
 
 def _options_table(result: PlanResult, shown: list[OptionGroup], picks: dict[str, int], top: int) -> Table:
+    from gpuwise.plan.output import same_hours
+
     marks: dict[int, str] = {}
-    for pick_name in ("cheapest", "balanced", "fastest"):
+    # every option running the same hours: only "cheapest" means anything (pick_lines says why)
+    for pick_name in ("cheapest",) if same_hours(result) else ("cheapest", "balanced", "fastest"):
         if pick_name in picks:
             marks[picks[pick_name]] = marks.get(picks[pick_name], "") + pick_name[0].upper()
     table = Table(

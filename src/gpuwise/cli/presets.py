@@ -27,23 +27,24 @@ def presets(
         print_json({"presets": rows})
         return
     from rich.markup import escape
-    from rich.table import Table
+    from rich.padding import Padding
+    from rich.text import Text
 
     from gpuwise.cli.output import console
 
-    table = Table(title=_("{count} bundled model presets").format(count=len(rows)), title_justify="left")
-    for column in (_("preset"), _("kind"), _("params"), _("active"), _("source")):
-        table.add_column(column, overflow="fold")
+    # A list, not a table: at 80 columns a source column folded repository names mid-word and took ~7 lines
+    # a preset; here the name line never wraps and the source wraps at spaces under it.
+    console.print(_("{count} bundled model presets").format(count=len(rows)), soft_wrap=True)
     for row in rows:
         active = row["active_params"]
-        table.add_row(
-            escape(row["name"]),
-            row["kind"],
-            _count(row["params"]),
-            _count(active) if active != row["params"] else "",
-            escape(row["source"]),
-        )
-    console.print(table)
+        if active != row["params"]:
+            about = _("{kind}, {params} parameters, {active} active per token").format(
+                kind=row["kind"], params=_count(row["params"]), active=_count(active)
+            )
+        else:
+            about = _("{kind}, {params} parameters").format(kind=row["kind"], params=_count(row["params"]))
+        console.print(f"[bold]{escape(row['name'])}[/]  {escape(about)}", soft_wrap=True)
+        console.print(Padding(Text(row["source"], style="dim"), (0, 0, 0, 2), expand=False))
     console.print(
         escape(
             _('Use one as [model] preset = "NAME"; for any other model, [model] hf_config = "config.json".')

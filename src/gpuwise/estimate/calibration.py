@@ -86,9 +86,11 @@ def _machine_gpu(machine: Any) -> str | None:
 def _spec(name: str | None) -> GpuSpec | None:
     if name is None:
         return None
-    from gpuwise.catalog.specs import canonical_gpu_name, load_gpu_specs
+    from gpuwise.catalog.specs import canonical_gpu_name_from_driver, load_gpu_specs
 
-    canonical = canonical_gpu_name(name)
+    # bench files written before bench named GPUs canonically carry the driver's product name
+    # ("Tesla V100-PCIE-16GB"), or null 'gpu' beside it in 'gpu_name'
+    canonical = canonical_gpu_name_from_driver(name)
     return None if canonical is None else load_gpu_specs()[canonical]
 
 
@@ -122,8 +124,15 @@ def parse_calibration(data: Any, source: str) -> Calibration:
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise ConfigError(
             _("Calibration file {source} has no 'results' list").format(source=source),
-            why=_("--calibration expects a bench result: JSON with the measured efficiencies per dtype"),
-            fix=_(_FORMAT_FIX),
+            why=_(
+                "--calibration takes either a `gpuwise bench --json` result (JSON with 'machine' and "
+                "'results') or a `gpuwise report --save-calibration` file (JSON with "
+                '"kind": "gpuwise-calibration")'
+            ),
+            fix=_(
+                "pass the file one of those commands wrote; a bench result looks like "
+                '{"machine": {"gpu": "H100"}, "results": [{"task": "gemm_bf16", "fraction_of_peak": 0.7}]}'
+            ),
         )
     _refuse_cpu_result(data, source)
     gemm: dict[str, float] = {}

@@ -36,7 +36,7 @@ from gpuwise.estimate.stacks import (
     STACKS,
 )
 from gpuwise.estimate.train import train_estimate
-from gpuwise.locale import _
+from gpuwise.locale import _, ngettext
 from gpuwise.units import GIB
 from gpuwise.workload.spec import InferenceSpec, Workload, default_framework
 
@@ -68,7 +68,11 @@ def estimate(  # noqa: PLR0917 - the positional (workload, gpu, count, nodes, ca
     n_nodes = default_nodes(count) if nodes is None else nodes
     if n_nodes < 1 or n_nodes > count:
         raise ConfigError(
-            _("{count} GPUs cannot be spread over {nodes} nodes").format(count=count, nodes=n_nodes),
+            ngettext(
+                "{count} GPU cannot be spread over {nodes} nodes",
+                "{count} GPUs cannot be spread over {nodes} nodes",
+                count,
+            ).format(count=count, nodes=n_nodes),
             fix=_("give at most one node per GPU (e.g. --count 16 --nodes 2)"),
         )
     if network_gbps is not None and not (math.isfinite(network_gbps) and network_gbps > 0):

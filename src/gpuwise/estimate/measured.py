@@ -44,10 +44,10 @@ class _Ratios:
 
 def reference_gpu(m: Measurement) -> GpuSpec:
     """The spec of the GPU the measurement ran on; ConfigError (exit 2) naming the file when unknown."""
-    from gpuwise.catalog.specs import resolve_gpu
+    from gpuwise.catalog.specs import canonical_gpu_name_from_driver, resolve_gpu
 
-    try:
-        return resolve_gpu(m.gpu)
+    try:  # a result file may name the GPU as its driver does: "NVIDIA A100-SXM4-80GB", "Tesla T4"
+        return resolve_gpu(canonical_gpu_name_from_driver(m.gpu) or m.gpu)
     except GpuwiseError as exc:
         raise ConfigError(
             f"Measurement file {m.source}: GPU {m.gpu!r} is not in gpuwise's GPU spec table, so there is "

@@ -7,12 +7,15 @@ estimator's, never a rule of thumb. First every change alone: the largest `micro
 method (activation checkpointing, fused kernels, 8-bit AdamW, a 4-bit base, CPU offload, lower-precision
 weights or KV cache), then the fewest GPUs that fit (as set, with ZeRO-3/FSDP, or with more tensor
 parallelism for inference). Only when no single change fits (a shorter training seq_len, which truncates
-the samples, does not count) does it stack them, lightest first, until one does. A change the workload
-cannot take (a key its section lacks, a combination its model rejects, LoRA on a CNN) is skipped, so new
-workload kinds get what applies to them and "more GPUs" otherwise.
+the samples, does not count) does it stack them, lightest first, until one does; and when only more GPUs
+fit, the stack on the GPUs asked is searched too. A change the workload cannot take (a key its section
+lacks, a combination its model rejects, LoRA on a CNN) is skipped, so new workload kinds get what applies
+to them and "more GPUs" otherwise.
 
-Fitting changes come first, cheapest in GPU-hours (what renting costs), then wall-clock hours; an entry
-with `fits` false says what will not help ("more GPUs will not help: every GPU holds the whole base").
+A fitting change spread over nodes whose pace the assumed (unknown) network sets says what a cluster
+network would make of it. Fitting changes come first, cheapest in GPU-hours (what renting costs), then
+wall-clock hours; an entry with `fits` false says what will not help ("more GPUs will not help: every GPU
+holds the whole base").
 
 Pure (estimates only); a few dozen estimates per configuration, so callers compute it where it is shown.
 Must not import the CLI, the planner or the catalog loaders.
@@ -30,10 +33,11 @@ from gpuwise.catalog.models import GpuSpec
 from gpuwise.errors import GpuwiseError
 from gpuwise.estimate.calibration import Calibration
 from gpuwise.estimate.core import estimate
+from gpuwise.estimate.interconnect_constants import GPUS_PER_NODE, INTERNODE_GBPS_PER_GPU
 from gpuwise.estimate.models import Estimate, Remedy
 from gpuwise.estimate.remedies_text import describe
 from gpuwise.locale import _
-from gpuwise.units import GIB
+from gpuwise.units import GIB, format_hours
 from gpuwise.workload.spec import Workload
 
 Updates = dict[str, str | int | bool]
@@ -42,6 +46,10 @@ Updates = dict[str, str | int | bool]
 COUNTS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 # Tensor-parallel degrees tried for inference (powers of two, as attention heads split).
 TENSOR_PARALLEL = (2, 4, 8, 16, 32, 64)
+# The network a remedy spread over nodes is re-estimated on when the estimate's own (unknown network) sets
+# its pace: one 400 Gb/s InfiniBand/EFA link per GPU, 8 per node, as the estimator assumes for H100 clusters
+# (estimate/interconnect_constants.py: AWS p5, Azure ND H100 v5, GCP A3 Mega).
+CLUSTER_GBPS = INTERNODE_GBPS_PER_GPU["H100"] * GPUS_PER_NODE
 # seq_len remedies are multiples of this (a round number users can type; the bisection runs on them).
 SEQ_STEP = 128
 
@@ -91,6 +99,8 @@ class Search:
             return
         self.seen.add(key)
         text = why or describe(updates, self.w, self.count, largest=largest)
+        if fits:
+            text += self.network_note(updates, est)
         ratio = est.hours / self.base.hours if 0 < self.base.hours < math.inf else math.nan
         self.found.append(
             Remedy(
@@ -103,6 +113,28 @@ class Search:
                 time_ratio=ratio if math.isfinite(est.hours) else math.nan,
             )
         )
+
+    def network_note(self, updates: Updates, est: Estimate) -> str:
+        """When the network between nodes sets the pace of a multi-node remedy only because its speed is
+        unknown (no --network-gbps): what a cluster's network would make of it. Without this, "FSDP on 32
+        GPUs: 16 d" read as a slower job on four times the GPUs, with nothing to say why."""
+        if self.network_gbps is not None or est.bottleneck != "communication" or est.nodes < 2:
+            return ""
+        applied = apply_updates(self.w, self.count, updates)
+        if applied is None:
+            return ""
+        work, count = applied
+        nodes = self.nodes if count == self.count else None
+        try:
+            fast = estimate(work, self.gpu, count, nodes, self.calibration, network_gbps=CLUSTER_GBPS)
+        except GpuwiseError:
+            return ""
+        if not fast.hours < est.hours * 0.8:  # the network is not what holds it back
+            return ""
+        return _(
+            "; the network between nodes sets its pace at the speed assumed: on a cluster network "
+            "(--network-gbps {gbps}) it takes {hours}"
+        ).format(gbps=f"{CLUSTER_GBPS:g}", hours=format_hours(fast.hours))
 
     def wont_help(self, updates: Updates, at_most: Estimate, why: str) -> None:
         """Say that more GPUs will not help, and why, with the memory at the most GPUs tried."""
@@ -189,26 +221,34 @@ def remedies(
 
 
 def first_remedy_text(w: Workload, gpu: GpuSpec, count: int) -> str | None:
-    """One sentence for `plan`'s "nothing qualifies" answer: the first remedy on `count` × `gpu`; None when
-    it fits already or nothing fits (no calibration: the sentence names memory, not time)."""
+    """One sentence for `plan`'s "nothing qualifies" answer: the first remedy on `count` × `gpu` (the count
+    asked), saying plainly when it takes more GPUs than that; None when it fits already or nothing fits (no
+    calibration: the sentence names memory, not time)."""
     base = estimate(w, gpu, count)
-    found = remedies(w, gpu, base, count=count)
-    if not found or not found[0].fits:
+    found = [r for r in remedies(w, gpu, base, count=count) if r.fits]
+    if not found:
         return None
-    # one sentence to act on: a change that keeps the samples whole before one that truncates them
-    whole = [r for r in found if r.fits and "train.seq_len" not in r.updates]
-    first = whole[0] if whole else found[0]
+    # the question asked first: a change on the GPUs asked for, then one that keeps the samples whole; min
+    # keeps the cheapest (the remedies' own order) among equals
+    first = min(found, key=lambda r: (r.count > count, "train.seq_len" in r.updates))
+    fields = {
+        "count": count,
+        "gpu": gpu.name,
+        "need": f"{base.memory.total / GIB:,.1f}",
+        "have": f"{gpu.memory_gib:g}",
+        "change": first.change,
+        "gib": f"{first.memory_per_gpu_bytes / GIB:,.1f}",
+    }
+    if first.count > count:
+        return _(
+            "or, no change gpuwise tried fits on {count}× {gpu} (it needs {need} of {have} GiB per GPU; "
+            "`gpuwise estimate WORKLOAD --gpu {gpu}:{count}` lists what it tried); it takes more GPUs than "
+            "that, at {gib} GiB per GPU: {change}"
+        ).format(**fields)
     return _(
         "or, on {count}× {gpu} (it needs {need} of {have} GiB per GPU), {change} would fit ({gib} GiB per "
         "GPU; `gpuwise estimate WORKLOAD --gpu {gpu}:{count}` lists every change that would)"
-    ).format(
-        count=count,
-        gpu=gpu.name,
-        need=f"{base.memory.total / GIB:,.1f}",
-        have=f"{gpu.memory_gib:g}",
-        change=first.change,
-        gib=f"{first.memory_per_gpu_bytes / GIB:,.1f}",
-    )
+    ).format(**fields)
 
 
 def _fewest_as_close(s: Search, updates: Updates, est: Estimate) -> tuple[Updates, Estimate]:

@@ -34,8 +34,10 @@ def train_remedies(s: Search) -> None:
     # whole is searched too (a 24 GB LoRA was told only "seq_len 256", never "checkpointing + micro_batch 1").
     if not any(r.fits and "train.seq_len" not in r.updates for r in s.found):
         _stacked(s, t)
-        if not any(r.fits and r.count == s.count and "train.seq_len" not in r.updates for r in s.found):
-            _stacked_here(s, t)
+    # Only more GPUs fitting is no answer for the GPUs asked: a 70B full fine-tune on one card was offered
+    # nothing but "FSDP on 128 GPUs", never the stack that fits the one card.
+    if not any(r.fits and r.count == s.count and "train.seq_len" not in r.updates for r in s.found):
+        _stacked_here(s, t)
 
 
 def _seq_values(t: TrainSpec) -> list[int]:

@@ -175,6 +175,7 @@ def result_to_dict(
             for r in result.relaxations
         ],
         "picks_rule": RULE_TEXT,
+        "same_hours": same_hours(result),
         "blocked": [
             {"reason": reason, "gpu": gpu, "configurations": n} for (reason, gpu), n in result.blocked.items()
         ],
@@ -196,10 +197,22 @@ def money_range(o: Option) -> str:
 
 
 def hours_range(o: Option) -> str:
+    """'11.0 h (5.04 h–36 h)'; past 48 h the days are said once, outside the range: '62 h (40 h–90 h), about
+    2.6 days' (each figure carried its own '(… days)': '48 h (2.0 days) (40.5 h–55 h (2.3 days))')."""
     lo, hi = o.hours_low, o.hours_high
     if lo is None or hi is None or hours_text(lo) == hours_text(hi):
         return hours_text(o.hours)
-    return f"{hours_text(o.hours)} ({hours_text(lo)}–{hours_text(hi)})"
+    fields = {"hours": _hours_only(o.hours), "low": _hours_only(lo), "high": _hours_only(hi)}
+    if o.hours >= 48:
+        return _("{hours} ({low}–{high}), about {days} days").format(**fields, days=f"{o.hours / 24:,.1f}")
+    if hi >= 48:
+        return _("{hours} ({low}–{high}, up to {days} days)").format(**fields, days=f"{hi / 24:,.1f}")
+    return _("{hours} ({low}–{high})").format(**fields)
+
+
+def _hours_only(h: float) -> str:
+    """`hours_text` without the days it adds past 48 h ('1,488 h')."""
+    return f"{h:,.0f} h" if h >= 48 else hours_text(h)
 
 
 def unit_cost_text(o: Option, limit: int = 1) -> str:
@@ -282,6 +295,13 @@ def option_title(o: Option) -> str:
     )
 
 
+def same_hours(result: PlanResult) -> bool:
+    """Whether every qualifying option takes the same hours (a service run for a fixed duration): then no
+    option is faster than another, and "fastest" or "balanced" would name nothing but a tie."""
+    hours = [o.hours for o in result.options]
+    return len(hours) > 1 and max(hours) <= min(hours) * 1.001
+
+
 def pick_lines(result: PlanResult, groups: Sequence[OptionGroup], picks: dict[str, int]) -> list[str]:
     """One line per headline pick: what, cost (range), hours (range), why. Row numbers are 1-based."""
     if not picks:
@@ -290,7 +310,9 @@ def pick_lines(result: PlanResult, groups: Sequence[OptionGroup], picks: dict[st
     fast = groups[picks["fastest"]].option
     lines: list[str] = []
     order = {"time": ("fastest", "balanced", "cheapest"), "balanced": ("balanced", "cheapest", "fastest")}
-    for name in order.get(result.objective, ("cheapest", "balanced", "fastest")):
+    names = order.get(result.objective, ("cheapest", "balanced", "fastest"))
+    fixed = same_hours(result)
+    for name in ("cheapest",) if fixed else names:
         g = picks[name]
         o = groups[g].option
         if name == "cheapest":
@@ -307,6 +329,11 @@ def pick_lines(result: PlanResult, groups: Sequence[OptionGroup], picks: dict[st
                     hours=hours_text(low.hours),
                     ratio=f"{ratio:,.0f}",
                 )
+            if fixed:
+                why += _(
+                    "; every option runs for the workload's fixed duration, {hours}, so none is faster than "
+                    "another"
+                ).format(hours=hours_text(o.hours))
         elif name == "fastest":
             why = _("the fewest hours")
             if cheap.cost_usd > 0:

@@ -144,15 +144,10 @@ def parse_measurement(data: Any, source: str) -> Measurement:
             ),
             fix=_("fix what it says and run `gpuwise bench task` again"),
         )
-    if gpu is None and _text(machine, "gpu_name"):
-        raise _bad(
-            source,
-            _(
-                "its GPU {name} is not one gpuwise knows ('machine.gpu' is null): there "
-                "is no datasheet figure to scale from"
-            ).format(name=repr(_text(machine, "gpu_name"))),
-            fix=_("measure on a GPU that `gpuwise catalog gpus` lists"),
-        )
+    if gpu is None:
+        # bench before its fix left 'gpu' null beside the driver's product name ('gpu_name', such as
+        # "NVIDIA A100-SXM4-80GB"); the estimate resolves that name, or says it is not a GPU it knows
+        gpu = _text(machine, "gpu_name")
     if gpu is None:
         raise _bad(
             source,
