@@ -197,3 +197,15 @@ def test_the_efficiency_an_h100_is_given_is_stated(capsys: pytest.CaptureFixture
     assert main(["estimate", str(REPO / "examples/llama3-8b-lora.toml"), "--gpu", "H100", "--json"]) == 0
     said = json.loads(capsys.readouterr().out)["assumptions"]
     assert "H100 is Hopper: max_training_efficiency = 0.5 of dense peak" in said
+
+
+def test_the_intra_node_link_is_named_by_its_vendor(capsys: pytest.CaptureFixture[str]) -> None:
+    """An MI300X node was said to talk over "NVLink 448 GB/s": AMD's links are Infinity Fabric."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "llama3-8b-lora.toml"
+    said = {}
+    for gpu in ("MI300X", "H100"):
+        assert main(["estimate", str(example), "--gpu", f"{gpu}:8", "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        said[gpu] = [a for a in doc["assumptions"] if str(a).startswith("intra-node")]
+    assert said["MI300X"] and all("Infinity Fabric" in a and "NVLink" not in a for a in said["MI300X"])
+    assert said["H100"] and all("NVLink" in a for a in said["H100"])

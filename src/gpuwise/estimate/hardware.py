@@ -64,9 +64,10 @@ def intra_node_bytes_per_s(gpu: GpuSpec, notes: Notes) -> float:
     eff = notes.const(NET.LINK_EFFICIENCY)
     nvlink = gpu.nvlink_bidir_gbs.value
     if nvlink and gpu.form_factor.upper().startswith(("SXM", "OAM", "HGX")):
+        link = "NVLink" if gpu.vendor == "NVIDIA" else "Infinity Fabric"  # AMD's GPU-to-GPU links (OAM)
         notes.add(
-            _("intra-node: NVLink {value} GB/s per direction per GPU ({source})").format(
-                value=f"{nvlink / 2:g}", source=gpu.nvlink_bidir_gbs.source
+            _("intra-node: {link} {value} GB/s per direction per GPU ({source})").format(
+                link=link, value=f"{nvlink / 2:g}", source=gpu.nvlink_bidir_gbs.source
             )
         )
         return nvlink / 2 * 1e9 * eff
