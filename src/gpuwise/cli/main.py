@@ -211,7 +211,11 @@ def main(argv: list[str] | None = None) -> int:
             localize_command(command)
         run_args = [] if _settings_only(args) else args  # --lang was applied above; --debug has no command
         result = command.main(args=run_args, prog_name="gpuwise", standalone_mode=False)
+        sys.stdout.flush()  # a pipe closed by its reader fails here, not in the interpreter's exit
     except SystemExit as exc:
+        if output.closed_pipe(exc):  # typer (and rich, for help) exit 1 when stdout's reader went away
+            output.reader_gone()
+            return 0
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except _UsageError as exc:
@@ -226,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, typer.Abort):
         return 130
     except BrokenPipeError:
-        # `gpuwise … | head` closed the pipe: not an error worth a traceback.
+        # `gpuwise … | head` closed the pipe: the reader had what it wanted; no message, exit 0
+        output.reader_gone()
         return 0
     # a typer.Exit(code) raised by a command comes back as its code outside standalone mode
     return result if isinstance(result, int) else 0

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import errno
 import json
 import logging
 import math
 import os
 import re
+import select
 import stat
 import sys
 from collections.abc import Iterable
@@ -74,6 +76,50 @@ def __getattr__(name: str) -> Any:
     made = _safe_console(stderr=_CONSOLES[name])
     globals()[name] = made
     return made
+
+
+def closed_pipe(exc: BaseException) -> bool:
+    """Whether `exc` comes from writing to stdout after its reader went away (`gpuwise … | head -3`).
+
+    typer turns a BrokenPipeError into SystemExit(1), and so does rich's console (for typer's help, after
+    pointing stdout at /dev/null); the BrokenPipeError stays reachable as the exit's context. A broken
+    pipe elsewhere (a socket whose peer left) is a real fault: stdout must be the pipe that broke."""
+    seen: BaseException | None = exc
+    for _depth in range(8):  # a context chain is short; never loop on a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, OSError) and seen.errno == errno.EPIPE:
+            return _stdout_unread()
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _stdout_unread() -> bool:
+    """fd 1 is a pipe with no reader left (poll reports an error on its write end) or /dev/null, where
+    rich puts it when its reader left."""
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, 0)
+        if any(events & select.POLLERR for _fd, events in poller.poll(0)):
+            return True
+        now, null = os.fstat(fd), Path(os.devnull).stat()
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both OSError and ValueError
+        return False
+    return (now.st_dev, now.st_ino) == (null.st_dev, null.st_ino)
+
+
+def reader_gone() -> None:
+    """The reader of stdout went away (`gpuwise … | head -3`): send fd 1 to /dev/null, so what is still
+    buffered, and the interpreter's own flush at exit, go nowhere instead of failing again ("Exception
+    ignored … BrokenPipeError" and exit code 120). The recipe of Python's signal docs, "Note on SIGPIPE";
+    SIGPIPE itself stays ignored, because exporter and idle write to sockets whose peers may go away."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # no descriptor to point elsewhere (a test harness): nothing will flush to a closed pipe
 
 
 def to_jsonable(obj: Any) -> Any:
