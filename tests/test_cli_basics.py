@@ -116,3 +116,29 @@ def test_license_file_matches_the_declared_licence() -> None:
     assert "Apache License" in text
     assert "Version 2.0, January 2004" in text
     assert 'license = "Apache-2.0"' in (REPO / "pyproject.toml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("why", "shown"),
+    [
+        ("the file is empty", "The file is empty."),  # an ordinary word: a sentence starts with a capital
+        ("instead, use --gpu", "Instead, use --gpu."),
+        ("gpuwise reads such files whole", "gpuwise reads such files whole."),  # the product's name
+        ("torch is an optional extra", "torch is an optional extra."),  # a library's name
+        ("hf_config points at a config.json", "hf_config points at a config.json."),  # a workload key
+        ("/data is read-only", "/data is read-only."),  # a path
+        ("--spot needs a spot price", "--spot needs a spot price."),  # an option
+        ("`pip install x` failed", "`pip install x` failed."),  # code
+        ("nvidia-smi answered nothing", "nvidia-smi answered nothing."),  # a command
+    ],
+)
+def test_why_is_capitalised_only_when_it_starts_with_an_ordinary_word(why: str, shown: str) -> None:
+    """Before: every why had its first letter raised, so "gpuwise reads …" read "Gpuwise reads …"."""
+    assert ConfigError("Bad input", why=why).render() == f"Bad input. {shown}"
+
+
+def test_a_why_naming_gpuwise_keeps_its_spelling_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--lang", "en", "schema", "wrkload"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "gpuwise publishes schemas for: workload." in err
+    assert "Gpuwise" not in err
