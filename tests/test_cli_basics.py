@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuwise.cli.entry import apply_language
 from gpuwise.cli.main import main
 from gpuwise.errors import ConfigError, GpuwiseError, NotFoundError, close_matches
 
@@ -142,3 +143,29 @@ def test_a_why_naming_gpuwise_keeps_its_spelling_end_to_end(capsys: pytest.Captu
     err = " ".join(capsys.readouterr().err.split())
     assert "gpuwise publishes schemas for: workload." in err
     assert "Gpuwise" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "start"),
+    [
+        (["--lang", "zh", "schema", "wrkload"], "错误：未知的"),  # a GpuwiseError
+        (["--lang", "zh", "catalog", "offer"], "错误：没有这个命令"),  # a parsing error
+        (["--lang", "en", "schema", "wrkload"], "Error: Unknown schema"),
+    ],
+)
+def test_no_space_follows_the_full_width_colon_of_error(
+    args: list[str], start: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: "错误： 未知的…", a full-width colon (which holds its own gap) and then a space."""
+    assert main(args) == 2
+    assert capsys.readouterr().err.startswith(start)
+
+
+def test_a_bad_lang_in_a_chinese_locale_has_no_space_after_the_colon(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    assert apply_language(["--lang", "xx", "plan"]) == 2
+    assert capsys.readouterr().err.startswith("错误：gpuwise 不支持")

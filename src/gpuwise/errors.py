@@ -117,6 +117,17 @@ def sentence_start(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def label_gap(label: str) -> str:
+    """What separates a label ("Error:") from its text: a space after an ASCII colon, nothing after a
+    full-width one ("错误：…"), whose width already holds the gap."""
+    return "" if label.endswith("：") else " "
+
+
+def labelled(label: str, text: str) -> str:
+    """`label`, its gap, then `text`."""
+    return label + label_gap(label) + text
+
+
 def _has_cjk(text: str) -> bool:
     """Whether `text` holds a CJK ideograph or full-width punctuation (a translated sentence)."""
     return any("\u3000" <= c <= "\u9fff" or "\uff00" <= c <= "\uffef" for c in text)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from gpuwise.errors import ConfigError, GpuwiseError
+from gpuwise.errors import ConfigError, GpuwiseError, labelled
 from gpuwise.locale import LANGUAGES, _, child_environment, language_from_environment, use_language
 
 
@@ -50,7 +50,7 @@ def apply_language(args: list[str]) -> int | None:
     try:
         requested_language(args)  # the same error again, now worded in that language
     except GpuwiseError as exc:
-        sys.stderr.write(f"{_('Error:')} {exc.render()}\n")
+        sys.stderr.write(labelled(_("Error:"), exc.render()) + "\n")
         return exc.exit_code
     return None  # pragma: no cover - the request failed a moment ago
 

@@ -166,8 +166,6 @@ def _usage_error(exc: Exception) -> int:
         if message:  # typer's rich help printed itself and left the message empty
             typer.echo(message)
         return 2
-    from rich.markup import escape
-
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "gpuwise"
     # typer appends its suggestion to click's sentence ("No such command 'offer'. Did you mean 'offers'?"):
@@ -187,7 +185,7 @@ def _usage_error(exc: Exception) -> int:
         text = _("{message}. Did you mean {names}? To fix: see `{command} --help` for the options.").format(
             names=names, **fields
         )
-    output.err_console.print(f"[bold red]{escape(_('Error:'))}[/] {escape(text)}", soft_wrap=True)
+    output.print_error(text)
     return 2
 
 
@@ -221,11 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     except _UsageError as exc:
         return _usage_error(exc)
     except GpuwiseError as exc:
-        from rich.markup import escape
-
         if debug or _debug:
             output.err_console.print_exception()
-        output.err_console.print(f"[bold red]{escape(_('Error:'))}[/] {escape(exc.render())}", soft_wrap=True)
+        output.print_error(exc.render())
         return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
         return 130

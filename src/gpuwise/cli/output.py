@@ -24,7 +24,8 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuwise.errors import ConfigError
+from gpuwise.errors import ConfigError, label_gap
+from gpuwise.locale import _
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -120,6 +121,15 @@ def reader_gone() -> None:
         os.close(devnull)
     except (OSError, ValueError, AttributeError):
         pass  # no descriptor to point elsewhere (a test harness): nothing will flush to a closed pipe
+
+
+def print_error(text: str) -> None:
+    """One error paragraph on stderr after a red "Error:" (no space after the Chinese "错误：")."""
+    from rich.markup import escape
+
+    label = _("Error:")
+    stderr: Console = globals().get("err_console") or __getattr__("err_console")  # built on first use
+    stderr.print(f"[bold red]{escape(label)}[/]{label_gap(label)}{escape(text)}", soft_wrap=True)
 
 
 def to_jsonable(obj: Any) -> Any:
