@@ -213,10 +213,14 @@ def check_input_file(path: Path, what: str, *, fix: str, text: bool = False) -> 
     if not stat.S_ISREG(mode):
         if str(path).startswith(_STREAM_PREFIXES):
             return
-        kind = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "not a regular file (a device or socket)"
+        message = (
+            _("{what} {path} is a named pipe (FIFO)")
+            if stat.S_ISFIFO(mode)
+            else _("{what} {path} is not a regular file (a device or socket)")
+        )
         raise ConfigError(
-            f"{what} {path} is {kind}",
-            why="reading it would wait for a writer or never end",
+            message.format(what=what, path=path),
+            why=_("reading it would wait for a writer or never end"),
             fix=fix,
         )
     if not text:
@@ -231,8 +235,10 @@ def check_input_file(path: Path, what: str, *, fix: str, text: bool = False) -> 
         codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
     except UnicodeDecodeError as exc:
         raise ConfigError(
-            f"{what} {path} is not a text file",
-            why=f"byte {exc.start} is not UTF-8 (a binary file, or a file in another encoding)",
+            _("{what} {path} is not a text file").format(what=what, path=path),
+            why=_("byte {offset} is not UTF-8 (a binary file, or a file in another encoding)").format(
+                offset=exc.start
+            ),
             fix=fix,
         ) from exc
 
@@ -242,10 +248,19 @@ def check_at_least(value: float | None, minimum: float, option: str, *, example:
     if value is None:
         return
     number = int(minimum) if minimum == int(minimum) else minimum
+    fix = _("use e.g. {example}").format(example=example)
     if not value >= minimum:  # `not >=` also catches NaN
-        raise ConfigError(f"{option} must be {number} or more, not {value:g}", fix=f"use e.g. {example}")
+        raise ConfigError(
+            _("{option} must be {number} or more, not {value}").format(
+                option=option, number=number, value=f"{value:g}"
+            ),
+            fix=fix,
+        )
     if math.isinf(value):
-        raise ConfigError(f"{option} must be a finite number, not {value:g}", fix=f"use e.g. {example}")
+        raise ConfigError(
+            _("{option} must be a finite number, not {value}").format(option=option, value=f"{value:g}"),
+            fix=fix,
+        )
 
 
 def check_output_file(path: Path, option: str, *, name: str) -> None:
@@ -257,13 +272,21 @@ def check_output_file(path: Path, option: str, *, name: str) -> None:
     parent = path.parent
     if path.is_dir() and not path.is_symlink():
         raise ConfigError(
-            f"{option} {path} is a directory", fix=f"give a file name, e.g. {option} {path / name}"
+            _("{option} {path} is a directory").format(option=option, path=path),
+            fix=_("give a file name, e.g. {example}").format(example=f"{option} {path / name}"),
         )
     if not parent.is_dir():
         raise ConfigError(
-            f"{option} {path}: the folder {parent} does not exist",
-            fix=f"create it first (mkdir -p {parent}) or choose another path",
+            _("{option} {path}: the folder {parent} does not exist").format(
+                option=option, path=path, parent=parent
+            ),
+            fix=_("create it first (mkdir -p {parent}) or choose another path").format(parent=parent),
         )
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"{option} {path}: the folder {parent} is not writable", fix="choose another path")
+        raise ConfigError(
+            _("{option} {path}: the folder {parent} is not writable").format(
+                option=option, path=path, parent=parent
+            ),
+            fix=_("choose another path"),
+        )
     resolve_output(path, option)
