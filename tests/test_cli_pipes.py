@@ -86,3 +86,25 @@ def test_only_a_broken_stdout_counts_as_the_reader_going_away(monkeypatch: pytes
         assert not output.closed_pipe(SystemExit(1))
         os.close(read_end)
         assert output.closed_pipe(exit_)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="/dev/full is Linux's always-full device")
+@pytest.mark.parametrize(
+    "args", [["presets", "--json"], ["presets"], ["plan", "--help"]], ids=["json", "table", "typer-help"]
+)
+def test_a_full_disk_behind_stdout_is_one_paragraph_not_a_traceback(args: list[str]) -> None:
+    """`gpuwise plan --json > plan.json` on a full disk. Before: a traceback ending in OSError ENOSPC."""
+    with Path("/dev/full").open("w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "gpuwise", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            env=_env(),
+            cwd=REPO,
+            timeout=120,
+            check=False,
+        )
+    err = done.stderr.decode()
+    assert done.returncode == 1
+    assert err.startswith("Error: A write failed: No space left on device."), err
+    assert "Traceback" not in err and "Exception ignored" not in err

@@ -229,6 +229,16 @@ def main(argv: list[str] | None = None) -> int:
         # `gpuwise … | head` closed the pipe: the reader had what it wanted; no message, exit 0
         output.reader_gone()
         return 0
+    except OSError as exc:
+        refused = output.write_refused(exc)  # a full disk; any other OSError here is a defect to see whole
+        if refused is None:
+            raise
+        if debug or _debug:
+            output.err_console.print_exception()
+        if output.stdout_failed():
+            output.reader_gone()  # so the interpreter's flush at exit does not fail again
+        output.print_error(refused.render())
+        return refused.exit_code
     # a typer.Exit(code) raised by a command comes back as its code outside standalone mode
     return result if isinstance(result, int) else 0
 

@@ -24,7 +24,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuwise.errors import ConfigError, label_gap
+from gpuwise.errors import ConfigError, StorageError, label_gap
 from gpuwise.locale import _
 
 if TYPE_CHECKING:
@@ -108,6 +108,32 @@ def _stdout_unread() -> bool:
     except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both OSError and ValueError
         return False
     return (now.st_dev, now.st_ino) == (null.st_dev, null.st_ino)
+
+
+# A write refused because the disk behind it is full (or the user's quota, or the largest file size, was
+# reached): a fault of the user's machine, worth one paragraph rather than a traceback.
+_FULL_DISK = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def write_refused(exc: OSError) -> StorageError | None:
+    """The error to show for a write a full disk refused (`gpuwise plan --json > plan.json` on a full disk,
+    `> /dev/full`), else None: any other OSError that reaches the CLI is a defect to see whole."""
+    if exc.errno not in _FULL_DISK:
+        return None
+    return StorageError(
+        _("A write failed: {reason}").format(reason=exc.strerror or exc),
+        why=_("the disk that the output goes to is full, or your quota on it is used up"),
+        fix=_("free some space, or send the output to another disk"),
+    )
+
+
+def stdout_failed() -> bool:
+    """Whether stdout still holds output it cannot write (flushing it fails again)."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):  # ValueError: already closed
+        return True
+    return False
 
 
 def reader_gone() -> None:
