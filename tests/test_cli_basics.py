@@ -169,3 +169,23 @@ def test_a_bad_lang_in_a_chinese_locale_has_no_space_after_the_colon(
     monkeypatch.setenv("LANG", "zh_CN.UTF-8")
     assert apply_language(["--lang", "xx", "plan"]) == 2
     assert capsys.readouterr().err.startswith("错误：gpuwise 不支持")
+
+
+def _interrupted(*_args: object) -> int:
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("where", ["gpuwise.cli.entry.apply_language", "gpuwise.cli.main.main"])
+def test_ctrl_c_before_the_command_starts_exits_130_without_a_traceback(
+    where: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C in the first half second (Python importing typer, rich, the command's module) escaped
+    main() and printed a KeyboardInterrupt traceback."""
+    from gpuwise.cli import entry
+
+    monkeypatch.setattr(where, _interrupted)
+    monkeypatch.setattr(sys, "argv", ["gpuwise", "plan", "x.toml"])
+    with pytest.raises(SystemExit) as done:
+        entry.run()
+    assert done.value.code == 130
+    assert capsys.readouterr().err == ""
