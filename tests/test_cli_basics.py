@@ -189,3 +189,12 @@ def test_ctrl_c_before_the_command_starts_exits_130_without_a_traceback(
         entry.run()
     assert done.value.code == 130
     assert capsys.readouterr().err == ""
+
+
+def test_chinese_help_has_no_space_after_the_usage_colon(capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: "用法： gpuwise plan …", the same double gap as "错误： "."""
+    assert main(["--lang", "zh", "plan", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "用法：gpuwise plan" in out
+    assert main(["--lang", "en", "plan", "--help"]) == 0
+    assert "Usage: gpuwise plan" in capsys.readouterr().out
