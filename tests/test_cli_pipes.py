@@ -108,3 +108,18 @@ def test_a_full_disk_behind_stdout_is_one_paragraph_not_a_traceback(args: list[s
     assert done.returncode == 1
     assert err.startswith("Error: A write failed: No space left on device."), err
     assert "Traceback" not in err and "Exception ignored" not in err
+
+
+@pytest.mark.skipif(not Path("/bin/sh").exists(), reason="closes stdout with a POSIX shell")
+def test_a_closed_stdout_is_silence_not_a_traceback() -> None:
+    """`gpuwise presets --json >&-`: Python makes sys.stdout None, and print_json failed (AttributeError)."""
+    done = subprocess.run(
+        ["/bin/sh", "-c", 'exec "$0" -m gpuwise presets --json >&-', sys.executable],
+        stderr=subprocess.PIPE,
+        env=_env(),
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stderr.decode() == ""

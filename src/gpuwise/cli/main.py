@@ -193,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (the console script passes it to sys.exit)."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
+    output.ensure_std_streams()
     # before any command module is imported: their option help is translated when it is defined
     bad_language = apply_language(args)
     if bad_language is not None:

@@ -127,6 +127,14 @@ def write_refused(exc: OSError) -> StorageError | None:
     )
 
 
+def ensure_std_streams() -> None:
+    """A closed stdout or stderr (`gpuwise … >&-`, a daemon started without them) is None in Python, and every
+    print would fail with AttributeError: give each the null device instead, as the user asked for silence."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, Path(os.devnull).open("w", encoding="utf-8"))  # noqa: SIM115 - kept open for the process
+
+
 def stdout_failed() -> bool:
     """Whether stdout still holds output it cannot write (flushing it fails again)."""
     try:
