@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuwise.cli.entry import apply_language
 from gpuwise.cli.main import main
 from gpuwise.errors import ConfigError, GpuwiseError, NotFoundError, close_matches
 
@@ -116,3 +117,84 @@ def test_license_file_matches_the_declared_licence() -> None:
     assert "Apache License" in text
     assert "Version 2.0, January 2004" in text
     assert 'license = "Apache-2.0"' in (REPO / "pyproject.toml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("why", "shown"),
+    [
+        ("the file is empty", "The file is empty."),  # an ordinary word: a sentence starts with a capital
+        ("instead, use --gpu", "Instead, use --gpu."),
+        ("gpuwise reads such files whole", "gpuwise reads such files whole."),  # the product's name
+        ("torch is an optional extra", "torch is an optional extra."),  # a library's name
+        ("hf_config points at a config.json", "hf_config points at a config.json."),  # a workload key
+        ("/data is read-only", "/data is read-only."),  # a path
+        ("--spot needs a spot price", "--spot needs a spot price."),  # an option
+        ("`pip install x` failed", "`pip install x` failed."),  # code
+        ("nvidia-smi answered nothing", "nvidia-smi answered nothing."),  # a command
+    ],
+)
+def test_why_is_capitalised_only_when_it_starts_with_an_ordinary_word(why: str, shown: str) -> None:
+    """Before: every why had its first letter raised, so "gpuwise reads …" read "Gpuwise reads …"."""
+    assert ConfigError("Bad input", why=why).render() == f"Bad input. {shown}"
+
+
+def test_a_why_naming_gpuwise_keeps_its_spelling_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--lang", "en", "schema", "wrkload"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "gpuwise publishes schemas for: workload." in err
+    assert "Gpuwise" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "start"),
+    [
+        (["--lang", "zh", "schema", "wrkload"], "错误：未知的"),  # a GpuwiseError
+        (["--lang", "zh", "catalog", "offer"], "错误：没有这个命令"),  # a parsing error
+        (["--lang", "en", "schema", "wrkload"], "Error: Unknown schema"),
+    ],
+)
+def test_no_space_follows_the_full_width_colon_of_error(
+    args: list[str], start: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: "错误： 未知的…", a full-width colon (which holds its own gap) and then a space."""
+    assert main(args) == 2
+    assert capsys.readouterr().err.startswith(start)
+
+
+def test_a_bad_lang_in_a_chinese_locale_has_no_space_after_the_colon(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    assert apply_language(["--lang", "xx", "plan"]) == 2
+    assert capsys.readouterr().err.startswith("错误：gpuwise 不支持")
+
+
+def _interrupted(*_args: object) -> int:
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("where", ["gpuwise.cli.entry.apply_language", "gpuwise.cli.main.main"])
+def test_ctrl_c_before_the_command_starts_exits_130_without_a_traceback(
+    where: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C in the first half second (Python importing typer, rich, the command's module) escaped
+    main() and printed a KeyboardInterrupt traceback."""
+    from gpuwise.cli import entry
+
+    monkeypatch.setattr(where, _interrupted)
+    monkeypatch.setattr(sys, "argv", ["gpuwise", "plan", "x.toml"])
+    with pytest.raises(SystemExit) as done:
+        entry.run()
+    assert done.value.code == 130
+    assert capsys.readouterr().err == ""
+
+
+def test_chinese_help_has_no_space_after_the_usage_colon(capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: "用法： gpuwise plan …", the same double gap as "错误： "."""
+    assert main(["--lang", "zh", "plan", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "用法：gpuwise plan" in out
+    assert main(["--lang", "en", "plan", "--help"]) == 0
+    assert "Usage: gpuwise plan" in capsys.readouterr().out

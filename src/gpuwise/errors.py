@@ -22,6 +22,7 @@ Must not import anything outside the standard library.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 
 from gpuwise.locale import _, language
@@ -47,8 +48,7 @@ class GpuwiseError(Exception):
         message = self.message
         parts = [message if message.endswith(("?", "\n")) else message.rstrip(".") + "."]
         if self.why:
-            why = self.why.rstrip(".")
-            parts.append(why[:1].upper() + why[1:] + ".")
+            parts.append(sentence_start(self.why.rstrip(".")) + ".")
         if self.fix:
             parts.append("To fix: " + self.fix.rstrip(".") + ".")
         text = parts[0]
@@ -73,6 +73,59 @@ class GpuwiseError(Exception):
                 text += " "
             text += sentence
         return text
+
+
+# Lower-case names that may open a "why" and keep their spelling there: gpuwise itself and the tools and
+# libraries its messages name. Anything with a digit, dot, dash, slash, underscore, backtick or brace in
+# its first word (paths, ids, code, option names) is never touched anyway.
+_LOWER_CASE_NAMES = frozenset(
+    {
+        "gpuwise",
+        "pip",
+        "torch",
+        "torchrun",
+        "vllm",
+        "sglang",
+        "nvcc",
+        "docker",
+        "kubectl",
+        "conda",
+        "uv",
+        "jq",
+        "peft",
+        "deepspeed",
+        "sky",
+        "systemd",
+        "systemctl",
+        "sudo",
+        "apt",
+        "curl",
+        "git",
+        "python",
+    }
+)
+_ORDINARY_WORD = re.compile(r"[a-z]+[,;:]?")
+
+
+def sentence_start(text: str) -> str:
+    """`text` as the start of a sentence: its first letter capitalised when its first word is an ordinary
+    lower-case word ("the file …" → "The file …"); a product name (gpuwise), code, a path, an option or an
+    id keeps its spelling ("gpuwise reads …", "hf_config …", "/data …", "--gpu …")."""
+    word = text.split(" ", 1)[0]
+    if not _ORDINARY_WORD.fullmatch(word) or word.rstrip(",;:") in _LOWER_CASE_NAMES:
+        return text
+    return text[:1].upper() + text[1:]
+
+
+def label_gap(label: str) -> str:
+    """What separates a label ("Error:") from its text: a space after an ASCII colon, nothing after a
+    full-width one ("错误：…"), whose width already holds the gap."""
+    return "" if label.endswith("：") else " "
+
+
+def labelled(label: str, text: str) -> str:
+    """`label`, its gap, then `text`."""
+    return label + label_gap(label) + text
 
 
 def _has_cjk(text: str) -> bool:

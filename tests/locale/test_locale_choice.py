@@ -190,7 +190,7 @@ def test_unknown_name_in_chinese() -> None:
 def test_a_parsing_error_in_chinese() -> None:
     done = gpuwise("plan", EXAMPLE, "--top", "x")
     assert done.returncode == 2
-    assert done.stderr.startswith("错误： '--top' 的值无效：应为整数")
+    assert done.stderr.startswith("错误：'--top' 的值无效：应为整数")  # no space after a full-width colon
     assert "解决方法：运行 `gpuwise plan --help` 查看可用选项。" in done.stderr
 
 

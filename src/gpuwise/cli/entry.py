@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from gpuwise.errors import ConfigError, GpuwiseError
+from gpuwise.errors import ConfigError, GpuwiseError, labelled
 from gpuwise.locale import LANGUAGES, _, child_environment, language_from_environment, use_language
 
 
@@ -50,15 +50,21 @@ def apply_language(args: list[str]) -> int | None:
     try:
         requested_language(args)  # the same error again, now worded in that language
     except GpuwiseError as exc:
-        sys.stderr.write(f"{_('Error:')} {exc.render()}\n")
+        sys.stderr.write(labelled(_("Error:"), exc.render()) + "\n")
         return exc.exit_code
     return None  # pragma: no cover - the request failed a moment ago
 
 
-def run() -> None:  # pragma: no cover - console script shim
-    code = apply_language(sys.argv[1:])
-    if code is not None:
-        sys.exit(code)
-    from gpuwise.cli.main import main
+def run() -> None:
+    """The console script (and `python -m gpuwise`): exit with the command's exit code."""
+    try:
+        code = apply_language(sys.argv[1:])
+        if code is None:
+            from gpuwise.cli.main import main
 
-    sys.exit(main())
+            code = main()
+    except KeyboardInterrupt:
+        # Ctrl-C while Python is still importing typer, rich or a command's module, before main() can
+        # catch it: the same quiet exit 130 as a Ctrl-C during the command, not a traceback
+        code = 130
+    sys.exit(code)

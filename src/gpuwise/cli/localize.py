@@ -25,6 +25,7 @@ from typing import Any
 import typer
 from typer.models import DefaultPlaceholder
 
+from gpuwise.errors import label_gap
 from gpuwise.locale import N_, _
 
 # typer's vendored click writes these as plain strings (not through gettext): gpuwise translates them on
@@ -108,7 +109,8 @@ def localize_command(command: Any) -> None:
 
     class Formatter(HelpFormatter):
         def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
-            super().write_usage(prog, args, _(USAGE_PREFIX) + " " if prefix is None else prefix)
+            label = _(USAGE_PREFIX)
+            super().write_usage(prog, args, label + label_gap(label) if prefix is None else prefix)
 
     class LocalContext(Context):
         formatter_class = Formatter

@@ -166,8 +166,6 @@ def _usage_error(exc: Exception) -> int:
         if message:  # typer's rich help printed itself and left the message empty
             typer.echo(message)
         return 2
-    from rich.markup import escape
-
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "gpuwise"
     # typer appends its suggestion to click's sentence ("No such command 'offer'. Did you mean 'offers'?"):
@@ -187,7 +185,7 @@ def _usage_error(exc: Exception) -> int:
         text = _("{message}. Did you mean {names}? To fix: see `{command} --help` for the options.").format(
             names=names, **fields
         )
-    output.err_console.print(f"[bold red]{escape(_('Error:'))}[/] {escape(text)}", soft_wrap=True)
+    output.print_error(text)
     return 2
 
 
@@ -195,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (the console script passes it to sys.exit)."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
+    output.ensure_std_streams()
     # before any command module is imported: their option help is translated when it is defined
     bad_language = apply_language(args)
     if bad_language is not None:
@@ -211,23 +210,36 @@ def main(argv: list[str] | None = None) -> int:
             localize_command(command)
         run_args = [] if _settings_only(args) else args  # --lang was applied above; --debug has no command
         result = command.main(args=run_args, prog_name="gpuwise", standalone_mode=False)
+        sys.stdout.flush()  # a pipe closed by its reader fails here, not in the interpreter's exit
     except SystemExit as exc:
+        if output.closed_pipe(exc):  # typer (and rich, for help) exit 1 when stdout's reader went away
+            output.reader_gone()
+            return 0
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except _UsageError as exc:
         return _usage_error(exc)
     except GpuwiseError as exc:
-        from rich.markup import escape
-
         if debug or _debug:
             output.err_console.print_exception()
-        output.err_console.print(f"[bold red]{escape(_('Error:'))}[/] {escape(exc.render())}", soft_wrap=True)
+        output.print_error(exc.render())
         return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
         return 130
     except BrokenPipeError:
-        # `gpuwise … | head` closed the pipe: not an error worth a traceback.
+        # `gpuwise … | head` closed the pipe: the reader had what it wanted; no message, exit 0
+        output.reader_gone()
         return 0
+    except OSError as exc:
+        refused = output.write_refused(exc)  # a full disk; any other OSError here is a defect to see whole
+        if refused is None:
+            raise
+        if debug or _debug:
+            output.err_console.print_exception()
+        if output.stdout_failed():
+            output.reader_gone()  # so the interpreter's flush at exit does not fail again
+        output.print_error(refused.render())
+        return refused.exit_code
     # a typer.Exit(code) raised by a command comes back as its code outside standalone mode
     return result if isinstance(result, int) else 0
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import errno
 import json
 import logging
 import math
 import os
 import re
+import select
 import stat
 import sys
 from collections.abc import Iterable
@@ -22,7 +24,8 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuwise.errors import ConfigError
+from gpuwise.errors import ConfigError, StorageError, label_gap
+from gpuwise.locale import _
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -74,6 +77,93 @@ def __getattr__(name: str) -> Any:
     made = _safe_console(stderr=_CONSOLES[name])
     globals()[name] = made
     return made
+
+
+def closed_pipe(exc: BaseException) -> bool:
+    """Whether `exc` comes from writing to stdout after its reader went away (`gpuwise … | head -3`).
+
+    typer turns a BrokenPipeError into SystemExit(1), and so does rich's console (for typer's help, after
+    pointing stdout at /dev/null); the BrokenPipeError stays reachable as the exit's context. A broken
+    pipe elsewhere (a socket whose peer left) is a real fault: stdout must be the pipe that broke."""
+    seen: BaseException | None = exc
+    for _depth in range(8):  # a context chain is short; never loop on a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, OSError) and seen.errno == errno.EPIPE:
+            return _stdout_unread()
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _stdout_unread() -> bool:
+    """fd 1 is a pipe with no reader left (poll reports an error on its write end) or /dev/null, where
+    rich puts it when its reader left."""
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, 0)
+        if any(events & select.POLLERR for _fd, events in poller.poll(0)):
+            return True
+        now, null = os.fstat(fd), Path(os.devnull).stat()
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both OSError and ValueError
+        return False
+    return (now.st_dev, now.st_ino) == (null.st_dev, null.st_ino)
+
+
+# A write refused because the disk behind it is full (or the user's quota, or the largest file size, was
+# reached): a fault of the user's machine, worth one paragraph rather than a traceback.
+_FULL_DISK = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def write_refused(exc: OSError) -> StorageError | None:
+    """The error to show for a write a full disk refused (`gpuwise plan --json > plan.json` on a full disk,
+    `> /dev/full`), else None: any other OSError that reaches the CLI is a defect to see whole."""
+    if exc.errno not in _FULL_DISK:
+        return None
+    return StorageError(
+        _("A write failed: {reason}").format(reason=exc.strerror or exc),
+        why=_("the disk that the output goes to is full, or your quota on it is used up"),
+        fix=_("free some space, or send the output to another disk"),
+    )
+
+
+def ensure_std_streams() -> None:
+    """A closed stdout or stderr (`gpuwise … >&-`, a daemon started without them) is None in Python, and every
+    print would fail with AttributeError: give each the null device instead, as the user asked for silence."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, Path(os.devnull).open("w", encoding="utf-8"))  # noqa: SIM115 - kept open for the process
+
+
+def stdout_failed() -> bool:
+    """Whether stdout still holds output it cannot write (flushing it fails again)."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):  # ValueError: already closed
+        return True
+    return False
+
+
+def reader_gone() -> None:
+    """The reader of stdout went away (`gpuwise … | head -3`): send fd 1 to /dev/null, so what is still
+    buffered, and the interpreter's own flush at exit, go nowhere instead of failing again ("Exception
+    ignored … BrokenPipeError" and exit code 120). The recipe of Python's signal docs, "Note on SIGPIPE";
+    SIGPIPE itself stays ignored, because exporter and idle write to sockets whose peers may go away."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # no descriptor to point elsewhere (a test harness): nothing will flush to a closed pipe
+
+
+def print_error(text: str) -> None:
+    """One error paragraph on stderr after a red "Error:" (no space after the Chinese "错误：")."""
+    from rich.markup import escape
+
+    label = _("Error:")
+    stderr: Console = globals().get("err_console") or __getattr__("err_console")  # built on first use
+    stderr.print(f"[bold red]{escape(label)}[/]{label_gap(label)}{escape(text)}", soft_wrap=True)
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -157,10 +247,14 @@ def check_input_file(path: Path, what: str, *, fix: str, text: bool = False) -> 
     if not stat.S_ISREG(mode):
         if str(path).startswith(_STREAM_PREFIXES):
             return
-        kind = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "not a regular file (a device or socket)"
+        message = (
+            _("{what} {path} is a named pipe (FIFO)")
+            if stat.S_ISFIFO(mode)
+            else _("{what} {path} is not a regular file (a device or socket)")
+        )
         raise ConfigError(
-            f"{what} {path} is {kind}",
-            why="reading it would wait for a writer or never end",
+            message.format(what=what, path=path),
+            why=_("reading it would wait for a writer or never end"),
             fix=fix,
         )
     if not text:
@@ -175,8 +269,10 @@ def check_input_file(path: Path, what: str, *, fix: str, text: bool = False) -> 
         codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
     except UnicodeDecodeError as exc:
         raise ConfigError(
-            f"{what} {path} is not a text file",
-            why=f"byte {exc.start} is not UTF-8 (a binary file, or a file in another encoding)",
+            _("{what} {path} is not a text file").format(what=what, path=path),
+            why=_("byte {offset} is not UTF-8 (a binary file, or a file in another encoding)").format(
+                offset=exc.start
+            ),
             fix=fix,
         ) from exc
 
@@ -186,10 +282,19 @@ def check_at_least(value: float | None, minimum: float, option: str, *, example:
     if value is None:
         return
     number = int(minimum) if minimum == int(minimum) else minimum
+    fix = _("use e.g. {example}").format(example=example)
     if not value >= minimum:  # `not >=` also catches NaN
-        raise ConfigError(f"{option} must be {number} or more, not {value:g}", fix=f"use e.g. {example}")
+        raise ConfigError(
+            _("{option} must be {number} or more, not {value}").format(
+                option=option, number=number, value=f"{value:g}"
+            ),
+            fix=fix,
+        )
     if math.isinf(value):
-        raise ConfigError(f"{option} must be a finite number, not {value:g}", fix=f"use e.g. {example}")
+        raise ConfigError(
+            _("{option} must be a finite number, not {value}").format(option=option, value=f"{value:g}"),
+            fix=fix,
+        )
 
 
 def check_output_file(path: Path, option: str, *, name: str) -> None:
@@ -201,13 +306,21 @@ def check_output_file(path: Path, option: str, *, name: str) -> None:
     parent = path.parent
     if path.is_dir() and not path.is_symlink():
         raise ConfigError(
-            f"{option} {path} is a directory", fix=f"give a file name, e.g. {option} {path / name}"
+            _("{option} {path} is a directory").format(option=option, path=path),
+            fix=_("give a file name, e.g. {example}").format(example=f"{option} {path / name}"),
         )
     if not parent.is_dir():
         raise ConfigError(
-            f"{option} {path}: the folder {parent} does not exist",
-            fix=f"create it first (mkdir -p {parent}) or choose another path",
+            _("{option} {path}: the folder {parent} does not exist").format(
+                option=option, path=path, parent=parent
+            ),
+            fix=_("create it first (mkdir -p {parent}) or choose another path").format(parent=parent),
         )
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"{option} {path}: the folder {parent} is not writable", fix="choose another path")
+        raise ConfigError(
+            _("{option} {path}: the folder {parent} is not writable").format(
+                option=option, path=path, parent=parent
+            ),
+            fix=_("choose another path"),
+        )
     resolve_output(path, option)
