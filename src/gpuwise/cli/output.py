@@ -297,6 +297,11 @@ def check_at_least(value: float | None, minimum: float, option: str, *, example:
         )
 
 
+def folder_writable(folder: Path) -> bool:
+    """Whether this process may create a file in `folder` (for root: only a read-only file system says no)."""
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
 def check_output_file(path: Path, option: str, *, name: str) -> None:
     """The file a result goes to: not a directory, in a folder that exists and is writable. Checked before
     any work starts, so a mistyped path costs nothing and leaves nothing half-done. A device, FIFO,
@@ -316,7 +321,7 @@ def check_output_file(path: Path, option: str, *, name: str) -> None:
             ),
             fix=_("create it first (mkdir -p {parent}) or choose another path").format(parent=parent),
         )
-    if not os.access(parent, os.W_OK | os.X_OK):
+    if not folder_writable(parent):
         raise ConfigError(
             _("{option} {path}: the folder {parent} is not writable").format(
                 option=option, path=path, parent=parent
