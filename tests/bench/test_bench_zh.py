@@ -48,6 +48,7 @@ def test_task_problems_in_chinese_but_english_in_the_file(
     captured = capsys.readouterr()
     assert code == 1
     assert "错误：" in captured.err and "没有计到单位" in captured.err
+    assert "错误： " not in captured.err  # no space after a full-width colon, as every other error
     assert "结果已记录在" in captured.err
     problems = json.loads(out.read_text(encoding="utf-8"))["task"]["problems"]
     assert problems and problems[0].startswith("no units")

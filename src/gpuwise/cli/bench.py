@@ -233,13 +233,11 @@ def _run_task(  # noqa: PLR0917 - one value per `bench task` option
     no_metadata: bool,
     metadata_url: str | None,
 ) -> None:
-    from rich.markup import escape
-
     from gpuwise import __version__
     from gpuwise.bench.prepare import now_iso
     from gpuwise.bench.usertask import run_command, task_section
     from gpuwise.cli.bench_output import print_task
-    from gpuwise.cli.output import err_console, print_json, sanitize_terminal_text
+    from gpuwise.cli.output import err_console, print_error, print_json, sanitize_terminal_text
     from gpuwise.errors import GpuwiseError
     from gpuwise.gpu.probe import open_probe
 
@@ -290,12 +288,7 @@ def _run_task(  # noqa: PLR0917 - one value per `bench task` option
         if out or as_json:
             recorded = _(" The result is recorded in {path}.") if out else _(" The result is recorded.")
             saved = recorded.format(path=out)
-        error = _("Error:")
-        err_console.print(
-            f"[bold red]{escape(error)}[/] {escape('; '.join(problems))}.{escape(saved)}",
-            soft_wrap=True,
-            markup=True,
-        )
+        print_error(f"{'; '.join(problems)}.{saved}")
         raise typer.Exit(1)
 
 
