@@ -204,7 +204,9 @@ def test_redacted_url_keeps_the_port_and_drops_credentials() -> None:
     """The port was dropped, so a refused 127.0.0.1:1 read as 127.0.0.1 (which server?)."""
     assert httpclient.redact_url("https://user:pw@[::1]:8443/x?t=1") == "https://[::1]:8443/…"
     assert httpclient.redact_url("http://h.example:99999/") == "http://h.example"  # no such port: left out
-    assert httpclient.redact_url("https://hooks.slack.com/services/T0/B0/SECRET") == "https://hooks.slack.com/…"
+    assert (
+        httpclient.redact_url("https://hooks.slack.com/services/T0/B0/SECRET") == "https://hooks.slack.com/…"
+    )
 
 
 def test_retry_after_and_backoff() -> None:
