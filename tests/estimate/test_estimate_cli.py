@@ -209,3 +209,12 @@ def test_the_intra_node_link_is_named_by_its_vendor(capsys: pytest.CaptureFixtur
         said[gpu] = [a for a in doc["assumptions"] if str(a).startswith("intra-node")]
     assert said["MI300X"] and all("Infinity Fabric" in a and "NVLink" not in a for a in said["MI300X"])
     assert said["H100"] and all("NVLink" in a for a in said["H100"])
+
+
+def test_an_mi300x_cluster_is_assumed_on_its_infiniband(capsys: pytest.CaptureFixture[str]) -> None:
+    """MI300X nodes were assumed on 25 Gb/s Ethernet between them; Azure's ND MI300X v5 has 8×400 Gb/s
+    InfiniBand, as the H100 clusters the table already names."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "llama3-8b-lora.toml"
+    assert main(["estimate", str(example), "--gpu", "MI300X:16", "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)["assumptions"]
+    assert any(str(a).startswith("inter-node: 8×400 Gb/s") for a in said), said

@@ -36,7 +36,7 @@ def test_when_only_more_gpus_fit_the_sentence_says_so_plainly() -> None:
 
 
 def test_a_remedy_slowed_by_the_assumed_network_says_what_a_cluster_network_gives() -> None:
-    w, gpu = full_70b(tokens=5e7, micro_batch=1), resolve_gpu("MI300X")
+    w, gpu = full_70b(tokens=5e7, micro_batch=1), resolve_gpu("L40S")  # no known cluster network
     found = remedies(w, gpu, estimate(w, gpu, 8), count=8)
     over_nodes = [r for r in found if r.fits and r.count > 8]
     assert over_nodes and "--network-gbps 3200" in over_nodes[0].change

@@ -27,8 +27,8 @@ PCIE_GBS_PER_DIRECTION = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 PCIE_SOURCE = Constant(
     "pcie_x16_gbs", 32, N_("GB/s per direction (gen 4)"), N_("PCI-SIG: x16 gen3 16, gen4 32, gen5 64 GB/s")
 )
-# Inter-node network per GPU: HPC-class GPUs in cloud clusters come with one 400 Gb/s (H100/H200/B200)
-# or 200 Gb/s (A100) InfiniBand/EFA link per GPU; everything else is assumed on 100 Gb/s Ethernet per node.
+# Inter-node network per GPU: HPC-class GPUs in cloud clusters come with one 400 Gb/s (H100/H200/B200/MI300X)
+# or 200 Gb/s (A100) InfiniBand/EFA link per GPU; everything else gets INTERNODE_CONSERVATIVE_GBPS per node.
 INTERNODE_GBPS_PER_GPU = {
     "H100": 400.0,
     "H200": 400.0,
@@ -36,15 +36,15 @@ INTERNODE_GBPS_PER_GPU = {
     "GH200": 400.0,
     "A100-80GB": 200.0,
     "A100": 200.0,
+    "MI300X": 400.0,  # Azure ND MI300X v5: InfiniBand "8x400 Gigabit NDR" (azure-docs nd-mi300x-v5-series)
 }
-INTERNODE_DEFAULT_GBPS_PER_NODE = 100.0
 INTERNODE_SOURCE = Constant(
     "internode_network",
     400,
-    N_("Gb/s per GPU (H100/H200/B200; A100 200)"),
+    N_("Gb/s per GPU (H100/H200/B200/MI300X; A100 200)"),
     N_(
-        "AWS p5/p4d EFA, Azure ND H100 v5, GCP A3 Mega: 8×400 Gb/s (H100) and 8×200 Gb/s (A100) per node; "
-        "other GPUs assumed 100 Gb/s Ethernet per node"
+        "AWS p5/p4d EFA, Azure ND H100 v5 and ND MI300X v5, GCP A3 Mega: 8×400 Gb/s (H100, MI300X) and "
+        "8×200 Gb/s (A100) per node; other GPUs: the conservative default below"
     ),
 )
 GPUS_PER_NODE = 8
