@@ -110,3 +110,12 @@ def test_huawei_an_empty_flavor_list_is_an_answer() -> None:
     api = HuaweiPages(("ListFlavors", "cn-east-3"), {"flavors": []})
     result = huawei.fetch(api, ["cn-north-4", "cn-east-3"], today=TODAY)
     assert result.regions == ("cn-north-4", "cn-east-3") and not result.warnings
+
+
+def test_an_api_error_is_one_bounded_line() -> None:
+    """Tencent's SDK puts a non-200 answer's whole body in its message: a proxy's HTML page became the
+    per-region warning line."""
+    page = "<html>\n<head><title>502 Bad Gateway</title></head>\n<body>" + "x" * 5000 + "</body></html>"
+    text = str(ApiError("HTTP502", page))
+    assert "\n" not in text and len(text) <= 320 and text.startswith("HTTP502: <html> <head><title>502")
+    assert str(ApiError("", "short  reason")) == "short reason"

@@ -38,6 +38,9 @@ CSV_COLUMNS = (
 )
 
 
+_MESSAGE_CHARS = 300
+
+
 class ApiError(Exception):
     """One failed API call, translated from the SDK's exception by the adapter.
 
@@ -46,6 +49,11 @@ class ApiError(Exception):
     """
 
     def __init__(self, code: str, message: str, *, auth: bool = False) -> None:
+        # one line, bounded: an SDK may put a whole response body in its message (a proxy's HTML page
+        # behind a non-200 answer), and this text becomes one warning line per region
+        message = " ".join(message.split())
+        if len(message) > _MESSAGE_CHARS:
+            message = message[: _MESSAGE_CHARS - 1] + "…"
         super().__init__(f"{code}: {message}" if code else message)
         self.code = code
         self.auth = auth
