@@ -147,3 +147,21 @@ def test_the_same_machine_with_nothing_running_is_still_stopped(tmp_path: Path) 
         d.step()
         clock.sleep(30)
     assert "shutdown -h now" in (tmp_path / "calls.log").read_text(encoding="utf-8")
+
+
+def test_the_busy_reason_names_the_busiest_process() -> None:
+    """A machine kept up by CPU work should say whose: a runaway process (a spinning kernel) keeps it up as
+    surely as a build, and `idle status` is where the user looks."""
+    clock = FakeClock()
+    readings = iter(
+        [
+            HostCounters({7: (10.0, 0.0), 8: (5.0, 0.0)}, 0, {7: "cc1plus", 8: "sshd"}),
+            HostCounters({7: (40.0, 0.0), 8: (5.5, 0.0)}, 0, {7: "cc1plus", 8: "sshd"}),
+        ]
+    )
+    host = HostActivity(read=lambda: next(readings))
+    host.gather(clock(), EMPTY)
+    clock.sleep(30)
+    sig = host.gather(clock(), EMPTY)
+    assert sig.state == "active"
+    assert "processes here at 102% CPU (most: cc1plus, pid 7, 100%)" in str(sig.detail)

@@ -41,6 +41,7 @@ class HostCounters:
 
     cpu_s: dict[int, tuple[float, float]]  # pid -> (cpu seconds, create time)
     net_bytes: int | None
+    names: dict[int, str] = field(default_factory=dict)  # pid -> process name, to say who keeps it busy
 
 
 def read_host_counters(own_pid: int | None = None) -> HostCounters:
@@ -52,6 +53,7 @@ def read_host_counters(own_pid: int | None = None) -> HostCounters:
     with contextlib.suppress(psutil.Error):
         skip.update(p.pid for p in psutil.Process(me).children(recursive=True))
     cpu: dict[int, tuple[float, float]] = {}
+    names: dict[int, str] = {}
     for p in psutil.process_iter():
         if p.pid in skip:
             continue
@@ -59,6 +61,7 @@ def read_host_counters(own_pid: int | None = None) -> HostCounters:
             t = p.cpu_times()
             used = t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
             cpu[p.pid] = (float(used), float(p.create_time()))
+            names[p.pid] = p.name()[:40]
         except psutil.Error:  # gone, a zombie, or not ours to read
             continue
     try:
@@ -68,7 +71,7 @@ def read_host_counters(own_pid: int | None = None) -> HostCounters:
         )
     except (OSError, RuntimeError):
         net = None
-    return HostCounters(cpu, net)
+    return HostCounters(cpu, net, names)
 
 
 @dataclass
@@ -91,16 +94,32 @@ class HostActivity:
             return Signal(self.name, "quiet", Msg(N_("host CPU and network: first reading")))
         dt = now - prev[0]
         used = 0.0
+        top: tuple[float, int] = (0.0, 0)  # the busiest process: who to look at when the machine stays up
         for pid, (cpu, created) in counters.cpu_s.items():
             before = prev[1].cpu_s.get(pid)
             if before is not None and before[1] == created:
-                used += max(0.0, cpu - before[0])
+                mine = max(0.0, cpu - before[0])
             elif created >= prev[0]:  # started since the last reading: all its CPU time is new
-                used += cpu
+                mine = cpu
+            else:
+                continue
+            used += mine
+            top = max(top, (mine, pid))
         cpu_pct = 100.0 * used / dt
         busy: list[str] = []
         if cpu_pct >= self.cpu_pct:
-            busy.append(Msg(N_("processes here at {cpu:.0f}% CPU"), cpu=cpu_pct))
+            name = counters.names.get(top[1])
+            busy.append(
+                Msg(N_("processes here at {cpu:.0f}% CPU"), cpu=cpu_pct)
+                if name is None
+                else Msg(
+                    N_("processes here at {cpu:.0f}% CPU (most: {name}, pid {pid}, {own:.0f}%)"),
+                    cpu=cpu_pct,
+                    name=name,
+                    pid=top[1],
+                    own=100.0 * top[0] / dt,
+                )
+            )
         net_rate: float | None = None
         if counters.net_bytes is not None and prev[1].net_bytes is not None:
             net_rate = max(0, counters.net_bytes - prev[1].net_bytes) / 1024 / dt
