@@ -250,3 +250,13 @@ def test_an_os_given_as_os_release_spells_it_is_its_major(
     code, out, err = run(capsys, "--os", given, "--gpu", "H100")
     assert code == 0, err
     assert f"setup for {name}" in out
+
+
+def test_no_gpu_read_says_why_in_one_sentence(capsys: pytest.CaptureFixture[str], smi_fixtures: Path) -> None:
+    """The reader's own reason came in brackets inside another bracket ("No GPU could be read (No NVIDIA
+    driver found (Is this … (libnvidia-ml.so …))))"): it follows a colon now."""
+    broken = smi_fixtures / "errors" / "driver-not-communicating.stdout.txt"
+    code, out, err = run(capsys, "--os", "ubuntu-22.04", "--replay", str(broken))
+    flat = " ".join(err.split())
+    assert code == 2 and out == ""
+    assert "No GPU could be read: NVIDIA-SMI has failed" in flat and "--gpu H100" in flat

@@ -22,7 +22,7 @@ def detected_gpu(gpus: GpuFacts | None, setup_tables: SetupTables) -> GpuTarget:
     if not samples:
         said = "; ".join(gpus.all_errors()) if gpus is not None else ""
         raise UsageError(
-            _("No GPU could be read") + (f" ({said})" if said else ""),
+            _("No GPU could be read: {reason}").format(reason=said) if said else _("No GPU could be read"),
             why=_("a fresh instance has no NVIDIA driver yet, so nothing can name its GPU"),
             fix=tr(_GIVE_GPU),
         )
