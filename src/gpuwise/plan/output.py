@@ -298,8 +298,14 @@ def option_title(o: Option) -> str:
 def same_hours(result: PlanResult) -> bool:
     """Whether every qualifying option takes the same hours (a service run for a fixed duration): then no
     option is faster than another, and "fastest" or "balanced" would name nothing but a tie."""
-    hours = [o.hours for o in result.options]
-    return len(hours) > 1 and max(hours) <= min(hours) * 1.001
+    if len(result.options) < 2:
+        return False
+    if result.hours_span is not None:
+        fewest, most = result.hours_span
+    else:
+        hours = [o.hours for o in result.options]
+        fewest, most = min(hours), max(hours)
+    return most <= fewest * 1.001
 
 
 def pick_lines(result: PlanResult, groups: Sequence[OptionGroup], picks: dict[str, int]) -> list[str]:

@@ -119,7 +119,13 @@ def plan(
         dtype_why=scan.dtype_why,
         stale_after_days=settings.stale_after_days,
         today=settings.today,
+        hours_span=_hours_span(scan.kept),
     )
+
+
+def _hours_span(kept: list[Kept]) -> tuple[float, float] | None:
+    hours = [k.costed.hours for k in kept]
+    return (min(hours), max(hours)) if hours else None
 
 
 class _Lookups(NamedTuple):
