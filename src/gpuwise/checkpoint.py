@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gpuwise.files import pid_alive
 from gpuwise.run.manifest import COMPLETE_MARKER, order_key
 from gpuwise.run.store import scan_local
 
@@ -77,23 +78,13 @@ def _write_state(state: Any, folder: Path) -> None:
     torch.save(state, folder / "state.pt")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):  # someone else's, or not a pid at all: leave it
-        return True
-    return True
-
-
 def _sweep(base: Path) -> None:
     """Remove the hidden folders of saves whose writer died mid-way (`.step-N.<pid>.tmp` of a pid that no
     longer runs: killed by the OOM killer or kill -9 while writing). Nothing else ever deletes them, and each
     is as large as a checkpoint, so a few kills could fill the disk."""
     for entry in base.glob(".step-*.tmp"):
         pid = entry.name.removesuffix(".tmp").rsplit(".", 1)[-1]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
 
 

@@ -158,7 +158,7 @@ def _remove_dead_temps(target: Path) -> None:
             if not (name.startswith(prefix) and name.endswith(".tmp")):
                 continue
             pid_text = name[len(prefix) :].split(".", 1)[0]
-            if not pid_text.isdigit() or int(pid_text) == os.getpid() or _alive(int(pid_text)):
+            if not pid_text.isdigit() or int(pid_text) == os.getpid() or pid_alive(int(pid_text)):
                 continue
             st = entry.stat(follow_symlinks=False)
             if stat.S_ISREG(st.st_mode) and (uid is None or st.st_uid == uid):
@@ -166,13 +166,15 @@ def _remove_dead_temps(target: Path) -> None:
                     Path(entry.path).unlink()
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process `pid` exists (another user's counts; a number no pid can be counts as alive, so
+    nothing of it is removed)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:
-        return True  # exists, but another user's (EPERM)
+    except (OSError, OverflowError):
+        return True  # exists, but another user's (EPERM); or not a pid at all
     return True
 
 

@@ -22,7 +22,6 @@ psutil is imported inside the functions that need it.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from typing import Any, Protocol
 
 from gpuwise import httpclient
 from gpuwise.errors import ConfigError
+from gpuwise.files import pid_alive
 from gpuwise.gpu.sample import Failed, NotSupported, Snapshot
 from gpuwise.idle.hostload import HostActivity
 from gpuwise.idle.message import Msg, join
@@ -252,16 +252,6 @@ class JupyterKernels:
             ),
             last_active_s=latest,
         )
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True
 
 
 @dataclass

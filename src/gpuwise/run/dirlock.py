@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 from gpuwise.errors import UsageError
+from gpuwise.files import pid_alive
 from gpuwise.locale import _
 
 log = logging.getLogger("gpuwise.run")
@@ -64,15 +65,8 @@ def _holder(path: Path) -> tuple[str, str, str]:
 
 
 def _alive(pid: str) -> bool:
-    if not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
+    """A pid as the lock file holds it ('-' or '?' when unknown)."""
+    return pid.isdigit() and pid_alive(int(pid))
 
 
 def _orphaned(directory: Path, path: Path, run_id: str) -> UsageError:
